@@ -1,0 +1,28 @@
+"""Static memory allocation: buffers with fixed lifetimes placed at offsets in a scratchpad.
+
+Public surface::
+
+    from allocator import Buffer, Problem, Solution, solve, validate, lower_bound
+    result = solve(problem, method="greedy-by-size", timeout=10)
+
+Every method is registered by name in ``METHODS``; ``solve`` checks its input, runs the
+method and validates the output with the independent ``validate`` before returning it.
+"""
+
+from allocator.csv_io import CSVFormatError, read_csv, write_csv
+from allocator.problem import (
+    AllocationResult,
+    Buffer,
+    InvalidProblemError,
+    Problem,
+    Solution,
+    UnknownMethodError,
+)
+from allocator.registry import METHODS, register, solve
+from allocator.validate import InvalidSolutionError, ValidationReport, Violation, check, lower_bound, validate
+
+__all__ = [
+    "AllocationResult", "Buffer", "CSVFormatError", "InvalidProblemError", "InvalidSolutionError", "METHODS",
+    "Problem", "Solution", "UnknownMethodError", "ValidationReport", "Violation", "check", "lower_bound",
+    "read_csv", "register", "solve", "validate", "write_csv",
+]

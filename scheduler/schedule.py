@@ -1,0 +1,111 @@
+"""The ``Schedule``: what the scheduler decides and every later stage consumes.
+
+A schedule runs one operator per logical timestep (``order[t]`` runs at step ``t``) and says
+when each tensor is on chip. Each stay of a tensor in on-chip memory is one ``Residency``
+(an ``allocator.Buffer`` once sized); a tensor spilled and later retrieved has two.
+
+Transfer timing convention (shared with the simulator):
+
+* ``load`` / ``retrieve`` at step ``s`` fill a residency that starts at ``s``; they must finish
+  before operator ``order[s]`` starts.
+* ``store`` / ``spill`` at step ``e`` drain a residency that ends at ``e`` (its last step is
+  ``e - 1``); they start after operator ``order[e - 1]`` finishes and must finish before the
+  residency's address range is reused.
+
+Traffic is compulsory (graph inputs and weights read once, final outputs written once) or
+non-compulsory (spills and the retrievals that bring spilled or evicted tensors back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from allocator import Buffer, Problem
+
+TransferKind = Literal["load", "store", "spill", "retrieve"]
+
+
+@dataclass(frozen=True)
+class Residency:
+    """One stay of a tensor in on-chip memory, live on ``[start, end)``."""
+
+    id: str  #: buffer id, unique in the schedule: ``"<tensor>"`` or ``"<tensor>#<k>"`` for the k-th stay
+    tensor: str  #: name of the tensor in ``graph.graph["tensors"]``
+    start: int  #: first step at which the tensor occupies memory
+    end: int  #: first step at which it no longer does (exclusive)
+    size: int  #: on-chip bytes (per PE where the hardware splits tensors over PEs)
+
+    def buffer(self, alignment: int = 1) -> Buffer:
+        """This residency as an allocator buffer."""
+        return Buffer(self.id, self.start, self.end, self.size, alignment)
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One DMA between DRAM and on-chip memory (see the module docstring for timing)."""
+
+    kind: TransferKind
+    tensor: str  #: tensor name
+    residency: str  #: id of the residency filled (load/retrieve) or drained (store/spill)
+    step: int  #: step boundary at which it happens
+    nbytes: int  #: bytes moved (per PE where the hardware splits tensors over PEs)
+
+    @property
+    def compulsory(self) -> bool:
+        """Loads of inputs/weights and stores of outputs are compulsory; spills and retrievals are not."""
+        return self.kind in ("load", "store")
+
+    @property
+    def to_chip(self) -> bool:
+        return self.kind in ("load", "retrieve")
+
+
+@dataclass
+class Schedule:
+    """Operator order, residencies, transfers and (optionally) the offsets the scheduler chose.
+
+    ``offsets`` maps residency ids to byte offsets when the scheduler placed them itself (the
+    baseline's online arena placement and COSMA do); ``problem()`` exposes the residencies as
+    an ``allocator.Problem`` so any allocator can re-place them.
+    """
+
+    order: list[str]  #: operator node names, one per step
+    residencies: list[Residency]
+    transfers: list[Transfer]
+    capacity: int  #: bytes of on-chip memory the schedule was made for
+    alignment: int = 1  #: every residency offset must be a multiple of this
+    offsets: dict[str, int] | None = None  #: residency id -> offset, when the scheduler chose them
+    method: str = ""  #: which scheduler made it, e.g. "program+belady"
+    stats: dict[str, float] = field(default_factory=dict)
+
+    def problem(self, capacity: int | None = -1) -> Problem:
+        """The residencies as an allocation problem (default: under this schedule's capacity)."""
+        cap = self.capacity if capacity == -1 else capacity
+        return Problem([r.buffer(self.alignment) for r in self.residencies], cap)
+
+    def with_offsets(self, offsets: Mapping[str, int]) -> Schedule:
+        """A copy whose residencies are placed at ``offsets`` (e.g. from another allocator)."""
+        return Schedule(
+            list(self.order), list(self.residencies), list(self.transfers), self.capacity,
+            self.alignment, dict(offsets), self.method, dict(self.stats),
+        )
+
+    @property
+    def compulsory_bytes(self) -> int:
+        return sum(t.nbytes for t in self.transfers if t.compulsory)
+
+    @property
+    def noncompulsory_bytes(self) -> int:
+        return sum(t.nbytes for t in self.transfers if not t.compulsory)
+
+    @property
+    def read_bytes(self) -> int:
+        """Bytes read from DRAM (loads and retrievals)."""
+        return sum(t.nbytes for t in self.transfers if t.to_chip)
+
+    @property
+    def write_bytes(self) -> int:
+        """Bytes written to DRAM (stores and spills)."""
+        return sum(t.nbytes for t in self.transfers if not t.to_chip)
