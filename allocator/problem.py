@@ -135,17 +135,22 @@ class Solution:
         return max((self.offsets[b.id] + b.size for b in problem.buffers), default=0)
 
 
-Status = Literal["solved", "infeasible", "timeout"]
+Status = Literal["solved", "infeasible", "failed", "timeout"]
 
 
 @dataclass
 class AllocationResult:
     """What a method returns: a status, the solution when there is one, and statistics.
 
-    ``status`` is ``"solved"`` (``solution`` fits the capacity and has been validated),
-    ``"infeasible"`` (proven impossible, or the method gave up; ``reason`` says which), or
-    ``"timeout"`` (the time limit ran out; ``solution`` is the best complete one found, if any,
-    which may not fit the capacity).
+    ``status`` is one of
+
+    * ``"solved"``: ``solution`` fits the capacity (and has been validated);
+    * ``"infeasible"``: proven impossible (``reason`` says why, e.g. LOAD exceeds the capacity);
+    * ``"failed"``: a heuristic found no placement under the capacity; not a proof.
+      ``solution`` is its complete placement ignoring the capacity, so ``peak`` says by how
+      much it missed;
+    * ``"timeout"``: the time limit ran out; ``solution`` is the best complete one found, if
+      any, and may not fit the capacity.
     """
 
     method: str

@@ -1,0 +1,118 @@
+"""Greedy placement heuristics of production compilers.
+
+Each takes buffers one at a time in a fixed order and puts each at a position chosen among
+the gaps left by the already placed buffers it overlaps in time:
+
+* ``first-fit``: buffers in start order, each at the lowest offset that fits. This is the
+  timing-unaware baseline of TelaMalloc §3.1 (and what an online arena does).
+* ``greedy-by-size``: largest first (ties: earlier start, longer lifetime), lowest offset
+  that fits. TensorFlow Lite's ``GreedyBySize`` planner (Pisarchyk and Lee 2020).
+* ``best-fit``: largest first (ties: longer lifetime, earlier start), into the *smallest*
+  gap that holds it (ties: lowest offset); only when no gap between placed buffers holds it
+  does it go on top. XLA's global decreasing-size best-fit heap.
+
+Fixed-offset buffers are placed first, where they are pinned. The heuristics ignore the
+capacity while placing and then compare the peak with it: above the capacity the status is
+``"failed"`` (a heuristic's miss is no proof of infeasibility) and the full placement is
+returned so the caller sees by how much it missed. They run to completion in O(n^2) time,
+so ``timeout`` is not consulted. The placement loop is compiled with numba; buffers live in
+flat int64 arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from allocator.problem import Problem
+from allocator.registry import MethodOutput, register
+
+
+@njit(cache=True)
+def _place(starts, ends, sizes, aligns, fixed, order, best_fit):  # pragma: no cover - compiled
+    """Place buffers in ``order`` (fixed ones, ``fixed >= 0``, are pre-placed); return offsets."""
+    n = starts.shape[0]
+    offsets = np.full(n, -1, np.int64)
+    placed = np.zeros(n, np.bool_)
+    for i in range(n):
+        if fixed[i] >= 0:
+            offsets[i] = fixed[i]
+            placed[i] = True
+    lows = np.empty(n, np.int64)
+    highs = np.empty(n, np.int64)
+    for i in order:
+        if placed[i]:
+            continue
+        s, e, size, a = starts[i], ends[i], sizes[i], aligns[i]
+        m = 0
+        for j in range(n):
+            if placed[j] and starts[j] < e and ends[j] > s:
+                lows[m] = offsets[j]
+                highs[m] = offsets[j] + sizes[j]
+                m += 1
+        by_low = np.argsort(lows[:m], kind="mergesort")
+        cursor = 0  # everything below cursor is taken by some conflicting buffer (or is 0)
+        chosen = -1
+        best_gap = -1
+        for k in range(m):
+            lo = lows[by_low[k]]
+            if lo > cursor:
+                candidate = (cursor + a - 1) // a * a
+                if candidate + size <= lo:
+                    if not best_fit:
+                        chosen = candidate
+                        break
+                    gap = lo - cursor
+                    if best_gap < 0 or gap < best_gap:
+                        best_gap = gap
+                        chosen = candidate
+            hi = highs[by_low[k]]
+            if hi > cursor:
+                cursor = hi
+        if chosen < 0:
+            chosen = (cursor + a - 1) // a * a
+        offsets[i] = chosen
+        placed[i] = True
+    return offsets
+
+
+def _arrays(problem: Problem) -> tuple[np.ndarray, ...]:
+    bufs = problem.buffers
+    starts = np.fromiter((b.start for b in bufs), np.int64, len(bufs))
+    ends = np.fromiter((b.end for b in bufs), np.int64, len(bufs))
+    sizes = np.fromiter((b.size for b in bufs), np.int64, len(bufs))
+    aligns = np.fromiter((b.alignment for b in bufs), np.int64, len(bufs))
+    fixed = np.fromiter((-1 if b.offset is None else b.offset for b in bufs), np.int64, len(bufs))
+    return starts, ends, sizes, aligns, fixed
+
+
+def _run(problem: Problem, keys: tuple[np.ndarray, ...], best_fit: bool, name: str) -> MethodOutput:
+    starts, ends, sizes, aligns, fixed = _arrays(problem)
+    if not problem.buffers:
+        return MethodOutput("solved", {})
+    # np.lexsort sorts by the last key first; the buffer index is the final tie-break.
+    order = np.lexsort((np.arange(len(starts)),) + keys).astype(np.int64)
+    offsets = _place(starts, ends, sizes, aligns, fixed, order, best_fit)
+    placement = {b.id: int(o) for b, o in zip(problem.buffers, offsets, strict=True)}
+    peak = int((offsets + sizes).max())
+    if problem.capacity is not None and peak > problem.capacity:
+        return MethodOutput("failed", placement, f"{name} reached peak {peak} > capacity {problem.capacity}")
+    return MethodOutput("solved", placement)
+
+
+@register("first-fit", "buffers in start order, each at the lowest offset that fits (TelaMalloc §3.1 baseline)")
+def first_fit(problem: Problem, deadline: float | None = None) -> MethodOutput:
+    starts, ends, sizes, _, _ = _arrays(problem)
+    return _run(problem, (-sizes, starts), best_fit=False, name="first-fit")
+
+
+@register("greedy-by-size", "largest first, lowest offset that fits (TensorFlow Lite GreedyBySize)")
+def greedy_by_size(problem: Problem, deadline: float | None = None) -> MethodOutput:
+    starts, ends, sizes, _, _ = _arrays(problem)
+    return _run(problem, (-(ends - starts), starts, -sizes), best_fit=False, name="greedy-by-size")
+
+
+@register("best-fit", "largest first, into the smallest gap that holds it (XLA global decreasing-size best fit)")
+def best_fit(problem: Problem, deadline: float | None = None) -> MethodOutput:
+    starts, ends, sizes, _, _ = _arrays(problem)
+    return _run(problem, (starts, -(ends - starts), -sizes), best_fit=True, name="best-fit")
