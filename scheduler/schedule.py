@@ -26,6 +26,30 @@ from allocator import Buffer, Problem
 
 TransferKind = Literal["load", "store", "spill", "retrieve"]
 
+#: every transfer kind, in the order reports list them
+TRANSFER_KINDS: tuple[TransferKind, ...] = ("load", "store", "spill", "retrieve")
+
+
+class ScheduleError(ValueError):
+    """A graph, order or option the scheduler cannot use, or a graph that does not fit.
+
+    The message names the offending operator, tensor or option (and, for a placement that
+    failed, the step and the bytes needed against the bytes free).
+    """
+
+
+class CapacityError(ScheduleError):
+    """The budget is below M_R, the memory one operator needs for its own inputs and outputs.
+
+    ``operator`` is the operator that needs the most; ``min_capacity`` (bytes) is M_R, the
+    smallest budget at which every operator can run (COSMA section V-A).
+    """
+
+    def __init__(self, message: str, operator: str, min_capacity: int) -> None:
+        super().__init__(message)
+        self.operator = operator
+        self.min_capacity = min_capacity
+
 
 @dataclass(frozen=True)
 class Residency:
@@ -109,3 +133,46 @@ class Schedule:
     def write_bytes(self) -> int:
         """Bytes written to DRAM (stores and spills)."""
         return sum(t.nbytes for t in self.transfers if not t.to_chip)
+
+
+def live_bytes_over_time(schedule: Schedule) -> list[int]:
+    """On-chip bytes occupied at each step: element ``t`` sums the residencies live at step ``t``.
+
+    >>> s = Schedule(["a", "b"], [Residency("x", "x", 0, 2, 4), Residency("y", "y", 1, 2, 8)], [], 16)
+    >>> live_bytes_over_time(s)
+    [4, 12]
+    """
+    steps = max([len(schedule.order)] + [r.end for r in schedule.residencies])
+    delta = [0] * (steps + 1)
+    for r in schedule.residencies:
+        delta[r.start] += r.size
+        delta[r.end] -= r.size
+    live, total = [], 0
+    for change in delta[:steps]:
+        total += change
+        live.append(total)
+    return live
+
+
+def peak_live_bytes(schedule: Schedule) -> int:
+    """The most on-chip bytes live at one step (0 for an empty schedule).
+
+    This is the load an ideal allocator would need; ``peak_address`` is what the chosen offsets
+    actually reach (the difference is fragmentation).
+    """
+    return max(live_bytes_over_time(schedule), default=0)
+
+
+def peak_address(schedule: Schedule) -> int:
+    """The highest byte the chosen offsets reach: max of offset + size (0 without offsets)."""
+    if not schedule.offsets:
+        return 0
+    return max((schedule.offsets[r.id] + r.size for r in schedule.residencies), default=0)
+
+
+def bytes_by_kind(schedule: Schedule) -> dict[str, int]:
+    """DRAM bytes moved per transfer kind, every kind present (``load``, ``store``, ``spill``, ``retrieve``)."""
+    totals: dict[str, int] = dict.fromkeys(TRANSFER_KINDS, 0)
+    for t in schedule.transfers:
+        totals[t.kind] += t.nbytes
+    return totals

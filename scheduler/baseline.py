@@ -1,0 +1,377 @@
+"""The baseline of COSMA section V-A: a fixed order, a TensorFlow Lite style arena, Belady replacement.
+
+COSMA (Cai et al., "Combined Scheduling, Memory Allocation and Tensor Replacement for
+Minimizing Off-Chip Data Accesses of DNN Accelerators", section V-A2) compares itself with
+schemes built from three choices made one after the other, online, operator by operator:
+
+* **operator scheduling** -- here the program order (or any topological order you pass);
+* **memory allocation** -- TensorFlow Lite's linear arena: a tensor goes at the lowest offset
+  where it fits among the tensors resident at that moment (first fit by address);
+* **tensor replacement** -- when a tensor does not fit, evict resident tensors the current
+  operator does not use, the one needed furthest in the future first (Belady).
+
+Events within step ``t`` (operator ``order[t]``), in this order:
+
+1. residencies of tensors whose last use was step ``t - 1`` end at ``t``; a final output that
+   has no DRAM copy yet is stored (compulsory ``store`` at step ``t``);
+2. each input of the operator that is not resident is placed (first fit, evicting others as
+   needed but never another input of the operator) and filled: a graph input or weight's
+   first read is a compulsory ``load``, every later read of anything is a ``retrieve``;
+3. each output of the operator is placed (evicting as needed, never the operator's own inputs
+   or outputs).
+
+An evicted tensor's residency ends at ``t``. It is written to DRAM at step ``t`` only when no
+DRAM copy exists yet (tensors are immutable, so one copy serves every later retrieval):
+an activation is ``spill``-ed; a final output is ``store``-d -- that write *is* its compulsory
+store, so it is counted once, as compulsory, and no second store happens when its last
+residency ends; a graph input or weight is simply dropped.
+
+If a placement still fails after every other tensor has been evicted, the arena is
+fragmented by the operator's own tensors; they are then compacted towards offset 0 in address
+order. A tensor already at its compacted offset stays; one filled at this very step is just
+placed at the new offset (nothing was computed in it yet); any other is evicted (written back
+first when it has no DRAM copy) and retrieved at the new offset. The operator's tensors sum
+to at most M_R, so at any budget >= M_R the schedule always completes.
+"""
+
+from __future__ import annotations
+
+import sys
+from bisect import bisect_left, insort
+from collections.abc import Mapping, Sequence
+
+import networkx as nx
+
+from scheduler.budget import check_alignment, data_bytes, min_capacity, onchip_sizes
+from scheduler.order import resolve_order
+from scheduler.schedule import (
+    CapacityError,
+    Residency,
+    Schedule,
+    ScheduleError,
+    Transfer,
+    TransferKind,
+    peak_address,
+    peak_live_bytes,
+)
+
+#: replacement policies ``schedule`` accepts: Belady (furthest next use first), or none (fail instead)
+REPLACEMENTS = ("belady", "none")
+
+_NEVER = sys.maxsize  # "next use" of a tensor that is not read again
+
+
+def schedule(
+    graph: nx.DiGraph,
+    capacity_bytes: int,
+    order: str | Sequence[str] = "program",
+    replacement: str = "belady",
+    sizes: Mapping[str, int] | None = None,
+    alignment: int = 1,
+) -> Schedule:
+    """Schedule ``graph`` in a fixed order with a first-fit arena and Belady replacement (COSMA section V-A).
+
+    Parameters
+    ----------
+    graph:
+        a ``DataflowGraph`` (see ``frontend.graph``).
+    capacity_bytes:
+        on-chip memory in bytes (per PE when ``sizes`` are per PE). Must be at least M_R
+        (``min_capacity``).
+    order:
+        ``"program"`` (the graph's operator order), or a list of every operator name in a
+        topological order.
+    replacement:
+        ``"belady"`` evicts the resident tensor not used by the current operator whose next
+        use is furthest (never used again first; ties: larger, then by name); ``"none"``
+        never evicts and raises ``ScheduleError`` when a tensor does not fit.
+    sizes:
+        optional tensor name -> bytes, overriding the graph's ``nbytes`` (e.g. per-PE sizes
+        on the Pixel 6). Tensors of 0 bytes take no residency and no transfer.
+    alignment:
+        every on-chip size is rounded up to, and every offset is, a multiple of this.
+
+    Returns
+    -------
+    Schedule
+        with ``offsets`` set to the arena's choices and ``method`` = ``"<order>+<replacement>"``
+        (``"program+belady"`` by default; an explicit list of operators is ``"custom"``).
+        Transfer ``nbytes`` are the tensor's bytes before alignment padding (the padding is
+        never moved); residency sizes include it. ``stats`` holds ``min_capacity`` (M_R),
+        ``evictions``, ``compactions``, ``peak_live_bytes`` and ``peak_address``.
+
+    Raises
+    ------
+    CapacityError
+        ``capacity_bytes`` < M_R; names the operator and M_R.
+    ScheduleError
+        unknown ``order`` / ``replacement``, an order that is not a topological order of
+        every operator, bad ``sizes`` or ``alignment``, or (``replacement="none"``) a tensor
+        that does not fit, naming the step, operator, tensor and bytes needed vs free.
+
+    Example: operator ``c`` reads ``y`` and ``z`` and writes ``out``, 10 bytes each, so
+    M_R = 30 bytes; at that budget everything fits and only compulsory traffic remains.
+
+    >>> from frontend.graph import new_graph, add_tensor, add_operator
+    >>> g = new_graph("g", dtype="int8")
+    >>> add_tensor(g, "x", (10,), kind="input")
+    >>> add_operator(g, "a", "relu", inputs=["x"], outputs={"y": (10,)})
+    >>> add_operator(g, "b", "relu", inputs=["y"], outputs={"z": (10,)})
+    >>> add_operator(g, "c", "add", inputs=["y", "z"], outputs={"out": (10,)})
+    >>> g.graph["tensors"]["out"]["kind"] = "output"
+    >>> s = schedule(g, 30)
+    >>> [(t.kind, t.tensor, t.step) for t in s.transfers]
+    [('load', 'x', 0), ('store', 'out', 3)]
+    >>> try:
+    ...     schedule(g, 20)
+    ... except CapacityError as error:
+    ...     print(error.operator, error.min_capacity)
+    c 30
+    """
+    if replacement not in REPLACEMENTS:
+        raise ScheduleError(f"unknown replacement {replacement!r}; valid values: {', '.join(map(repr, REPLACEMENTS))}")
+    if not isinstance(capacity_bytes, int) or isinstance(capacity_bytes, bool) or capacity_bytes <= 0:
+        raise ScheduleError(f"capacity_bytes must be a positive integer, got {capacity_bytes!r}")
+    check_alignment(alignment)
+    names = resolve_order(graph, order)
+    onchip = onchip_sizes(graph, sizes, alignment)
+    need, operator = min_capacity(graph, sizes, alignment)
+    if capacity_bytes < need:
+        raise CapacityError(
+            f"capacity {capacity_bytes} bytes is below M_R = {need} bytes: operator {operator!r} needs its "
+            f"inputs and outputs on chip at once; the smallest budget that works is {need} bytes",
+            operator, need,
+        )
+    arena = _Arena(graph, names, capacity_bytes, onchip, data_bytes(graph, sizes), evict=replacement == "belady")
+    arena.run()
+    order_name = order if isinstance(order, str) else "custom"
+    result = Schedule(
+        order=names,
+        residencies=sorted(arena.residencies, key=lambda r: (r.start, r.end, r.id)),
+        transfers=arena.transfers,
+        capacity=capacity_bytes,
+        alignment=alignment,
+        offsets=arena.offsets,
+        method=f"{order_name}+{replacement}",
+    )
+    result.stats = {
+        "min_capacity": need,
+        "evictions": arena.evictions,
+        "compactions": arena.compactions,
+        "peak_live_bytes": peak_live_bytes(result),
+        "peak_address": peak_address(result),
+    }
+    return result
+
+
+def no_spill_capacity(
+    graph: nx.DiGraph, order: str | Sequence[str] = "program", sizes: Mapping[str, int] | None = None,
+    alignment: int = 1,
+) -> int:
+    """The smallest budget at which the baseline moves no byte beyond the compulsory ones.
+
+    It is the highest address the first-fit arena reaches when nothing is ever evicted: at
+    this budget every placement succeeds as it did with unbounded memory, and any smaller
+    budget forces an eviction (of a tensor needed again: non-compulsory traffic) or a
+    compaction (traffic too, unless it only moves tensors filled at that step). Use it with ``min_capacity``
+    to span a budget sweep (COSMA's M_R ... M_P axis, for this order and allocator).
+
+    >>> from frontend.graph import new_graph, add_tensor, add_operator
+    >>> g = new_graph("g", dtype="int8")
+    >>> add_tensor(g, "x", (10,), kind="input")
+    >>> add_operator(g, "a", "relu", inputs=["x"], outputs={"y": (10,)})
+    >>> add_operator(g, "b", "relu", inputs=["y"], outputs={"z": (10,)})
+    >>> add_operator(g, "c", "add", inputs=["y", "z"], outputs={"out": (10,)})
+    >>> no_spill_capacity(g)
+    30
+    """
+    total = sum(onchip_sizes(graph, sizes, alignment).values())
+    # First fit never reaches beyond the sum of every size placed so far, so this cannot fail.
+    result = schedule(graph, max(total, 1), order, "none", sizes, alignment)
+    return peak_address(result)
+
+
+class _Arena:
+    """The state of one online run: the resident tensors by address, and what has happened."""
+
+    def __init__(
+        self, graph: nx.DiGraph, order: list[str], capacity: int, onchip: dict[str, int], data: dict[str, int],
+        evict: bool,
+    ) -> None:
+        self.graph = graph
+        self.order = order
+        self.capacity = capacity
+        self.onchip = onchip  # tensor -> aligned on-chip bytes
+        self.data = data  # tensor -> bytes a transfer moves
+        self.evict = evict
+        tensors = graph.graph["tensors"]
+        final = set(graph.graph["outputs"])
+        self.uses: dict[str, list[int]] = {}  # tensor -> steps that read it, ascending
+        self.produced: set[str] = set()  # tensors written by an operator (no DRAM copy at first)
+        last_use: dict[str, int] = {}
+        for step, op in enumerate(order):
+            node = graph.nodes[op]
+            for t in node["in_tensors"]:
+                if onchip[t]:
+                    self.uses.setdefault(t, []).append(step)
+                    last_use[t] = step
+            for t in node["out_tensors"]:
+                if onchip[t]:
+                    self.produced.add(t)
+                    last_use[t] = step
+        self.dying: list[list[str]] = [[] for _ in order]  # step -> tensors last used there
+        for t, step in last_use.items():
+            self.dying[step].append(t)
+        self.final = {t for t in self.produced if tensors[t]["kind"] == "output" or t in final}
+        self.in_dram = {t for t in self.uses if t not in self.produced}  # tensors with a DRAM copy
+        self.loaded: set[str] = set()  # graph inputs and weights read once already
+
+        self.resident: list[tuple[int, str]] = []  # (offset, tensor), sorted by offset
+        self.open: dict[str, tuple[str, int, int]] = {}  # resident tensor -> (residency id, start, offset)
+        self.free_bytes = capacity
+        self.stays: dict[str, int] = {}  # tensor -> residencies opened so far
+        self.residencies: list[Residency] = []
+        self.transfers: list[Transfer] = []
+        self.offsets: dict[str, int] = {}
+        self.evictions = 0
+        self.compactions = 0
+
+    def run(self) -> None:
+        for step, op in enumerate(self.order):
+            if step:
+                self._free_dead(step)
+            node = self.graph.nodes[op]
+            inputs = [t for t in node["in_tensors"] if self.onchip[t]]
+            protected = set(inputs)
+            for t in inputs:
+                if t not in self.open:
+                    self._fetch(t, step, protected)
+            outputs = [t for t in node["out_tensors"] if self.onchip[t]]
+            protected.update(outputs)
+            for t in outputs:
+                self._place(t, step, protected)
+        if self.order:
+            self._free_dead(len(self.order))
+        assert not self.open, f"tensors left resident after the last step: {sorted(self.open)}"
+
+    # -- residencies ---------------------------------------------------------------------
+
+    def _open(self, tensor: str, step: int, offset: int) -> str:
+        count = self.stays.get(tensor, 0)
+        self.stays[tensor] = count + 1
+        rid = tensor if count == 0 else f"{tensor}#{count}"
+        self.open[tensor] = (rid, step, offset)
+        insort(self.resident, (offset, tensor))
+        self.free_bytes -= self.onchip[tensor]
+        self.offsets[rid] = offset
+        return rid
+
+    def _close(self, tensor: str, step: int) -> str:
+        rid, start, offset = self.open.pop(tensor)
+        del self.resident[bisect_left(self.resident, (offset, tensor))]
+        self.free_bytes += self.onchip[tensor]
+        self.residencies.append(Residency(rid, tensor, start, step, self.onchip[tensor]))
+        return rid
+
+    def _transfer(self, kind: TransferKind, tensor: str, rid: str, step: int) -> None:
+        self.transfers.append(Transfer(kind, tensor, rid, step, self.data[tensor]))
+
+    def _free_dead(self, step: int) -> None:
+        """Event 1: end the residencies of tensors last used at ``step - 1``; store final outputs."""
+        for t in self.dying[step - 1]:
+            if t in self.open:
+                rid = self._close(t, step)
+                if t in self.final and t not in self.in_dram:
+                    self._transfer("store", t, rid, step)
+                    self.in_dram.add(t)
+
+    def _drop(self, tensor: str, step: int) -> None:
+        """End ``tensor``'s residency at ``step``, writing it to DRAM if it is needed and has no copy there."""
+        rid = self._close(tensor, step)
+        needed = tensor in self.final or self._next_use(tensor, step) != _NEVER
+        if needed and tensor not in self.in_dram:
+            # A final output's first write is its one compulsory store; an activation's is a spill.
+            self._transfer("store" if tensor in self.final else "spill", tensor, rid, step)
+            self.in_dram.add(tensor)
+
+    # -- placement -----------------------------------------------------------------------
+
+    def _next_use(self, tensor: str, step: int) -> int:
+        uses = self.uses.get(tensor, [])
+        i = bisect_left(uses, step)
+        return uses[i] if i < len(uses) else _NEVER
+
+    def _first_fit(self, size: int) -> int | None:
+        """The lowest offset where ``size`` bytes fit between the resident tensors, or None."""
+        if size > self.free_bytes:
+            return None
+        cursor = 0
+        for offset, tensor in self.resident:
+            if offset - cursor >= size:
+                return cursor
+            cursor = offset + self.onchip[tensor]
+        return cursor if self.capacity - cursor >= size else None
+
+    def _fetch(self, tensor: str, step: int, protected: set[str]) -> None:
+        """Event 2: bring an input on chip; the first read of a graph input or weight is its load."""
+        rid = self._place(tensor, step, protected)
+        if tensor not in self.produced and tensor not in self.loaded:
+            self.loaded.add(tensor)
+            self._transfer("load", tensor, rid, step)
+        else:
+            self._transfer("retrieve", tensor, rid, step)
+
+    def _place(self, tensor: str, step: int, protected: set[str]) -> str:
+        """Give ``tensor`` a residency starting at ``step``, evicting or compacting as needed."""
+        size = self.onchip[tensor]
+        offset = self._first_fit(size)
+        if offset is None and not self.evict:
+            raise self._no_room(tensor, step)
+        if offset is None:
+            victims = sorted(
+                (t for _, t in self.resident if t not in protected),
+                key=lambda t: (-self._next_use(t, step), -self.onchip[t], t),
+            )
+            for victim in victims:
+                self._drop(victim, step)
+                self.evictions += 1
+                offset = self._first_fit(size)
+                if offset is not None:
+                    break
+        if offset is None:
+            self._compact(step)
+            offset = self._first_fit(size)
+            assert offset is not None, "compaction must make room at any budget >= M_R"
+        return self._open(tensor, step, offset)
+
+    def _compact(self, step: int) -> None:
+        """Slide the (all protected) resident tensors down to offset 0, in address order."""
+        self.compactions += 1
+        cursor = 0
+        for offset, tensor in list(self.resident):
+            if offset != cursor:
+                rid, start, _ = self.open[tensor]
+                if start == step:
+                    # Filled at this step, before the operator ran: it can simply be filled elsewhere.
+                    del self.resident[bisect_left(self.resident, (offset, tensor))]
+                    insort(self.resident, (cursor, tensor))
+                    self.open[tensor] = (rid, start, cursor)
+                    self.offsets[rid] = cursor
+                else:
+                    self._drop(tensor, step)
+                    self._transfer("retrieve", tensor, self._open(tensor, step, cursor), step)
+            cursor += self.onchip[tensor]
+
+    def _no_room(self, tensor: str, step: int) -> ScheduleError:
+        size = self.onchip[tensor]
+        cursor, gap = 0, 0
+        for offset, other in self.resident:
+            gap = max(gap, offset - cursor)
+            cursor = offset + self.onchip[other]
+        gap = max(gap, self.capacity - cursor)
+        why = f"; the largest free gap is {gap} bytes (fragmentation)" if self.free_bytes >= size else ""
+        return ScheduleError(
+            f"step {step} (operator {self.order[step]!r}): tensor {tensor!r} needs {size} bytes but only "
+            f"{self.free_bytes} of {self.capacity} bytes are free{why}; replacement='none' never evicts "
+            f"(use replacement='belady' or a larger capacity)"
+        )

@@ -1,0 +1,84 @@
+"""Operator orders: which operator runs at which step.
+
+An order is a list of operator names, one per logical step. It must be a topological order of
+the dataflow graph: every tensor is written before any operator reads it. ``program_order``
+is the order the model's code runs its operators in (PyTorch's default schedule, the first
+operator-scheduling option of COSMA section V-A).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import networkx as nx
+
+from scheduler.schedule import ScheduleError
+
+
+def program_order(graph: nx.DiGraph) -> list[str]:
+    """The operators in program order (the order they were added to the graph).
+
+    >>> from frontend.graph import new_graph, add_tensor, add_operator
+    >>> g = new_graph("g")
+    >>> add_tensor(g, "x", (4,), kind="input")
+    >>> add_operator(g, "relu", "relu", inputs=["x"], outputs={"y": (4,)})
+    >>> add_operator(g, "neg", "neg", inputs=["y"], outputs={"z": (4,)})
+    >>> program_order(g)
+    ['relu', 'neg']
+    """
+    return list(graph.nodes)
+
+
+#: named orders ``schedule(order=...)`` accepts; a list of operator names is accepted too
+ORDERS: dict[str, Callable[[nx.DiGraph], list[str]]] = {"program": program_order}
+
+
+def resolve_order(graph: nx.DiGraph, order: str | Sequence[str]) -> list[str]:
+    """Turn ``order`` (a name from ``ORDERS`` or a list of operator names) into a checked order.
+
+    Raises ``ScheduleError`` for an unknown name, an unknown, repeated or missing operator, or
+    an operator placed before the producer of a tensor it reads (the message names both).
+
+    >>> from frontend.graph import new_graph, add_tensor, add_operator
+    >>> g = new_graph("g")
+    >>> add_tensor(g, "x", (4,), kind="input")
+    >>> add_operator(g, "a", "relu", inputs=["x"], outputs={"y": (4,)})
+    >>> add_operator(g, "b", "neg", inputs=["y"], outputs={"z": (4,)})
+    >>> resolve_order(g, ["b", "a"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    scheduler.schedule.ScheduleError: order is not topological: operator 'b' at step 0 reads tensor 'y' ...
+    """
+    if isinstance(order, str):
+        if order not in ORDERS:
+            raise ScheduleError(
+                f"unknown order {order!r}; valid values: {', '.join(map(repr, ORDERS))}, or a list of operator names"
+            )
+        names = ORDERS[order](graph)
+    else:
+        names = list(order)
+    step_of: dict[str, int] = {}
+    for step, name in enumerate(names):
+        if name not in graph:
+            raise ScheduleError(f"order names {name!r}, which is not an operator of the graph")
+        if name in step_of:
+            raise ScheduleError(f"order lists operator {name!r} twice (steps {step_of[name]} and {step})")
+        step_of[name] = step
+    missing = [n for n in graph.nodes if n not in step_of]
+    if missing:
+        shown = ", ".join(map(repr, missing[:5])) + (", ..." if len(missing) > 5 else "")
+        raise ScheduleError(f"order leaves out {len(missing)} operator(s): {shown}")
+    tensors = graph.graph["tensors"]
+    for step, name in enumerate(names):
+        for t in graph.nodes[name]["in_tensors"]:
+            producer = tensors[t]["producer"]
+            if producer is not None and producer not in step_of:
+                raise ScheduleError(
+                    f"tensor {t!r} read by {name!r} names producer {producer!r}, which is not an operator"
+                )
+            if producer is not None and step_of[producer] >= step:
+                raise ScheduleError(
+                    f"order is not topological: operator {name!r} at step {step} reads tensor {t!r} "
+                    f"before its producer {producer!r} runs (step {step_of[producer]})"
+                )
+    return names
