@@ -1,0 +1,168 @@
+"""``minimalloc``: exact search over canonical solutions (Moffitt, ASPLOS '23, §5–7).
+
+A solution is *canonical* when buffers are placed in non-decreasing offset order (offset
+monotonic, §5) with ties broken by a fixed buffer rank (index monotonic), each at the lowest
+offset above the placed buffers it overlaps in time (its "floor", aligned up). Every
+feasible instance has a canonical solution (push every buffer down until it rests on another
+and sort), so searching only canonical partial solutions stays complete while visiting each
+packing once. On top of that the search prunes with:
+
+* **section inference** (§6.2, eq. 3): in every cross section the unplaced buffers must stack
+  above the section's current height, so ``height + unplaced bytes <= capacity``; the height is
+  strengthened by the largest offset placed so far (``offset_floor``: nothing can go below it
+  any more) and by the lowest floor of an unplaced buffer in the section (``effective_height``);
+* **dominance** (§6.3): a candidate is skipped when some unplaced buffer would fit entirely
+  below it at its own floor, since filling that gap first is never worse;
+* **dynamic temporal decomposition** (§7): when the unplaced buffers of a node split into
+  groups that do not overlap in time, each group is solved on its own and a failing group
+  fails the node without backtracking into the others;
+* a **portfolio of static preorders** with restarts: the rank that breaks ties is taken from
+  several keys (largest section total spanned, area, lifetime, size), each tried with a node
+  limit that doubles every round (starting from ``2n``), until one finishes.
+
+Fixed offsets take part in the canonical order at their pinned offset; a node where a pinned
+buffer can no longer be placed (something lies over it, or the canonical order has passed
+it) is a dead end. Alignment rounds every floor up. The inner loop is the numba code in
+``allocator._canonical``; this module prepares its arrays and runs the portfolio.
+
+Options are one frozen dataclass, a field per technique, so each can be switched off for
+ablations. ``canonical=False`` also disables ``dominance`` and ``offset_floor``, whose proofs
+rely on the canonical order.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from allocator import _canonical
+from allocator.problem import InvalidProblemError, Problem
+from allocator.registry import MethodOutput, register
+from allocator.sweep import sweep
+
+PREORDER_KEYS = ("total", "area", "width", "size")
+
+
+@dataclass(frozen=True)
+class MiniMallocOptions:
+    """Switches for each technique of the search (all on by default)."""
+
+    canonical: bool = True  #: offset + index monotonicity (§5, §6.1)
+    section_inference: bool = True  #: eq. (3) on every cross section (§6.2)
+    offset_floor: bool = True  #: strengthen section heights by the largest placed offset (§6.2)
+    effective_height: bool = True  #: ... and by the lowest floor of an unplaced buffer (§6.2)
+    dominance: bool = True  #: never leave a gap an unplaced buffer could fill (§6.3)
+    decomposition: bool = True  #: dynamic temporal decomposition (§7)
+    portfolio: bool = True  #: try every preorder key with doubling node limits; off: the first key only
+    preorders: tuple[str, ...] = PREORDER_KEYS  #: keys of the static preorders, tried in this order
+    initial_node_factor: int = 2  #: first node limit is this times the number of buffers
+
+    def __post_init__(self) -> None:
+        unknown = [k for k in self.preorders if k not in PREORDER_KEYS]
+        if unknown or not self.preorders:
+            raise InvalidProblemError(f"unknown preorder key(s) {unknown}; known: {', '.join(PREORDER_KEYS)}")
+        if self.initial_node_factor < 1:
+            raise InvalidProblemError("initial_node_factor must be >= 1")
+
+
+@dataclass
+class SearchOutcome:
+    """Result of ``canonical_search``: status, offsets when solved, and work done."""
+
+    status: str  #: "solved", "infeasible" (search space exhausted) or "timeout"
+    offsets: np.ndarray | None
+    nodes: int
+    backtracks: int
+    runs: int
+
+
+class _Prepared:
+    """The flat arrays of a problem, computed once and shared by every run of the portfolio."""
+
+    def __init__(self, problem: Problem) -> None:
+        bufs = problem.buffers
+        n = len(bufs)
+        self.n = n
+        self.starts = np.fromiter((b.start for b in bufs), np.int64, n)
+        self.ends = np.fromiter((b.end for b in bufs), np.int64, n)
+        self.sizes = np.fromiter((b.size for b in bufs), np.int64, n)
+        self.aligns = np.fromiter((b.alignment for b in bufs), np.int64, n)
+        self.fixed = np.fromiter((-1 if b.offset is None else b.offset for b in bufs), np.int64, n)
+        s = sweep(problem)
+        self.first_sec, self.last_sec, self.n_sections = s.first_section, s.last_section, s.n_sections
+        totals = s.section_total
+        self.span_total = np.array(
+            [totals[lo:hi].max() if hi > lo else 0 for lo, hi in zip(self.first_sec, self.last_sec, strict=True)],
+            np.int64,
+        )
+        self.members = np.lexsort((np.arange(n), self.starts)).astype(np.int64)
+
+    def rank(self, key: str) -> np.ndarray:
+        """Rank of every buffer under a preorder key (0 = first), ties by start then index."""
+        width = self.ends - self.starts
+        primary = {
+            "total": (-self.sizes, -width * self.sizes, -self.span_total),
+            "area": (-self.sizes, -width, -width * self.sizes),
+            "width": (-self.sizes, -width),
+            "size": (-width, -self.sizes),
+        }[key]
+        order = np.lexsort((np.arange(self.n), self.starts) + primary)
+        rank = np.empty(self.n, np.int64)
+        rank[order] = np.arange(self.n)
+        return rank
+
+
+def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions = MiniMallocOptions(),
+                     deadline: float | None = None, prepared: _Prepared | None = None) -> SearchOutcome:
+    """Run the portfolio of canonical searches for ``capacity``; stop at ``deadline``."""
+    data = prepared or _Prepared(problem)
+    if data.n == 0:
+        return SearchOutcome("solved", np.zeros(0, np.int64), 0, 0, 0)
+    if not options.canonical:
+        options = replace(options, dominance=False, offset_floor=False)
+    keys = options.preorders if options.portfolio else options.preorders[:1]
+    ranks = [data.rank(k) for k in keys]
+    nodes = backtracks = runs = 0
+    limit = options.initial_node_factor * data.n
+    while True:
+        for rank in ranks:
+            remaining = -1.0 if deadline is None else deadline - time.perf_counter()
+            if deadline is not None and remaining <= 0:
+                return SearchOutcome("timeout", None, nodes, backtracks, runs)
+            status, offsets, n_nodes, n_back = _canonical.search(
+                data.sizes, data.aligns, data.fixed, rank, data.first_sec, data.last_sec, data.n_sections,
+                data.members, capacity, limit, -1.0 if deadline is None else deadline,
+                options.canonical, options.section_inference, options.offset_floor, options.effective_height,
+                options.dominance, options.decomposition,
+            )
+            nodes += n_nodes
+            backtracks += n_back
+            runs += 1
+            if status == _canonical.SOLVED:
+                return SearchOutcome("solved", offsets, nodes, backtracks, runs)
+            if status == _canonical.EXHAUSTED:
+                return SearchOutcome("infeasible", None, nodes, backtracks, runs)
+            if status == _canonical.TIME_LIMIT:
+                return SearchOutcome("timeout", None, nodes, backtracks, runs)
+        limit *= 2
+
+
+@register("minimalloc", "exact search over canonical solutions with section inference, dominance and "
+          "dynamic decomposition (MiniMalloc, Moffitt ASPLOS'23 §5-7)")
+def minimalloc(problem: Problem, deadline: float | None = None,
+               options: MiniMallocOptions | None = None) -> MethodOutput:
+    """Place ``problem`` under its capacity (the search needs one to prune against)."""
+    if problem.capacity is None:
+        raise InvalidProblemError("minimalloc searches for a placement under a capacity; give the problem one")
+    outcome = canonical_search(problem, problem.capacity, options or MiniMallocOptions(), deadline)
+    stats: dict[str, float] = {"nodes": outcome.nodes, "backtracks": outcome.backtracks, "runs": outcome.runs}
+    if outcome.status == "solved":
+        assert outcome.offsets is not None
+        placement = {b.id: int(o) for b, o in zip(problem.buffers, outcome.offsets, strict=True)}
+        return MethodOutput("solved", placement, stats=stats)
+    if outcome.status == "infeasible":
+        return MethodOutput("infeasible", None, f"search space exhausted: no placement fits {problem.capacity}",
+                            stats)
+    return MethodOutput("timeout", None, "time limit reached before a placement was found", stats)
