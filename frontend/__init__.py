@@ -1,0 +1,39 @@
+"""accelsim's frontend: PyTorch models to ``DataflowGraph``s (see ``frontend.graph``).
+
+``trace`` turns a module and example inputs into a graph; ``trace_model`` / ``load_model`` do
+the same for the torchvision names of the model zoo; ``frontend.synthetic`` builds small graphs
+without torch. Importing this package does not import torch: ``trace`` and the zoo import it
+when they run.
+"""
+
+from frontend.graph import (
+    DTYPE_BYTES,
+    GraphFormatError,
+    add_operator,
+    add_tensor,
+    check_graph,
+    dtype_bytes,
+    load_graph,
+    new_graph,
+    save_graph,
+)
+from frontend.trace import TraceError, trace
+from frontend.zoo import UnknownModelError, list_models, load_model, trace_model
+
+__all__ = [
+    "DTYPE_BYTES",
+    "GraphFormatError",
+    "TraceError",
+    "UnknownModelError",
+    "add_operator",
+    "add_tensor",
+    "check_graph",
+    "dtype_bytes",
+    "list_models",
+    "load_graph",
+    "load_model",
+    "new_graph",
+    "save_graph",
+    "trace",
+    "trace_model",
+]

@@ -1,0 +1,144 @@
+"""Trace a PyTorch model into a ``DataflowGraph`` (see ``frontend.graph`` for the format).
+
+``trace(model, example_inputs)`` runs ``torch.fx`` symbolic tracing and then
+``torch.fx.passes.shape_prop.ShapeProp`` on the example inputs, and turns the FX graph into
+operators and tensors:
+
+* **operators** are the FX ``call_module`` / ``call_function`` / ``call_method`` nodes that
+  compute tensors, named after their FX node, with a normalised ``op`` kind and their cost
+  (``macs`` or ``elements``, see ``frontend.cost``); ``target`` is the FX target as a string
+  (the qualified class name for ``call_module``).
+* **weights** are the parameters and buffers of the leaf modules an operator calls, and the
+  tensors read by ``get_attr`` nodes (ViT's ``class_token``, a ``layer_scale``), named by their
+  qualified name (``"layer1.0.conv1.weight"``); a weight read by many operators is one tensor.
+  BatchNorm's ``num_batches_tracked`` counter is not a weight (inference never reads it).
+* **inputs** are the placeholders that receive tensors, **outputs** every tensor that reaches
+  the FX ``output`` node through any nesting of tuples, lists and dicts (segmentation models
+  return ``{"out": ...}``).
+* nodes that compute no tensor (``x.size(0)``, ``getattr``, ``operator.*`` on ints, ``_assert``)
+  are not operators. Operators with several tensor results (``nn.MultiheadAttention``'s
+  ``(out, weights)``, ``torch.max(x, dim)``) write one tensor per result, named
+  ``"<node>.<index>"`` (``"<node>.<key>"`` for a dict); a ``getitem`` on such a result is not an
+  operator either, its FX name maps to the picked tensor in ``graph.graph["aliases"]``. So every
+  FX value that holds a tensor is found under its FX name in ``tensors`` or in ``aliases``.
+
+Sizes: ``nbytes = numel * dtype_bytes(dtype)`` for floating-point tensors, where ``dtype`` is the
+storage dtype chosen for the run (``"int8"``, ``"bf16"``, ...); integer and bool tensors (index
+buffers, masks) keep their own itemsize and dtype (``"int64"``). A 0-d tensor has one element.
+
+Aliasing
+--------
+A view shares its base's memory, so it is not an operator and has no tensor of its own: its
+FX name is recorded in ``graph.graph["aliases"]`` (alias -> base, chains already resolved) and
+every operator that reads the view reads the base tensor instead, which keeps the base live as
+long as the view is used. If a graph output is a view, its base becomes the output. Per op:
+
+* ``view``, ``reshape``, ``flatten`` / ``torch.flatten`` / ``nn.Flatten``, ``unflatten``,
+  ``view_as``, ``reshape_as``, ``squeeze``, ``unsqueeze``: a new shape over the same elements.
+  On an accelerator they change only the addressing of the buffer, never its bytes. (``reshape``
+  of a permuted tensor copies in eager PyTorch; here the permute already materialised the new
+  layout, see below, so the reshape is free.)
+* ``expand``, ``expand_as``, ``broadcast_to``: broadcasting reads the base with stride 0; the
+  consumer reads the (smaller) base.
+* ``x[...]`` basic indexing (ints, slices, ``None``, ``...``), ``select``, ``narrow``,
+  ``chunk``, ``split``, ``unbind``: a window of the base; every piece aliases the base, so the
+  whole base stays live while any piece is read. Advanced indexing (``x[idx_tensor]``) is a
+  gather and *is* an operator (``op="index"``).
+* ``contiguous``, ``detach``, ``.to()`` / ``.type()`` / ``.float()`` that keep the dtype and
+  device: no data movement. ``contiguous`` is free because layout changes are paid for by the
+  ``permute`` that made them. A dtype-changing ``.to()`` is an operator (``op="cast"``).
+* ``dropout`` (``nn.Dropout*`` in eval mode, ``F.dropout(training=False)``), torchvision's
+  ``stochastic_depth(training=False)`` and ``nn.Identity``: the identity, nothing is computed.
+  Active dropout (training mode) is an operator.
+
+Not aliases: ``permute``, ``transpose``, ``t``, ``movedim``, ``x.T`` are operators with a new
+output tensor costed in elements (``op="permute"`` / ``"transpose"``). In PyTorch they are
+strided views, but an accelerator's memory system reads and writes dense tiles, so a layout
+change is a copy (as in XLA or a TPU compiler); treating it as free would under-count both
+memory and time. ``clone`` is a copy too (``op="copy"``).
+
+In-place operators (``x.add_(y)``, ``relu_``, ``nn.ReLU(inplace=True)``) are functionalised:
+the operator writes a new tensor (its FX name) and every later read of the mutated tensor, or
+of a view of it, reads the new one, so dependences follow the program order. A memory planner
+may place the new tensor over the old one when the old one dies at that operator. (torch.fx
+itself records ``x += y`` as an out-of-place ``add``, and cannot trace ``x[i] = y``.)
+
+Dead code: operators none of whose results reach an output are dropped, and so are results
+of a live operator that nothing reads (``torch.max``'s unused indices), so every activation
+has a producer and a consumer or is an output.
+
+Tracing
+-------
+Modules from ``torch.nn`` without children (``Conv2d``, ``BatchNorm2d``, ``ReLU``, ...) and
+``nn.MultiheadAttention`` are leaves (one ``call_module`` operator, costed from the module's
+configuration); everything else, including composite ``torch.nn`` modules such as
+``nn.TransformerEncoderLayer``, is traced through. Functions that torchvision marks with
+``torch.fx.wrap`` (Swin's ``shifted_window_attention``) are leaf operators costed from their
+arguments' shapes. Forward arguments not covered by ``example_inputs`` are specialised to their
+default values.
+
+If plain symbolic tracing fails, the model is traced again with a shape-specialising tracer
+that runs the example inputs alongside the trace: control flow and ``len()`` over tensor
+*metadata* (``x.dim() == 3``, ``x.size(1) != y.size(1)``, ``x.is_nested``, ``len(x.shape)``)
+resolves to the example's values, which the graph is specialised to anyway. Control flow on
+tensor *data* (``if x.sum() > 0``), iterating a tensor (``for img in images``) and any other
+untraceable construct still fail, and ``trace`` raises ``TraceError`` with torch.fx's reason.
+This is how ``nn.Transformer`` traces (its layers check ``src.dim()`` before choosing a fast path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import networkx as nx
+    import torch
+
+
+class TraceError(ValueError):
+    """The model cannot be traced; the message names the model and torch.fx's reason."""
+
+
+def trace(
+    model: torch.nn.Module,
+    example_inputs: torch.Tensor | Sequence[Any],
+    dtype: str = "fp32",
+    name: str | None = None,
+    leaf_modules: Iterable[type] = (),
+) -> nx.DiGraph:
+    """Trace ``model`` on ``example_inputs`` into a checked ``DataflowGraph``.
+
+    Parameters
+    ----------
+    model:
+        The module to trace, in the mode it should be traced in (call ``model.eval()`` first
+        for inference: eval-mode dropout folds away, BatchNorm reads its running statistics).
+    example_inputs:
+        A tensor or a tuple of the first positional arguments of ``model.forward``; they fix
+        every shape in the graph. Later arguments keep their defaults.
+    dtype:
+        Storage dtype of the run (a key of ``frontend.graph.DTYPE_BYTES``): the byte size of
+        every floating-point tensor.
+    name:
+        Graph name; defaults to the model's class name.
+    leaf_modules:
+        Extra module classes to keep as single operators instead of tracing through them
+        (they get ``macs = 0`` unless their kind has a rule in ``frontend.cost.MAC_RULES``).
+
+    Returns
+    -------
+    networkx.DiGraph
+        A graph that passes ``frontend.graph.check_graph``.
+
+    Raises
+    ------
+    TraceError
+        torch.fx cannot trace the model (data-dependent control flow, ...), or the traced
+        graph fails to run on the example inputs.
+    GraphFormatError
+        ``dtype`` is unknown.
+    """
+    from frontend import _fx  # imports torch; kept out of ``import frontend``
+
+    return _fx.trace(model, example_inputs, dtype=dtype, name=name, leaf_modules=tuple(leaf_modules))

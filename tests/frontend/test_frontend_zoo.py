@@ -1,0 +1,141 @@
+"""The model zoo: names, inputs, and every supported model tracing to a sound graph."""
+
+import math
+import time
+
+import pytest
+import torch
+
+from frontend import TraceError, UnknownModelError, list_models, load_model, trace, trace_model
+from frontend.zoo import default_input_shape
+
+FAST_MODELS = ["resnet18", "mobilenet_v3_small", "squeezenet1_0", "transformer"]
+
+
+def used_parameter_elements(model):
+    """Elements of every parameter and buffer inference reads (all but BN's batch counter)."""
+    params = sum(p.numel() for p in model.parameters())
+    buffers = sum(b.numel() for name, b in model.named_buffers() if not name.endswith("num_batches_tracked"))
+    return params + buffers
+
+
+def weight_names(model):
+    names = {n for n, _ in model.named_parameters()}
+    return names | {n for n, _ in model.named_buffers() if not n.endswith("num_batches_tracked")}
+
+
+def published_gmacs(name):
+    """torchvision's own GMAC count for the model (its ``_ops`` metadata), when measured at our shape."""
+    import torchvision.models as models
+
+    if name.startswith("segmentation.") or name == "transformer":
+        return None  # torchvision measures segmentation models at 520x520
+    weights = models.get_model_weights(name.split(".")[-1])
+    return next(iter(weights)).meta.get("_ops")
+
+
+def check_model_graph(name, well_formed):
+    model, inputs = load_model(name)
+    assert not model.training
+    start = time.perf_counter()
+    graph = trace(model, inputs, name=name)
+    seconds = time.perf_counter() - start
+    well_formed(graph)
+    assert graph.graph["name"] == name
+    tensors = graph.graph["tensors"]
+    weights = {n: r for n, r in tensors.items() if r["kind"] == "weight"}
+    # every parameter and buffer is read, once, under its own name
+    assert set(weights) == weight_names(model)
+    assert sum(math.prod(r["shape"]) for r in weights.values()) == used_parameter_elements(model)
+    assert sum(r["nbytes"] for r in weights.values()) == 4 * used_parameter_elements(model) - sum(
+        4 * b.numel() - b.element_size() * b.numel()
+        for n, b in model.named_buffers() if not b.is_floating_point() and not n.endswith("num_batches_tracked")
+    )
+    assert [tensors[t]["shape"] for t in graph.graph["inputs"]] == [list(x.shape) for x in inputs]
+    macs = sum(d["macs"] for _, d in graph.nodes(data=True))
+    assert macs > 0
+    reference = published_gmacs(name)
+    if reference is not None:
+        assert macs / 1e9 == pytest.approx(reference, rel=0.005, abs=5e-4)  # published to 3 decimals
+    return graph, seconds
+
+
+def test_list_models_is_the_supported_set():
+    models = list_models()
+    assert len(models) == 24 == len(set(models))
+    assert {"resnet18", "vit_b_16", "swin_t", "segmentation.fcn_resnet50", "video.s3d", "transformer"} <= set(models)
+
+
+@pytest.mark.parametrize("name", FAST_MODELS)
+def test_small_models_trace(name, well_formed):
+    check_model_graph(name, well_formed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list_models())
+def test_every_supported_model_traces(name, well_formed):
+    check_model_graph(name, well_formed)
+
+
+def test_resnet18_matches_the_published_1_82_gmacs(well_formed):
+    graph = trace_model("resnet18")
+    ops = dict(graph.nodes(data=True))
+    conv_macs = sum(d["macs"] for d in ops.values() if d["op"] == "conv2d")
+    assert conv_macs == pytest.approx(1.81e9, rel=0.005)
+    assert ops["fc"]["macs"] == 512 * 1000
+    assert sum(d["macs"] for d in ops.values()) == 1_814_073_344
+    assert graph.graph["inputs"] == ["x"] and graph.graph["outputs"] == ["fc"]
+    assert graph.graph["aliases"] == {"flatten": "avgpool"}
+
+
+def test_default_input_shapes():
+    assert default_input_shape("resnet18") == (1, 3, 224, 224)
+    assert default_input_shape("inception_v3") == (1, 3, 299, 299)
+    assert default_input_shape("video.r2plus1d_18") == (1, 3, 16, 112, 112)
+    assert default_input_shape("video.s3d") == (1, 3, 16, 224, 224)
+    _, (src, tgt) = load_model("transformer")
+    assert src.shape == (10, 32, 512) and tgt.shape == (20, 32, 512)
+
+
+def test_input_shape_overrides_the_default(well_formed):
+    model, (x,) = load_model("squeezenet1_0", input_shape=(2, 3, 96, 96))
+    assert x.shape == (2, 3, 96, 96)
+    graph = trace_model("squeezenet1_0", dtype="int8", input_shape=(2, 3, 96, 96))
+    well_formed(graph)
+    assert graph.graph["tensors"]["x"]["nbytes"] == 2 * 3 * 96 * 96
+    assert graph.graph["dtype"] == "int8"
+
+
+def test_example_inputs_are_deterministic():
+    _, (a,) = load_model("squeezenet1_0")
+    _, (b,) = load_model("squeezenet1_0")
+    assert torch.equal(a, b)
+
+
+def test_transformer_refuses_an_input_shape():
+    with pytest.raises(ValueError, match="transformer.*input_shape"):
+        load_model("transformer", input_shape=(1, 2, 3))
+
+
+@pytest.mark.parametrize(
+    ("name", "suggestion"),
+    [("resnet181", "resnet18"), ("vit", "vit_b_16"), ("fcn_resnet50", "segmentation.fcn_resnet50"),
+     ("segmentation.fcn_resnet5", "segmentation.fcn_resnet50"), ("video.s3", "video.s3d")],
+)
+def test_unknown_model_names_the_model_and_suggests_close_names(name, suggestion):
+    with pytest.raises(UnknownModelError) as info:
+        load_model(name)
+    message = str(info.value)
+    assert repr(name) in message
+    assert suggestion in message
+    assert isinstance(info.value, ValueError)
+
+
+def test_detection_model_raises_trace_error_naming_the_model_and_fx_reason():
+    name = "detection.fasterrcnn_mobilenet_v3_large_320_fpn"
+    with pytest.raises(TraceError) as info:
+        trace_model(name)
+    message = str(info.value)
+    assert name in message
+    assert "Proxy object cannot be iterated" in message  # torch.fx's own reason
+    assert "generalized_rcnn.py" in message  # and where
