@@ -1,0 +1,26 @@
+"""accelsim: hardware configs, the simulator, the end-to-end pipeline and the command line.
+
+Public surface::
+
+    from accelsim import compile_and_simulate, load_hw
+    report = compile_and_simulate("resnet18", hw="pixel6", sram="1MiB", out_dir="out/")
+    print(report.cycles, report.noncompulsory_bytes, report.memory_check)
+
+Importing this package does not import torch: the frontend is loaded when a model is traced.
+"""
+
+from accelsim.hw import HardwareConfig, HardwareConfigError, list_configs, load_hw, parse_bytes
+from accelsim.pipeline import (
+    AllocationFailedError,
+    CompileError,
+    InvalidPlacementError,
+    SimReport,
+    compile_and_simulate,
+)
+from accelsim.sim import MemoryViolation, Scratchpad, SimResult, SimulationError, simulate
+
+__all__ = [
+    "AllocationFailedError", "CompileError", "HardwareConfig", "HardwareConfigError", "InvalidPlacementError",
+    "MemoryViolation", "Scratchpad", "SimReport", "SimResult", "SimulationError", "compile_and_simulate",
+    "list_configs", "load_hw", "parse_bytes", "simulate",
+]

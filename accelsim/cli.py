@@ -1,0 +1,178 @@
+"""The ``accelsim`` command line (also ``python -m accelsim``).
+
+Subcommands::
+
+    accelsim run MODEL [--hw NAME|FILE.yaml] [--sram 8MiB] [--allocator M] [--out DIR]
+                       [--dtype D] [--input-shape 1,3,224,224]
+    accelsim alloc FILE.csv [--capacity 1MiB] [--method M] [--timeout S] [--output OUT.csv]
+    accelsim alloc --methods
+    accelsim models
+    accelsim configs
+
+Exit status: 0 success; 1 the run or allocation did not succeed (memory check failed, the
+allocator could not fit, a search timed out or was infeasible); 2 bad input (unknown model,
+bad hardware field, malformed CSV, capacity below M_R, ...), reported as one ``error:`` line
+on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from accelsim.hw import format_bytes, list_configs, load_hw, parse_bytes
+from accelsim.pipeline import CompileError
+
+
+def _parse_shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(part) for part in text.replace("x", ",").split(",") if part.strip())
+    except ValueError:
+        raise ValueError(f"--input-shape {text!r} is not a comma-separated list of integers (1,3,224,224)") from None
+    if not shape or any(d <= 0 for d in shape):
+        raise ValueError(f"--input-shape {text!r} must list positive integers, e.g. 1,3,224,224")
+    return shape
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from accelsim.pipeline import compile_and_simulate
+    from accelsim.report import format_summary
+
+    hw = load_hw(args.hw)
+    model_label = Path(args.model).stem if args.model.endswith(".json") else args.model
+    out = Path(args.out) if args.out else Path("accelsim-out") / f"{model_label}-{hw.name}"
+    report = compile_and_simulate(
+        args.model, hw=hw, sram=args.sram, allocator=args.allocator, dtype=args.dtype,
+        input_shape=_parse_shape(args.input_shape) if args.input_shape else None, out_dir=out,
+        timeout=args.timeout,
+    )
+    print(format_summary(report))
+    if not report.ok:
+        print(f"error: memory check failed: {report.memory_check}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_alloc(args: argparse.Namespace) -> int:
+    import allocator
+
+    if args.methods:
+        width = max(len(name) for name in allocator.METHODS)
+        for name, entry in allocator.METHODS.items():
+            print(f"{name:<{width}}  {entry.description}")
+        return 0
+    if args.file is None:
+        raise ValueError("alloc needs a CSV file (or --methods to list the allocation methods)")
+    capacity = parse_bytes(args.capacity, "--capacity") if args.capacity is not None else None
+    if capacity == 0:
+        raise ValueError("--capacity must be positive")
+    problem = allocator.read_csv(args.file, capacity=capacity)
+    options = {"method": args.method} if args.method else {}
+    result = allocator.solve(problem, timeout=args.timeout, **options)
+    load = allocator.lower_bound(problem)
+    rows = [
+        ("file", f"{args.file} ({len(problem)} buffers)"),
+        ("capacity", f"{capacity:,} B" if capacity is not None else "none (minimise the peak)"),
+        ("method", result.method),
+        ("status", result.status),
+        ("peak", f"{result.peak:,} B" if result.peak is not None else "-"),
+        ("LOAD", f"{load:,} B (lower bound)"),
+        ("over LOAD", f"{100 * (result.peak - load) / load:.2f} %" if result.peak is not None and load else "-"),
+        ("time", f"{result.stats.get('seconds', 0.0):.3f} s"),
+    ]
+    if result.reason:
+        rows.append(("reason", result.reason))
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        print(f"{label:<{width}}  {value}")
+    if args.output is not None and result.solution is not None:
+        allocator.write_csv(args.output, problem, result.solution)
+        print(f"{'output':<{width}}  {args.output}")
+    return 0 if result.solved else 1
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    import frontend
+
+    for name in frontend.list_models():
+        print(name)
+    return 0
+
+
+def _cmd_configs(args: argparse.Namespace) -> int:
+    header = ("name", "scope", "PEs", "SRAM/PE", "SRAM total", "align", "clock", "MACs/cycle", "DRAM BW", "DRAM",
+              "dtype")
+    rows = [header]
+    for name in list_configs():
+        hw = load_hw(name)
+        rows.append((
+            hw.name, hw.capacity_scope, str(hw.n_pe), format_bytes(hw.sram_bytes_per_pe),
+            format_bytes(hw.sram_bytes_total), f"{hw.alignment} B", f"{hw.clock_hz / 1e6:g} MHz",
+            f"{hw.macs_per_cycle:,}",
+            f"{hw.dram_bandwidth_bytes_per_s / 1e9:g} GB/s", format_bytes(hw.dram_bytes), hw.dtype,
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    for name in list_configs():
+        hw = load_hw(name)
+        print(f"\n{hw.name}: {hw.description}\n  {hw.source}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="accelsim",
+        description="Compile PyTorch models for accelerators with software-managed on-chip memory, and simulate them.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="compile and simulate a model, write a report folder")
+    run.add_argument("model", help="model zoo name (see `accelsim models`) or a graph saved as .json")
+    run.add_argument("--hw", default="pixel6", help="bundled config name or a .yaml path (default: pixel6)")
+    run.add_argument("--sram", help="scratchpad bytes per PE (whole memory on chip-scope configs), e.g. 8MiB")
+    run.add_argument("--allocator", help="re-place the schedule with this allocator method "
+                                         "(default: the scheduler's online first fit)")
+    run.add_argument("--timeout", type=float, help="allocator time limit in seconds")
+    run.add_argument("--out", help="report folder (default: ./accelsim-out/MODEL-HW/)")
+    run.add_argument("--dtype", help="storage dtype (default: the config's, e.g. int8 on pixel6)")
+    run.add_argument("--input-shape", help="input shape, e.g. 1,3,224,224 (default: the zoo's)")
+    run.set_defaults(handler=_cmd_run)
+
+    alloc = sub.add_parser("alloc", help="solve a static allocation problem from a MiniMalloc CSV")
+    alloc.add_argument("file", nargs="?", help="CSV with columns id,lower,upper,size[,alignment,offset]")
+    alloc.add_argument("--capacity", help="memory size in bytes (e.g. 1048576 or 1MiB); omit to minimise the peak")
+    alloc.add_argument("--method", help="allocation method (see --methods)")
+    alloc.add_argument("--timeout", type=float, help="time limit in seconds")
+    alloc.add_argument("--output", help="write the placed buffers (with an offset column) to this CSV")
+    alloc.add_argument("--methods", action="store_true", help="list the allocation methods and exit")
+    alloc.set_defaults(handler=_cmd_alloc)
+
+    models = sub.add_parser("models", help="list the model zoo")
+    models.set_defaults(handler=_cmd_models)
+    configs = sub.add_parser("configs", help="list the bundled hardware configs")
+    configs.set_defaults(handler=_cmd_configs)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except BrokenPipeError:  # output piped into `head` and closed early: not an error
+        sys.stdout = open(os.devnull, "w")  # so the interpreter's final flush does not fail again
+        return 0
+    except CompileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

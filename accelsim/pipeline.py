@@ -1,0 +1,307 @@
+"""The end-to-end flow: model -> graph -> schedule -> offsets -> checked placement -> simulation.
+
+``compile_and_simulate`` runs every stage of DESIGN.md's flow with the hardware config's
+numbers and returns a ``SimReport``:
+
+1. **trace** the model (``frontend.trace_model`` for a zoo name, ``frontend.trace`` for a
+   module with example inputs, or take a graph as given) in the config's dtype;
+2. **size** every tensor on chip: per PE on a ``per_pe`` target (``ceil(nbytes / n_pe)``),
+   whole on a ``chip`` target, rounded up to the config's alignment by the scheduler;
+3. **schedule** it (``scheduler.schedule``: program order, Belady spilling) under the
+   scratchpad capacity; a capacity below M_R raises the scheduler's ``CapacityError``;
+4. **place** the residencies: the scheduler's own online first-fit arena by default, or any
+   ``allocator`` method re-placing the schedule's residencies under the same capacity;
+5. **validate** the placement with ``allocator.validate`` (never simulate an invalid one);
+6. **simulate** it (``accelsim.sim``) and, with ``out_dir``, write the report folder.
+
+Frontend, scheduler and allocator are imported inside the function, so ``import accelsim``
+stays light (no torch).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from accelsim.hw import HardwareConfig, load_hw
+from accelsim.sim import SimResult, simulate
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from scheduler.schedule import Schedule
+
+#: the name reported when the scheduler's own online placement is kept
+ONLINE_ALLOCATOR = "online-first-fit"
+
+
+class CompileError(Exception):
+    """The flow could not produce a correct program for valid input (exit status 1 in the CLI)."""
+
+
+class AllocationFailedError(CompileError):
+    """The chosen allocator could not place the schedule's residencies in the capacity."""
+
+
+class InvalidPlacementError(CompileError):
+    """The offsets break a constraint of the allocation problem (overlap, capacity, alignment)."""
+
+
+@dataclass
+class SimReport:
+    """Everything one run measured. ``to_dict`` is the content of ``report.json``.
+
+    Capacities and peaks are in the config's scope (per PE on the Pixel 6); DRAM byte counts
+    are chip totals (all PEs together).
+    """
+
+    model: str
+    hw: str
+    dtype: str
+    scheduler: str
+    allocator: str
+    capacity_bytes: int
+    capacity_scope: str  #: "per PE (16 PEs)" or "chip"
+    min_capacity_bytes: int  #: M_R, the smallest capacity any schedule can run in
+    min_capacity_op: str  #: the operator that sets M_R
+    peak_bytes: int  #: highest address in use during the simulation
+    peak_live_bytes: int  #: most bytes allocated at once during the simulation
+    cycles: int
+    seconds: float
+    clock_hz: float
+    dram_read_bytes: int
+    dram_write_bytes: int
+    compulsory_bytes: int
+    noncompulsory_bytes: int
+    dram_bytes_by_kind: dict[str, int]  #: load / store (compulsory), spill / retrieve (not)
+    weight_bytes: int  #: sum of the graph's weight tensors (chip total)
+    input_bytes: int  #: sum of the graph's input tensors
+    output_bytes: int  #: sum of the graph's output tensors
+    macs: int
+    n_ops: int
+    n_residencies: int
+    n_transfers: int
+    spills: int
+    retrieves: int
+    compute_cycles: int  #: cycles the compute array was busy
+    dma_cycles: int  #: cycles the DMA engine was busy
+    memory_check: str  #: "ok" or the memory violation
+    ops: list[dict[str, Any]]  #: {name, op, start_cycle, end_cycle} in schedule order
+    stage_seconds: dict[str, float]  #: wall time of trace, schedule, allocate, validate, simulate
+    out_dir: str | None = None
+    # the objects behind the numbers, for plots and further analysis (not in report.json)
+    graph: Any = field(default=None, repr=False)
+    schedule: Any = field(default=None, repr=False)
+    offsets: dict[str, int] = field(default_factory=dict, repr=False)
+    sim: SimResult | None = field(default=None, repr=False)
+    hardware: HardwareConfig | None = field(default=None, repr=False)
+
+    _NOT_IN_JSON = ("graph", "schedule", "offsets", "sim", "hardware")
+
+    @property
+    def ok(self) -> bool:
+        return self.memory_check == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready report: every number above plus ``hw_config``, the hardware fields used
+        (the objects kept for plotting are left out)."""
+        data = {k: v for k, v in self.__dict__.items() if k not in self._NOT_IN_JSON}
+        if self.hardware is not None:
+            data["hw_config"] = self.hardware.to_dict()
+        return data
+
+
+def _to_graph(
+    model_or_name: Any, dtype: str, input_shape: Sequence[int] | None, example_inputs: Any, name: str | None,
+) -> nx.DiGraph:
+    import networkx as nx
+
+    import frontend  # light: torch is imported only when a model is traced
+
+    if isinstance(model_or_name, nx.DiGraph):
+        return model_or_name
+    if isinstance(model_or_name, str | Path):
+        text = str(model_or_name)
+        if text.endswith(".json"):
+            return frontend.load_graph(text)
+        return frontend.trace_model(text, dtype=dtype, input_shape=tuple(input_shape) if input_shape else None)
+    if example_inputs is None:
+        raise ValueError(
+            f"a {type(model_or_name).__name__} module needs example_inputs to be traced "
+            "(or pass a zoo model name or a traced graph)"
+        )
+    return frontend.trace(model_or_name, example_inputs, dtype=dtype, name=name or type(model_or_name).__name__)
+
+
+def tensor_shares(graph: nx.DiGraph, hw: HardwareConfig) -> dict[str, int] | None:
+    """Per-PE data bytes of every tensor for the scheduler's ``sizes`` (``None`` on a chip-scope target)."""
+    if hw.capacity_scope != "per_pe":
+        return None
+    return {name: hw.share_bytes(rec["nbytes"]) for name, rec in graph.graph["tensors"].items()}
+
+
+def place(schedule: Schedule, method: str | None, timeout: float | None = None) -> tuple[str, dict[str, int]]:
+    """Offsets for ``schedule``'s residencies: its own (``method=None``) or ``allocator.solve``'s.
+
+    Raises ``AllocationFailedError`` naming the method and its reason when it cannot fit.
+    """
+    import allocator
+
+    if method is None and schedule.offsets is not None:
+        return ONLINE_ALLOCATOR, dict(schedule.offsets)
+    problem = schedule.problem()
+    result = allocator.solve(problem, method=method, timeout=timeout) if method else allocator.solve(problem)
+    if not result.solved or result.solution is None:
+        peak = f", best peak {result.peak} bytes" if result.peak is not None else ""
+        raise AllocationFailedError(
+            f"allocator {result.method!r} could not place the {len(problem)} residencies of the schedule in "
+            f"{schedule.capacity} bytes: {result.status}{peak}: {result.reason or 'no reason given'}"
+        )
+    return result.method, dict(result.solution.offsets)
+
+
+def compile_and_simulate(
+    model_or_name: Any,
+    hw: str | Path | HardwareConfig = "pixel6",
+    sram: int | str | None = None,
+    allocator: str | None = None,
+    dtype: str | None = None,
+    input_shape: Sequence[int] | None = None,
+    out_dir: str | Path | None = None,
+    *,
+    example_inputs: Any = None,
+    name: str | None = None,
+    order: str | Sequence[str] = "program",
+    replacement: str = "belady",
+    timeout: float | None = None,
+    raise_on_violation: bool = False,
+) -> SimReport:
+    """Compile ``model_or_name`` for ``hw`` and simulate it.
+
+    Parameters
+    ----------
+    model_or_name:
+        a model zoo name (``"resnet50"``), a path to a graph saved with
+        ``frontend.save_graph`` (``*.json``), an ``nn.Module`` (with ``example_inputs``), or an
+        already traced ``DataflowGraph``.
+    hw:
+        a bundled config name, a YAML path or a ``HardwareConfig``.
+    sram:
+        scratchpad bytes per PE (the whole shared memory on a chip-scope target) instead of the
+        config's, e.g. ``"8MiB"``.
+    allocator:
+        ``None`` keeps the scheduler's online first-fit placement; otherwise a method name of
+        ``allocator.METHODS`` re-places the residencies.
+    dtype, input_shape:
+        tracing options (dtype defaults to the config's, e.g. int8 on the Pixel 6).
+    out_dir:
+        when given, write report.json, layout.png, memory.png and trace.json there.
+    order, replacement:
+        passed to ``scheduler.schedule``.
+    timeout:
+        seconds for the allocator.
+    raise_on_violation:
+        raise ``MemoryViolation`` instead of reporting it in ``memory_check``.
+
+    Raises
+    ------
+    ValueError subclasses for bad input (unknown model or hardware field, bad ``sram``,
+    ``scheduler.CapacityError`` below M_R); ``AllocationFailedError`` when the allocator
+    cannot fit; ``InvalidPlacementError`` when the offsets are invalid.
+    """
+    import allocator as alloc
+    import scheduler
+
+    stage: dict[str, float] = {}
+    config = load_hw(hw)
+    if sram is not None:
+        config = config.with_sram(sram)
+    run_dtype = dtype or config.dtype
+
+    clock = time.perf_counter()
+    graph = _to_graph(model_or_name, run_dtype, input_shape, example_inputs, name)
+    stage["trace"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    sizes = tensor_shares(graph, config)
+    capacity = config.sram_bytes_per_pe
+    need, need_op = scheduler.min_capacity(graph, sizes=sizes, alignment=config.alignment)
+    sched = scheduler.schedule(
+        graph, capacity, order=order, replacement=replacement, sizes=sizes, alignment=config.alignment,
+    )
+    stage["schedule"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    allocator_name, offsets = place(sched, allocator, timeout)
+    stage["allocate"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    verdict = alloc.validate(sched.problem(), alloc.Solution(offsets))
+    if not verdict.ok:
+        first = verdict.violations[0].message
+        raise InvalidPlacementError(
+            f"placement by {allocator_name!r} is invalid ({len(verdict.violations)} violation(s)), not simulated; "
+            f"first: {first}"
+        )
+    stage["validate"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    result = simulate(graph, sched, offsets, config, raise_on_violation=raise_on_violation)
+    stage["simulate"] = time.perf_counter() - clock
+
+    tensors = graph.graph["tensors"]
+
+    def kind_bytes(kind: str) -> int:
+        return sum(rec["nbytes"] for rec in tensors.values() if rec["kind"] == kind)
+
+    report = SimReport(
+        model=str(graph.graph.get("name", "model")),
+        hw=config.name,
+        dtype=str(graph.graph.get("dtype", run_dtype)),
+        scheduler=sched.method,
+        allocator=allocator_name,
+        capacity_bytes=capacity,
+        capacity_scope=config.capacity_label,
+        min_capacity_bytes=need,
+        min_capacity_op=need_op,
+        peak_bytes=result.peak_bytes,
+        peak_live_bytes=result.peak_live_bytes,
+        cycles=int(result.cycles),
+        seconds=result.seconds,
+        clock_hz=config.clock_hz,
+        dram_read_bytes=result.dram_read_bytes,
+        dram_write_bytes=result.dram_write_bytes,
+        compulsory_bytes=result.compulsory_bytes,
+        noncompulsory_bytes=result.noncompulsory_bytes,
+        dram_bytes_by_kind=result.bytes_by_kind,
+        weight_bytes=kind_bytes("weight"),
+        input_bytes=kind_bytes("input"),
+        output_bytes=sum(tensors[t]["nbytes"] for t in graph.graph["outputs"]),
+        macs=sum(int(graph.nodes[n].get("macs", 0)) for n in sched.order),
+        n_ops=len(sched.order),
+        n_residencies=len(sched.residencies),
+        n_transfers=len(sched.transfers),
+        spills=sum(1 for t in sched.transfers if t.kind == "spill"),
+        retrieves=sum(1 for t in sched.transfers if t.kind == "retrieve"),
+        compute_cycles=int(result.compute_cycles),
+        dma_cycles=int(result.dma_cycles),
+        memory_check=result.memory_check,
+        ops=[
+            {"name": o.name, "op": o.op, "start_cycle": int(o.start_cycle), "end_cycle": int(o.end_cycle)}
+            for o in result.ops
+        ],
+        stage_seconds=stage,
+        graph=graph,
+        schedule=sched,
+        offsets=offsets,
+        sim=result,
+        hardware=config,
+    )
+    if out_dir is not None:
+        from accelsim.report import write_report
+
+        write_report(report, out_dir)
+    return report

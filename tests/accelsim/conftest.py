@@ -1,0 +1,51 @@
+"""Fixtures of the accelsim tests: a hardware config with round numbers and a small graph."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import networkx as nx
+import pytest
+
+from accelsim.hw import HardwareConfig, config_from_dict
+from frontend.graph import add_operator, add_tensor, new_graph
+
+
+def _toy_hw(**change) -> HardwareConfig:
+    """Round numbers for hand computation: 1 GHz, 64 bytes per cycle, 10-cycle DMA latency."""
+    fields = dict(
+        name="toy", n_pe=1, capacity_scope="chip", sram_bytes_per_pe=1 << 16, alignment=64, clock_hz=1e9,
+        macs_per_cycle=1024, vector_elements_per_cycle=16, dram_bandwidth_bytes_per_s=64e9, dram_bytes=1 << 30,
+        dram_latency_cycles=10, dtype="int8",
+    )
+    fields.update(change)
+    return config_from_dict(fields, "toy")
+
+
+@pytest.fixture
+def toy_hw() -> Callable[..., HardwareConfig]:
+    """``toy_hw(**changes)`` builds the toy config with some fields changed."""
+    return _toy_hw
+
+
+def _chain_graph() -> nx.DiGraph:
+    """Six 3x3 convolutions on 1x4x16x16 int8 activations (1 KiB each) and a skip connection."""
+    g = new_graph("chain", dtype="int8")
+    add_tensor(g, "x", (1, 4, 16, 16), kind="input")
+    prev = "x"
+    for i in range(6):
+        add_tensor(g, f"w{i}", (4, 4, 3, 3), kind="weight")
+        add_operator(g, f"conv{i}", "conv2d", inputs=[prev, f"w{i}"], outputs={f"a{i}": (1, 4, 16, 16)},
+                     macs=4 * 4 * 9 * 256)
+        prev = f"a{i}"
+    add_operator(g, "skip", "add", inputs=["a1", prev], outputs={"out": (1, 4, 16, 16)})
+    g.graph["outputs"] = ["out"]
+    g.graph["tensors"]["out"]["kind"] = "output"
+    return g
+
+
+@pytest.fixture
+def chain_graph() -> Callable[[], nx.DiGraph]:
+    """``chain_graph()`` builds a fresh copy of the small chain graph."""
+    return _chain_graph
+

@@ -1,0 +1,202 @@
+"""Hardware configs: the bundled YAMLs, field checking, and byte-size parsing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from accelsim.hw import HardwareConfigError, format_bytes, list_configs, load_hw, parse_bytes
+
+BUNDLED = Path(__file__).resolve().parents[2] / "hw_configs"
+
+
+def test_bundled_configs_are_listed_and_load():
+    assert {"pixel6", "tpuv4"} <= set(list_configs())
+    for name in list_configs():
+        hw = load_hw(name)
+        assert hw.name == name
+        assert hw.source.endswith(f"{name}.yaml")
+
+
+def test_pixel6_numbers():
+    hw = load_hw("pixel6")
+    assert (hw.n_pe, hw.capacity_scope, hw.dtype) == (16, "per_pe", "int8")
+    assert hw.sram_bytes_per_pe == 2 * 2**20
+    assert hw.clock_hz == 1066e6
+    assert hw.macs_per_cycle == 16 * 4 * 64
+    assert hw.dram_bandwidth_bytes_per_s == 51.2e9
+    assert hw.capacity_label == "per PE (16 PEs)"
+
+
+def test_tpuv4_numbers():
+    hw = load_hw("tpuv4")
+    assert (hw.n_pe, hw.capacity_scope, hw.dtype) == (1, "chip", "bf16")
+    assert hw.sram_bytes_per_pe == 128 * 2**20
+    assert hw.clock_hz == 1050e6
+    assert hw.macs_per_cycle == 2 * 4 * 128 * 128
+    assert hw.dram_bandwidth_bytes_per_s == 1.2e12
+    assert hw.dram_bytes == 32 * 2**30
+    assert hw.capacity_label == "chip"
+
+
+def test_every_number_in_the_bundled_yaml_has_a_comment():
+    for path in BUNDLED.glob("*.yaml"):
+        for line in path.read_text().splitlines():
+            if line and not line.startswith("#") and ":" in line:
+                key, _, rest = line.partition(":")
+                if key.strip() not in ("name", "description"):
+                    assert "#" in rest, f"{path.name}: field {key.strip()!r} has no source comment"
+
+
+def test_load_by_path_equals_load_by_name():
+    assert load_hw(BUNDLED / "pixel6.yaml") == load_hw("pixel6")
+
+
+def _write(tmp_path: Path, change: dict, drop: str | None = None) -> Path:
+    data = yaml.safe_load((BUNDLED / "pixel6.yaml").read_text())
+    data.update(change)
+    if drop:
+        del data[drop]
+    path = tmp_path / "custom.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_unknown_field_is_named_with_the_file(tmp_path):
+    path = _write(tmp_path, {"sram_byte_per_pe": 1024})
+    with pytest.raises(HardwareConfigError, match=r"custom\.yaml: unknown field 'sram_byte_per_pe'"):
+        load_hw(path)
+
+
+def test_missing_field_is_named(tmp_path):
+    path = _write(tmp_path, {}, drop="clock_hz")
+    with pytest.raises(HardwareConfigError, match=r"custom\.yaml: missing field 'clock_hz'"):
+        load_hw(path)
+
+
+def test_negative_number_is_named(tmp_path):
+    path = _write(tmp_path, {"dram_latency_cycles": -5})
+    with pytest.raises(HardwareConfigError, match=r"field 'dram_latency_cycles' must be non-negative"):
+        load_hw(path)
+    path = _write(tmp_path, {"macs_per_cycle": 0})
+    with pytest.raises(HardwareConfigError, match=r"field 'macs_per_cycle' must be positive"):
+        load_hw(path)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("n_pe", "sixteen", "field 'n_pe' must be an integer"),
+        ("n_pe", 2.5, "field 'n_pe' must be an integer"),
+        ("clock_hz", "fast", "field 'clock_hz' must be a number"),
+        ("sram_bytes_per_pe", "2 furlongs", "field 'sram_bytes_per_pe'"),
+        ("capacity_scope", "global", "field 'capacity_scope' must be one of per_pe, chip"),
+        ("dtype", 8, "field 'dtype' must be a non-empty string"),
+        ("dtype", "int9", "field 'dtype' must be one of int8"),
+    ],
+)
+def test_wrong_type_is_named(tmp_path, field, value, message):
+    with pytest.raises(HardwareConfigError, match=message):
+        load_hw(_write(tmp_path, {field: value}))
+
+
+def test_chip_scope_requires_one_pe(tmp_path):
+    with pytest.raises(HardwareConfigError, match="field 'n_pe' must be 1"):
+        load_hw(_write(tmp_path, {"capacity_scope": "chip"}))
+
+
+def test_float_literal_without_exponent_sign_is_accepted(tmp_path):
+    # YAML 1.1 reads 1.2e12 as a string; the loader accepts it as the number it means
+    path = _write(tmp_path, {})
+    text = path.read_text().replace("bytes_per_s: 51200000000", "bytes_per_s: 5.12e10")
+    assert "5.12e10" in text
+    path.write_text(text)
+    assert load_hw(path).dram_bandwidth_bytes_per_s == 51.2e9
+
+
+def test_unknown_config_name_lists_the_bundled_ones():
+    with pytest.raises(HardwareConfigError, match="unknown hardware config 'pixel7'.*pixel6"):
+        load_hw("pixel7")
+
+
+def test_missing_file_and_bad_yaml(tmp_path):
+    with pytest.raises(HardwareConfigError, match="cannot read"):
+        load_hw(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: [unclosed\n")
+    with pytest.raises(HardwareConfigError, match="not valid YAML"):
+        load_hw(bad)
+    bad.write_text("- just\n- a list\n")
+    with pytest.raises(HardwareConfigError, match="expected a mapping"):
+        load_hw(bad)
+
+
+def test_with_sram_overrides_only_the_scratchpad():
+    hw = load_hw("tpuv4")
+    small = hw.with_sram("8MiB")
+    assert small.sram_bytes_per_pe == 8 * 2**20
+    assert small.clock_hz == hw.clock_hz
+    with pytest.raises(HardwareConfigError, match="sram must be positive"):
+        hw.with_sram(0)
+    with pytest.raises(ValueError, match="sram 'lots'"):
+        hw.with_sram("lots")
+
+
+def test_per_pe_sizes_split_and_align():
+    hw = load_hw("pixel6")  # 16 PEs, 64-byte alignment
+    assert hw.share_bytes(1000) == 63
+    assert hw.onchip_bytes(1000) == 64
+    assert hw.onchip_bytes(16 * 64 + 1) == 128
+    assert hw.onchip_bytes(0) == 0
+    assert hw.chip_bytes(63) == 1008
+    tpu = load_hw("tpuv4")  # chip scope, 512-byte alignment
+    assert tpu.share_bytes(1000) == 1000
+    assert tpu.onchip_bytes(1000) == 1024
+
+
+def test_cycle_formulas():
+    hw = load_hw("tpuv4")
+    assert hw.compute_cycles(macs=131072 * 3 + 1, elements=0) == 4
+    assert hw.compute_cycles(macs=0, elements=2048 * 2) == 2
+    assert hw.compute_cycles(macs=0, elements=0) == 1
+    # 1.2 TB/s at 1.05 GHz is 8000/7 bytes per cycle: 8000 bytes take exactly 7 cycles
+    assert hw.dma_cycles(8000) == hw.dram_latency_cycles + 7
+    assert hw.dma_cycles(8001) == hw.dram_latency_cycles + 8
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (4096, 4096), ("4096", 4096), ("8MiB", 8 * 2**20), ("512KiB", 512 * 1024), ("1.5GiB", 3 * 2**29),
+        ("2MB", 2_000_000), ("2 mb", 2_000_000), ("1_048_576", 2**20), ("64B", 64), ("1TiB", 2**40), (0, 0),
+    ],
+)
+def test_parse_bytes_accepts(text, expected):
+    assert parse_bytes(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("8 apples", "unknown unit 'apples'"),
+        ("8M", "unknown unit 'M'"),
+        ("MiB", "is not a byte count"),
+        ("-3", "is not a byte count"),
+        (-3, "is negative"),
+        ("1.3B", "not a whole number of bytes"),
+        ("", "is not a byte count"),
+        (True, "is not a byte count"),
+        (1.5, "not a non-negative whole number"),
+    ],
+)
+def test_parse_bytes_rejects_junk_clearly(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_bytes(text)
+
+
+def test_format_bytes():
+    assert format_bytes(2 * 2**20) == "2 MiB"
+    assert format_bytes(1536) == "1.50 KiB"
+    assert format_bytes(12) == "12 B"

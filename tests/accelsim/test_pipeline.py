@@ -1,0 +1,147 @@
+"""compile_and_simulate on hand-built graphs, and the report folder it writes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import accelsim.pipeline as pipeline
+from accelsim import (
+    AllocationFailedError,
+    InvalidPlacementError,
+    compile_and_simulate,
+    load_hw,
+)
+from accelsim.report import chrome_trace, format_summary
+from allocator.registry import METHODS, MethodOutput, register
+from scheduler import CapacityError
+
+REPORT_KEYS = {
+    "model", "hw", "scheduler", "allocator", "capacity_bytes", "capacity_scope", "peak_bytes", "cycles", "seconds",
+    "dram_read_bytes", "dram_write_bytes", "compulsory_bytes", "noncompulsory_bytes", "memory_check", "ops",
+    "min_capacity_bytes", "weight_bytes", "input_bytes", "n_ops", "n_residencies", "spills", "retrieves",
+    "stage_seconds",
+}
+
+
+def test_chain_on_pixel6_uses_per_pe_sizes(chain_graph):
+    report = compile_and_simulate(chain_graph(), hw="pixel6")
+    assert report.ok and report.memory_check == "ok"
+    assert report.capacity_bytes == 2 * 2**20
+    assert report.capacity_scope == "per PE (16 PEs)"
+    assert report.allocator == pipeline.ONLINE_ALLOCATOR
+    assert report.scheduler == "program+belady"
+    # 1 KiB activations split over 16 PEs are 64 B per PE; conv0 holds x, w0 and a0
+    assert report.min_capacity_bytes == 3 * 64
+    assert report.peak_bytes <= report.capacity_bytes
+    assert report.dram_read_bytes >= report.weight_bytes + report.input_bytes
+    assert report.noncompulsory_bytes == 0
+    assert report.n_ops == len(report.ops) == 7
+    assert [op["name"] for op in report.ops][:2] == ["conv0", "conv1"]
+    assert set(report.to_dict()) >= REPORT_KEYS
+    json.dumps(report.to_dict())
+
+
+def test_report_folder(chain_graph, tmp_path):
+    out = tmp_path / "chain-tpuv4"
+    report = compile_and_simulate(chain_graph(), hw="tpuv4", out_dir=out)
+    assert sorted(p.name for p in out.iterdir()) == ["layout.png", "memory.png", "report.json", "trace.json"]
+    data = json.loads((out / "report.json").read_text())
+    assert set(data) >= REPORT_KEYS
+    assert data["capacity_scope"] == "chip" and data["memory_check"] == "ok"
+    assert data["hw_config"]["sram_bytes_per_pe"] == 128 * 2**20 and data["hw_config"]["name"] == "tpuv4"
+    assert "report" in data["stage_seconds"] and data["out_dir"] == str(out)
+    for png in ("layout.png", "memory.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    trace = json.loads((out / "trace.json").read_text())
+    assert trace == chrome_trace(report)
+
+
+def test_chrome_trace_has_named_tracks_and_complete_events(chain_graph):
+    report = compile_and_simulate(chain_graph(), hw="tpuv4")
+    events = chrome_trace(report)["traceEvents"]
+    threads = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert sorted(threads.values()) == ["compute", "dma read", "dma write"]
+    complete = [e for e in events if e["ph"] == "X"]
+    assert len(complete) == report.n_ops + report.n_transfers
+    for e in complete:
+        assert e["dur"] >= 0 and e["ts"] >= 0 and e["tid"] in threads and e["pid"] == 1
+    compute = [e for e in complete if threads[e["tid"]] == "compute"]
+    last = max(compute, key=lambda e: e["ts"])
+    assert last["ts"] + last["dur"] == pytest.approx(report.ops[-1]["end_cycle"] / report.clock_hz * 1e6, abs=1e-3)
+    # slices on one track never overlap (Perfetto drops badly nested ones)
+    for tid in threads:
+        track = sorted((e["ts"], e["ts"] + e["dur"]) for e in complete if e["tid"] == tid)
+        assert all(end <= nxt + 1e-9 for (_, end), (nxt, _) in zip(track, track[1:], strict=False))
+    assert {e["name"] for e in complete if threads[e["tid"]] == "dma write"} == {"store out"}
+
+
+def test_summary_table_lists_the_key_numbers(chain_graph):
+    text = format_summary(compile_and_simulate(chain_graph(), hw="pixel6"))
+    assert text.splitlines()[0] == "accelsim: chain on pixel6 (int8)"
+    for label in ("capacity", "M_R", "peak address", "cycles", "DRAM read", "non-compulsory", "memory check"):
+        assert label in text
+    assert "per PE (16 PEs)" in text
+
+
+def test_smaller_sram_means_more_noncompulsory_traffic(chain_graph, toy_hw, tmp_path):
+    graph = chain_graph()
+    big = compile_and_simulate(graph, hw=toy_hw(), sram=8192)
+    small = compile_and_simulate(graph, hw=toy_hw(), sram=3072)
+    assert big.noncompulsory_bytes == 0 < small.noncompulsory_bytes
+    assert small.spills > 0 and small.retrieves > 0
+    assert small.cycles > big.cycles
+    assert small.compulsory_bytes == big.compulsory_bytes
+
+
+def test_capacity_below_min_capacity_names_operator_and_m_r(chain_graph, toy_hw):
+    with pytest.raises(CapacityError, match="below M_R = 3072 bytes: operator 'skip'"):
+        compile_and_simulate(chain_graph(), hw=toy_hw(), sram=2048)
+
+
+def test_allocator_method_replaces_the_online_placement(chain_graph, toy_hw):
+    report = compile_and_simulate(chain_graph(), hw=toy_hw(), sram=3072, allocator="greedy-by-size")
+    assert report.allocator == "greedy-by-size"
+    assert report.memory_check == "ok"
+    assert set(report.offsets) == {r.id for r in report.schedule.residencies}
+
+
+def test_unknown_allocator_is_bad_input(chain_graph, toy_hw):
+    with pytest.raises(ValueError, match="no-such-method"):
+        compile_and_simulate(chain_graph(), hw=toy_hw(), allocator="no-such-method")
+
+
+@pytest.fixture
+def failing_method():
+    name = "test-always-gives-up"
+
+    @register(name, "test double: never places anything")
+    def _give_up(problem, deadline, **options):
+        return MethodOutput("infeasible", None, reason="gave up on purpose")
+
+    yield name
+    del METHODS[name]
+
+
+def test_allocator_that_cannot_fit_raises_naming_it_and_the_reason(chain_graph, toy_hw, failing_method):
+    with pytest.raises(AllocationFailedError, match=f"allocator '{failing_method}'.*gave up on purpose"):
+        compile_and_simulate(chain_graph(), hw=toy_hw(), allocator=failing_method)
+
+
+def test_invalid_placement_is_not_simulated(chain_graph, toy_hw, monkeypatch):
+    def overlapping(schedule, method, timeout=None):
+        return "broken", {r.id: 0 for r in schedule.residencies}
+
+    monkeypatch.setattr(pipeline, "place", overlapping)
+    with pytest.raises(InvalidPlacementError, match="placement by 'broken' is invalid.*overlap"):
+        compile_and_simulate(chain_graph(), hw=toy_hw())
+
+
+def test_graph_json_path_is_accepted(chain_graph, tmp_path):
+    from frontend.graph import save_graph
+
+    path = tmp_path / "chain.json"
+    save_graph(chain_graph(), path)
+    report = compile_and_simulate(path, hw=load_hw("tpuv4"))
+    assert report.model == "chain" and report.ok

@@ -1,0 +1,283 @@
+"""The SimPy model: the scratchpad's checks, exact cycle counts, prefetch, drains, corrupted offsets."""
+
+from __future__ import annotations
+
+import pytest
+
+import scheduler
+from accelsim.sim import MemoryViolation, Scratchpad, SimulationError, simulate
+from allocator import validate
+from allocator.problem import Solution
+from frontend.graph import add_operator, add_tensor, new_graph
+from scheduler.schedule import Residency, Schedule, Transfer
+
+# ------------------------------------------------------------------------------------------
+# Scratchpad
+
+
+def test_scratchpad_rejects_overlap_naming_both_residencies_and_ranges():
+    pad = Scratchpad(capacity=1024)
+    pad.allocate("a", 0, 256, now=0, step=0)
+    pad.allocate("b", 512, 256, now=0, step=0)
+    with pytest.raises(MemoryViolation) as info:
+        pad.allocate("c", 200, 100, now=42, step=3)
+    error = info.value
+    assert str(error) == "step 3 (cycle 42): residency 'c' [200, 300) overlaps live residency 'a' [0, 256)"
+    assert (error.residency, error.other, error.range, error.other_range) == ("c", "a", (200, 300), (0, 256))
+    assert (error.step, error.cycle) == (3, 42)
+    with pytest.raises(MemoryViolation, match="'d' \\[500, 520\\) overlaps live residency 'b' \\[512, 768\\)"):
+        pad.allocate("d", 500, 20, now=42)
+    # a range touching a live one is fine: ranges are half-open
+    pad.allocate("e", 256, 256, now=43)
+    assert pad.live_bytes == 768 and len(pad) == 3
+
+
+def test_scratchpad_rejects_out_of_bounds_and_misaligned():
+    pad = Scratchpad(capacity=1024, alignment=64)
+    with pytest.raises(MemoryViolation, match=r"'big' \[768, 1280\) lies outside the memory \[0, 1024\)"):
+        pad.allocate("big", 768, 512, now=5, step=1)
+    with pytest.raises(MemoryViolation, match="outside the memory"):
+        pad.allocate("neg", -64, 64, now=5)
+    with pytest.raises(MemoryViolation, match="offset 32 is not a multiple of the alignment 64"):
+        pad.allocate("odd", 32, 64, now=5)
+
+
+def test_scratchpad_free_and_reuse_and_peaks():
+    pad = Scratchpad(capacity=1024)
+    pad.allocate("a", 0, 512, now=0)
+    pad.allocate("b", 512, 256, now=1)
+    pad.free("a", now=2)
+    pad.allocate("c", 0, 128, now=3)
+    assert pad.range_of("c") == (0, 128)
+    assert pad.peak_live_bytes == 768 and pad.peak_address == 768
+    with pytest.raises(MemoryViolation, match="free of residency 'a', which is not live"):
+        pad.free("a", now=4)
+    with pytest.raises(MemoryViolation, match="'c' allocated twice"):
+        pad.allocate("c", 256, 64, now=4)
+    # one entry per moment: the state after the last change at that cycle
+    assert pad.timeline == [(0, 512, 512), (1, 768, 768), (2, 256, 768), (3, 384, 768)]
+
+
+# ------------------------------------------------------------------------------------------
+# hand-built schedules with hand-computed timing
+
+
+def _fc_relu():
+    g = new_graph("fc_relu", dtype="int8")
+    add_tensor(g, "x", (1, 64), kind="input")
+    add_tensor(g, "w", (64, 64), kind="weight")
+    add_operator(g, "fc", "linear", inputs=["x", "w"], outputs={"y": (1, 64)}, macs=4096)
+    add_operator(g, "relu", "relu", inputs=["y"], outputs={"z": (1, 64)})
+    g.graph["outputs"] = ["z"]
+    g.graph["tensors"]["z"]["kind"] = "output"
+    residencies = [
+        Residency("x", "x", 0, 1, 64), Residency("w", "w", 0, 1, 4096),
+        Residency("y", "y", 0, 2, 64), Residency("z", "z", 1, 2, 64),
+    ]
+    transfers = [Transfer("load", "x", "x", 0, 64), Transfer("load", "w", "w", 0, 4096),
+                 Transfer("store", "z", "z", 2, 64)]
+    offsets = {"x": 0, "w": 64, "y": 4160, "z": 0}
+    return g, Schedule(["fc", "relu"], residencies, transfers, capacity=8192, alignment=64, offsets=offsets)
+
+
+def test_exact_cycles_of_a_two_operator_program(toy_hw):
+    graph, schedule = _fc_relu()
+    result = simulate(graph, schedule, None, toy_hw())
+    # load x: 10 + 64/64 = 11 cycles [0, 11); load w: 10 + 4096/64 = 74 [11, 85);
+    # fc: 4096 MACs / 1024 = 4 [85, 89); relu: 64 elements / 16 = 4 [89, 93); store z: 11 [93, 104)
+    assert result.cycles == 104
+    assert result.seconds == pytest.approx(104e-9)
+    assert [(o.name, o.start_cycle, o.end_cycle) for o in result.ops] == [("fc", 85, 89), ("relu", 89, 93)]
+    assert [(t.kind, t.tensor, t.start_cycle, t.end_cycle) for t in result.transfers] == [
+        ("load", "x", 0, 11), ("load", "w", 11, 85), ("store", "z", 93, 104),
+    ]
+    assert result.ops[0].stall_cycles == 85
+    assert (result.dram_read_bytes, result.dram_write_bytes) == (4160, 64)
+    assert (result.compulsory_bytes, result.noncompulsory_bytes) == (4224, 0)
+    assert result.peak_bytes == 4224 and result.peak_live_bytes == 4224
+    assert result.compute_cycles == 8 and result.dma_cycles == 96
+    assert result.memory_check == "ok" and result.ok
+
+
+def test_per_pe_transfers_move_every_pes_share(toy_hw):
+    graph, schedule = _fc_relu()
+    result = simulate(graph, schedule, None, toy_hw(n_pe=16, capacity_scope="per_pe"))
+    # per-PE bytes x 16 PEs cross the DRAM interface: load w moves 65536 B = 1024 cycles + 10
+    load_w = next(t for t in result.transfers if t.tensor == "w")
+    assert (load_w.nbytes, load_w.chip_bytes) == (4096, 65536)
+    assert load_w.end_cycle - load_w.start_cycle == 1034
+    assert result.dram_read_bytes == 16 * 4160
+
+
+def test_next_operators_load_overlaps_compute_when_its_range_is_free(toy_hw):
+    g = new_graph("two_fc", dtype="int8")
+    add_tensor(g, "x", (1, 64), kind="input")
+    add_tensor(g, "w0", (64, 64), kind="weight")
+    add_tensor(g, "w1", (64, 64), kind="weight")
+    add_operator(g, "fc0", "linear", inputs=["x", "w0"], outputs={"y": (1, 64)}, macs=102400)
+    add_operator(g, "fc1", "linear", inputs=["y", "w1"], outputs={"z": (1, 64)}, macs=4096)
+    residencies = [
+        Residency("x", "x", 0, 1, 64), Residency("w0", "w0", 0, 1, 4096), Residency("y", "y", 0, 2, 64),
+        Residency("w1", "w1", 1, 2, 4096), Residency("z", "z", 1, 2, 64),
+    ]
+    transfers = [
+        Transfer("load", "x", "x", 0, 64), Transfer("load", "w0", "w0", 0, 4096),
+        Transfer("load", "w1", "w1", 1, 4096), Transfer("store", "z", "z", 2, 64),
+    ]
+    offsets = {"x": 0, "w0": 64, "y": 4160, "w1": 4224, "z": 0}
+    schedule = Schedule(["fc0", "fc1"], residencies, transfers, capacity=1 << 14, alignment=64, offsets=offsets)
+    result = simulate(g, schedule, None, toy_hw())
+    # fc0 runs [85, 185); w1's range is free, so its load runs during fc0: [85, 159);
+    # fc1 starts right after fc0 [185, 189); store z [189, 200)
+    w1 = next(t for t in result.transfers if t.tensor == "w1")
+    assert (w1.prefetched, w1.start_cycle, w1.end_cycle) == (True, 85, 159)
+    assert [(o.start_cycle, o.end_cycle) for o in result.ops] == [(85, 185), (185, 189)]
+    assert result.cycles == 200
+    # live bytes peak while w1 is prefetched: x + w0 + y + w1
+    assert result.peak_live_bytes == 64 + 4096 + 64 + 4096
+
+
+def _spill_and_retrieve():
+    g = new_graph("spill", dtype="int8")
+    add_tensor(g, "x", (1, 64), kind="input")
+    add_tensor(g, "v", (1, 64), kind="input")
+    add_operator(g, "a", "relu", inputs=["x"], outputs={"y": (1, 64)})
+    add_operator(g, "b", "relu", inputs=["v"], outputs={"u": (1, 64)})
+    add_operator(g, "c", "add", inputs=["y", "u"], outputs={"out": (1, 64)})
+    g.graph["outputs"] = ["out"]
+    g.graph["tensors"]["out"]["kind"] = "output"
+    residencies = [
+        Residency("x", "x", 0, 1, 64), Residency("y", "y", 0, 1, 64), Residency("v", "v", 1, 2, 64),
+        Residency("u", "u", 1, 3, 64), Residency("y#1", "y", 2, 3, 64), Residency("out", "out", 2, 3, 64),
+    ]
+    transfers = [
+        Transfer("load", "x", "x", 0, 64), Transfer("spill", "y", "y", 1, 64), Transfer("load", "v", "v", 1, 64),
+        Transfer("retrieve", "y", "y#1", 2, 64), Transfer("store", "out", "out", 3, 64),
+    ]
+    # v reuses y's range, y#1 reuses x's
+    offsets = {"x": 0, "y": 64, "v": 64, "u": 128, "y#1": 0, "out": 192}
+    return g, Schedule(["a", "b", "c"], residencies, transfers, capacity=256, alignment=64, offsets=offsets)
+
+
+def test_a_range_is_reused_only_after_its_spill_completes(toy_hw):
+    graph, schedule = _spill_and_retrieve()
+    assert validate(schedule.problem(), Solution(schedule.offsets)).ok
+    result = simulate(graph, schedule, None, toy_hw())
+    timing = {t.kind + " " + t.residency: (t.start_cycle, t.end_cycle, t.prefetched) for t in result.transfers}
+    # load x [0, 11); a [11, 15); spill y [15, 26); v waits for the spill: load v [26, 37);
+    # b [37, 41); y#1 prefetched into x's freed range during b: [37, 48); c [48, 52); store out [52, 63)
+    assert timing == {
+        "load x": (0, 11, False), "spill y": (15, 26, False), "load v": (26, 37, False),
+        "retrieve y#1": (37, 48, True), "store out": (52, 63, False),
+    }
+    assert [(o.start_cycle, o.end_cycle) for o in result.ops] == [(11, 15), (37, 41), (48, 52)]
+    assert result.cycles == 63
+    assert (result.dram_read_bytes, result.dram_write_bytes) == (192, 128)
+    assert (result.compulsory_bytes, result.noncompulsory_bytes) == (192, 128)
+    assert result.bytes_by_kind == {"load": 128, "store": 64, "spill": 64, "retrieve": 64}
+
+
+def test_a_retrieve_waits_for_the_write_back_of_the_same_tensor(toy_hw):
+    # y is moved within the scratchpad at step 1 (spilled from one range, retrieved into another):
+    # the retrieve reads what the spill writes, so it may neither be prefetched nor overtake it
+    g = new_graph("move", dtype="int8")
+    add_tensor(g, "x", (1, 64), kind="input")
+    add_operator(g, "a", "relu", inputs=["x"], outputs={"y": (1, 64)})
+    add_operator(g, "b", "relu", inputs=["y"], outputs={"z": (1, 64)})
+    residencies = [
+        Residency("x", "x", 0, 1, 64), Residency("y", "y", 0, 1, 64), Residency("y#1", "y", 1, 2, 64),
+        Residency("z", "z", 1, 2, 64),
+    ]
+    transfers = [
+        Transfer("load", "x", "x", 0, 64), Transfer("spill", "y", "y", 1, 64),
+        Transfer("retrieve", "y", "y#1", 1, 64), Transfer("store", "z", "z", 2, 64),
+    ]
+    offsets = {"x": 0, "y": 64, "y#1": 128, "z": 0}
+    schedule = Schedule(["a", "b"], residencies, transfers, capacity=256, alignment=64, offsets=offsets)
+    result = simulate(g, schedule, None, toy_hw())
+    timing = {t.kind: (t.start_cycle, t.end_cycle, t.prefetched) for t in result.transfers}
+    # load x [0, 11); a [11, 15); spill y [15, 26); retrieve y#1 [26, 37); b [37, 41); store z [41, 52)
+    assert timing == {"load": (0, 11, False), "spill": (15, 26, False), "retrieve": (26, 37, False),
+                      "store": (41, 52, False)}
+    assert result.cycles == 52
+
+
+def test_memory_timeline_returns_to_empty(toy_hw):
+    graph, schedule = _spill_and_retrieve()
+    result = simulate(graph, schedule, None, toy_hw())
+    assert result.memory_timeline[-1] == (63, 0, 0)
+    assert max(live for _, live, _ in result.memory_timeline) == result.peak_live_bytes == 192
+
+
+def test_offsets_beyond_the_capacity_are_reported(toy_hw):
+    graph, schedule = _fc_relu()
+    offsets = dict(schedule.offsets, z=8192)
+    result = simulate(graph, schedule, offsets, toy_hw())
+    assert result.memory_check == "step 1 (cycle 89): residency 'z' [8192, 8256) lies outside the memory [0, 8192)"
+
+
+def test_malformed_schedules_raise_simulation_error(toy_hw):
+    graph, schedule = _fc_relu()
+    with pytest.raises(SimulationError, match="residency 'y' has no offset"):
+        simulate(graph, schedule, {"x": 0, "w": 64, "z": 0}, toy_hw())
+    wrong_step = schedule.with_offsets(schedule.offsets)
+    wrong_step.transfers[2] = Transfer("store", "z", "z", 1, 64)
+    with pytest.raises(SimulationError, match="store of residency 'z' at step 1"):
+        simulate(graph, wrong_step, None, toy_hw())
+    unknown = schedule.with_offsets(schedule.offsets)
+    unknown.transfers.append(Transfer("load", "q", "q", 0, 64))
+    with pytest.raises(SimulationError, match="unknown residency 'q'"):
+        simulate(graph, unknown, None, toy_hw())
+    unplaced = schedule.with_offsets(schedule.offsets)
+    unplaced.offsets = None
+    with pytest.raises(SimulationError, match="no offsets"):
+        simulate(graph, unplaced, None, toy_hw())
+
+
+# ------------------------------------------------------------------------------------------
+# a real schedule with one offset corrupted
+
+
+@pytest.fixture
+def scheduled_chain(chain_graph):
+    graph = chain_graph()
+    schedule = scheduler.schedule(graph, 3072, alignment=64)
+    assert any(t.kind == "spill" for t in schedule.transfers), "the budget should force spills"
+    return graph, schedule
+
+
+def test_valid_schedule_simulates_cleanly(scheduled_chain, toy_hw):
+    graph, schedule = scheduled_chain
+    hw = toy_hw(sram_bytes_per_pe=3072)
+    result = simulate(graph, schedule, None, hw)
+    assert result.memory_check == "ok"
+    assert result.peak_bytes <= 3072
+    assert len(result.ops) == len(schedule.order)
+    assert result.dram_read_bytes == schedule.read_bytes
+    assert result.dram_write_bytes == schedule.write_bytes
+    assert result.noncompulsory_bytes == schedule.noncompulsory_bytes > 0
+
+
+def test_corrupted_offset_is_caught_at_the_step_it_starts(scheduled_chain, toy_hw):
+    graph, schedule = scheduled_chain
+    offsets = dict(schedule.offsets)
+    # victim: a residency that starts while another (holder) is live and is no larger, so its
+    # new range lies inside the holder's and overlaps nothing else
+    victim, holder = next(
+        (b, a) for a in schedule.residencies for b in schedule.residencies
+        if a.start < b.start < a.end and b.size <= a.size
+    )
+    offsets[victim.id] = offsets[holder.id]
+    assert not validate(schedule.problem(), Solution(offsets)).ok
+    result = simulate(graph, schedule, offsets, toy_hw(sram_bytes_per_pe=3072))
+    lo = offsets[holder.id]
+    assert result.violation is not None
+    assert result.violation.step == victim.start
+    assert result.memory_check.startswith(f"step {victim.start} (cycle ")
+    assert f"residency {victim.id!r} [{lo}, {lo + victim.size}) overlaps live residency {holder.id!r}" \
+        in result.memory_check
+    # the simulation stops there
+    assert len(result.ops) == victim.start
+    with pytest.raises(MemoryViolation) as info:
+        simulate(graph, schedule, offsets, toy_hw(sram_bytes_per_pe=3072), raise_on_violation=True)
+    assert (info.value.residency, info.value.other, info.value.step) == (victim.id, holder.id, victim.start)
