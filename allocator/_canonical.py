@@ -9,8 +9,11 @@ Search state
 * ``sec_top[k]``: the highest address in use in cross section ``k`` by placed buffers. The
   lowest offset a buffer can take ("floor") is the max of ``sec_top`` over its sections.
 * ``sec_free[k]``: total size of the unplaced free (not fixed) buffers live in section ``k``.
-* a trail of ``(section, old sec_top)`` pairs and a stack of placed buffers, so backtracking
-  restores the state exactly instead of recomputing it.
+* ``pos[j]``: the offset unplaced buffer ``j`` would take now (its aligned floor, or its fixed
+  offset). Placing a buffer raises ``pos`` of the unplaced buffers it overlaps; only those of
+  the current group can overlap it, so the update costs one pass over the group.
+* trails of ``(section, old sec_top)`` and ``(buffer, old pos)`` pairs and a stack of placed
+  buffers, so backtracking restores the state exactly instead of recomputing it.
 
 Frames
 ------
@@ -35,6 +38,22 @@ SOLVED, EXHAUSTED, NODE_LIMIT, TIME_LIMIT = 0, 1, 2, 3
 _OPEN, _NEXT, _FAIL, _SUCCEED = 0, 1, 2, 3
 _NORMAL, _SEQUENCE = 0, 1
 _BIG = np.int64(1) << np.int64(62)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MUL_V = np.uint64(0xC2B2AE3D27D4EB4F)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_SALT_A = np.uint64(0x243F6A8885A308D3)
+_SALT_B = np.uint64(0x13198A2E03707344)
+_SALT_C = np.uint64(0xA4093822299F31D0)
+
+
+@njit(cache=True)
+def _mix(a, b, salt):  # pragma: no cover - compiled
+    """A 64-bit hash of the pair ``(a, b)`` (splitmix64 finaliser); ``salt`` picks the function."""
+    z = (np.uint64(a) * _GOLDEN) ^ (np.uint64(b) * _MUL_V) ^ salt
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
 
 
 @njit(cache=True)
@@ -54,49 +73,99 @@ def _grow(array, needed):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _floor(j, sec_top, first_sec, last_sec):  # pragma: no cover - compiled
-    top = 0
-    for k in range(first_sec[j], last_sec[j]):
-        if sec_top[k] > top:
-            top = sec_top[k]
-    return top
+def _group_bounds(omax, imax, restart_groups):  # pragma: no cover - compiled
+    """Canonical bounds a group of a decomposition starts from.
+
+    The groups of a decomposition are solved once each and never revisited, so a group only
+    has to be canonical within itself: restarting its offset order at 0 lets it fill the gaps
+    its time window has below the prefix's largest offset. Every buffer still goes to its
+    floor given everything placed, so the search stays sound; it explores a superset of the
+    inherited-bound search, so it stays complete, and dominance holds within the group by the
+    same minimum-offset-sum argument.
+    """
+    if restart_groups:
+        return np.int64(0), np.int64(-1)
+    return omax, imax
 
 
 @njit(cache=True)
-def _position(j, sec_top, first_sec, last_sec, aligns, fixed):  # pragma: no cover - compiled
-    """The offset buffer ``j`` would take now: its fixed offset, or its aligned floor."""
-    if fixed[j] >= 0:
-        return fixed[j]
-    a = aligns[j]
-    return (_floor(j, sec_top, first_sec, last_sec) + a - 1) // a * a
+def _undo(to_trail, to_pos_trail, to_placed, trail_top, pos_trail_top, placed_top, trail_k, trail_v,
+          pos_trail_j, pos_trail_v, sec_top, pos, placed, offset, fixed, first_sec, last_sec, sec_free,
+          sizes, sec_count):  # pragma: no cover - compiled
+    """Restore the state to the given trail marks; return the new tops."""
+    while trail_top > to_trail:
+        trail_top -= 1
+        sec_top[trail_k[trail_top]] = trail_v[trail_top]
+    while pos_trail_top > to_pos_trail:
+        pos_trail_top -= 1
+        pos[pos_trail_j[pos_trail_top]] = pos_trail_v[pos_trail_top]
+    while placed_top > to_placed:
+        placed_top -= 1
+        j = placed[placed_top]
+        offset[j] = -1
+        for k in range(first_sec[j], last_sec[j]):
+            sec_count[k] += 1
+            if fixed[j] < 0:
+                sec_free[k] += sizes[j]
+    return trail_top, pos_trail_top, placed_top
 
 
 @njit(cache=True)
 def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_init, capacity,
            node_limit, deadline, canonical, section_inference, offset_floor, effective_height,
-           dominance, decomposition):  # pragma: no cover - compiled
+           dominance, decomposition, restart_groups, buffer_key_a, buffer_key_b,
+           table_bits):  # pragma: no cover - compiled
     """Depth-first search over canonical partial solutions.
 
-    Returns ``(status, offsets, nodes, backtracks)``; ``status`` is SOLVED, EXHAUSTED (the
+    Returns ``(status, offsets, nodes, backtracks, splits, table_hits)``; ``status`` is SOLVED, EXHAUSTED (the
     whole space was searched: infeasible), NODE_LIMIT or TIME_LIMIT. ``deadline`` is a
     ``time.perf_counter()`` value, or a negative number for none.
+
+    ``table_bits > 0`` turns on a table of ``2**table_bits`` failed states. The future of a
+    node depends only on its unplaced buffers, the section tops where they live and the
+    canonical bounds, so a state that was searched to exhaustion once fails again wherever
+    it recurs. States are keyed by two independent 64-bit Zobrist-style hashes (unplaced
+    buffers XOR per-section ``(section, top)`` terms XOR the bounds), kept incrementally; a
+    false hit needs both to collide. Entries are overwritten on collision of the slot.
     """
     n = sizes.shape[0]
     offset = np.full(n, -1, np.int64)
     sec_top = np.zeros(n_sections, np.int64)
     sec_free = np.zeros(n_sections, np.int64)
-    for j in range(n):
-        if fixed[j] < 0:
-            for k in range(first_sec[j], last_sec[j]):
-                sec_free[k] += sizes[j]
-    effective = np.zeros(n_sections, np.int64)
-
+    pos = np.zeros(n, np.int64)
     span_total = 0
     for j in range(n):
         span_total += last_sec[j] - first_sec[j]
+        if fixed[j] >= 0:
+            pos[j] = fixed[j]
+        else:
+            for k in range(first_sec[j], last_sec[j]):
+                sec_free[k] += sizes[j]
+    effective = np.zeros(n_sections, np.int64)
+    sec_count = np.zeros(n_sections, np.int64)
+    hash_a = np.uint64(0)
+    hash_b = np.uint64(0)
+    for j in range(n):
+        hash_a ^= buffer_key_a[j]
+        hash_b ^= buffer_key_b[j]
+        for k in range(first_sec[j], last_sec[j]):
+            sec_count[k] += 1
+    for k in range(n_sections):
+        if sec_count[k] > 0:
+            hash_a ^= _mix(k, 0, _SALT_A)
+            hash_b ^= _mix(k, 0, _SALT_B)
+    table_size = (1 << table_bits) if table_bits > 0 else 1
+    table_a = np.zeros(table_size, np.uint64)
+    table_b = np.zeros(table_size, np.uint64)
+    table_mask = np.uint64(table_size - 1)
+    hits = 0
+
     trail_k = np.empty(span_total + 1, np.int64)
     trail_v = np.empty(span_total + 1, np.int64)
     trail_top = 0
+    pos_trail_j = np.empty(4 * n + 16, np.int64)
+    pos_trail_v = np.empty(4 * n + 16, np.int64)
+    pos_trail_top = 0
     placed = np.empty(n + 1, np.int64)
     placed_top = 0
 
@@ -115,6 +184,7 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
     f_last_pos = np.empty(depth_cap, np.int64)
     f_last_rank = np.empty(depth_cap, np.int64)
     f_trail = np.empty(depth_cap, np.int64)
+    f_pos_trail = np.empty(depth_cap, np.int64)
     f_placed = np.empty(depth_cap, np.int64)
     f_members_top = np.empty(depth_cap, np.int64)
     f_bounds_top = np.empty(depth_cap, np.int64)
@@ -122,12 +192,17 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
     f_khi = np.empty(depth_cap, np.int64)
     f_hmin = np.empty(depth_cap, np.int64)
     f_fmin = np.empty(depth_cap, np.int64)
+    f_hash_a = np.empty(depth_cap, np.uint64)  # state hash on entry (to restore on undo)
+    f_hash_b = np.empty(depth_cap, np.uint64)
+    f_key_a = np.empty(depth_cap, np.uint64)  # state key on entry (hash and bounds), for the table
+    f_key_b = np.empty(depth_cap, np.uint64)
     f_group = np.empty(depth_cap, np.int64)  # sequence frames: index of the group being solved
     f_groups = np.empty(depth_cap, np.int64)  # sequence frames: number of groups
     depth = 0
 
     nodes = 0
     backtracks = 0
+    splits = 0
     state = _OPEN
     g_begin, g_end, omax, imax = 0, n, 0, -1
 
@@ -151,13 +226,27 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             if count == 0:
                 state = _SUCCEED
                 continue
+            key_a = hash_a ^ _mix(omax, imax + 1, _SALT_C)
+            key_b = hash_b ^ _mix(imax + 1, omax, _SALT_C)
+            if table_bits > 0:
+                slot = key_a & table_mask
+                if table_a[slot] == key_a and table_b[slot] == key_b:
+                    hits += 1
+                    state = _FAIL
+                    continue
+            f_hash_a[depth] = hash_a
+            f_hash_b[depth] = hash_b
+            f_key_a[depth] = key_a
+            f_key_b[depth] = key_b
             if decomposition and runs > 1:
+                splits += 1
                 members = _grow(members, members_top + count)
                 bounds = _grow(bounds, bounds_top + 2 * runs)
                 f_kind[depth] = _SEQUENCE
                 f_omax[depth] = omax
                 f_imax[depth] = imax
                 f_trail[depth] = trail_top
+                f_pos_trail[depth] = pos_trail_top
                 f_placed[depth] = placed_top
                 f_members_top[depth] = members_top
                 f_bounds_top[depth] = bounds_top
@@ -189,6 +278,7 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                 depth += 1
                 g_begin = bounds[f_begin[depth - 1]]
                 g_end = bounds[f_begin[depth - 1] + 1]
+                omax, imax = _group_bounds(omax, imax, restart_groups)
                 continue  # open the first group; it is one run, so it becomes a normal frame
             # A normal frame: record the node's bounds once; they hold for every candidate.
             klo = n_sections
@@ -206,10 +296,8 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                 if fixed[j] >= 0:
                     if fixed[j] < fmin:
                         fmin = fixed[j]
-                else:
-                    h = _position(j, sec_top, first_sec, last_sec, aligns, fixed) + sizes[j]
-                    if h < hmin:
-                        hmin = h
+                elif pos[j] + sizes[j] < hmin:
+                    hmin = pos[j] + sizes[j]
             f_kind[depth] = _NORMAL
             f_begin[depth] = g_begin
             f_end[depth] = g_end
@@ -218,6 +306,7 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             f_last_pos[depth] = -1
             f_last_rank[depth] = -1
             f_trail[depth] = trail_top
+            f_pos_trail[depth] = pos_trail_top
             f_placed[depth] = placed_top
             f_members_top[depth] = members_top
             f_bounds_top[depth] = bounds_top
@@ -231,16 +320,12 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
         elif state == _NEXT:
             d = depth - 1
             # Undo the previous candidate of this node, if any.
-            while trail_top > f_trail[d]:
-                trail_top -= 1
-                sec_top[trail_k[trail_top]] = trail_v[trail_top]
-            while placed_top > f_placed[d]:
-                placed_top -= 1
-                j = placed[placed_top]
-                offset[j] = -1
-                if fixed[j] < 0:
-                    for k in range(first_sec[j], last_sec[j]):
-                        sec_free[k] += sizes[j]
+            trail_top, pos_trail_top, placed_top = _undo(
+                f_trail[d], f_pos_trail[d], f_placed[d], trail_top, pos_trail_top, placed_top, trail_k, trail_v,
+                pos_trail_j, pos_trail_v, sec_top, pos, placed, offset, fixed, first_sec, last_sec, sec_free, sizes,
+                sec_count)
+            hash_a = f_hash_a[d]
+            hash_b = f_hash_b[d]
             omax = f_omax[d]
             imax = f_imax[d]
             last_pos = f_last_pos[d]
@@ -252,7 +337,7 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                 j = members[m]
                 if offset[j] >= 0:
                     continue
-                p = _position(j, sec_top, first_sec, last_sec, aligns, fixed)
+                p = pos[j]
                 r = rank[j]
                 # candidates are tried in increasing (offset, rank): skip those already tried
                 if p < last_pos or (p == last_pos and r <= last_rank):
@@ -272,6 +357,10 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                 best_pos = p
                 best_rank = r
             if best < 0:
+                if table_bits > 0:
+                    slot = f_key_a[d] & table_mask
+                    table_a[slot] = f_key_a[d]
+                    table_b[slot] = f_key_b[d]
                 depth -= 1
                 members_top = f_members_top[d]
                 bounds_top = f_bounds_top[d]
@@ -279,51 +368,78 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                 continue
             nodes += 1
             if nodes > node_limit:
-                return NODE_LIMIT, offset, nodes, backtracks
+                return NODE_LIMIT, offset, nodes, backtracks, splits, hits
             if deadline >= 0 and (nodes & 1023) == 0 and _now() > deadline:
-                return TIME_LIMIT, offset, nodes, backtracks
+                return TIME_LIMIT, offset, nodes, backtracks, splits, hits
             f_last_pos[d] = best_pos
             f_last_rank[d] = best_rank
-            # Place it.
-            j = best
+            # Place it: raise the sections it spans and the positions of the buffers it overlaps.
+            i = best
             p = best_pos
-            top = p + sizes[j]
-            offset[j] = p
-            placed[placed_top] = j
+            top = p + sizes[i]
+            lo_i = first_sec[i]
+            hi_i = last_sec[i]
+            offset[i] = p
+            placed[placed_top] = i
             placed_top += 1
-            if fixed[j] < 0:
-                for k in range(first_sec[j], last_sec[j]):
-                    sec_free[k] -= sizes[j]
-            for k in range(first_sec[j], last_sec[j]):
-                if sec_top[k] < top:
+            hash_a ^= buffer_key_a[i]
+            hash_b ^= buffer_key_b[i]
+            for k in range(lo_i, hi_i):
+                if fixed[i] < 0:
+                    sec_free[k] -= sizes[i]
+                old = sec_top[k]
+                hash_a ^= _mix(k, old, _SALT_A)
+                hash_b ^= _mix(k, old, _SALT_B)
+                if old < top:
                     trail_k[trail_top] = k
-                    trail_v[trail_top] = sec_top[k]
+                    trail_v[trail_top] = old
                     trail_top += 1
                     sec_top[k] = top
-            new_omax = p if canonical else 0
-            # Check the new node: unplaced fixed buffers still placeable, cross-section bounds.
+                sec_count[k] -= 1
+                if sec_count[k] > 0:
+                    hash_a ^= _mix(k, sec_top[k], _SALT_A)
+                    hash_b ^= _mix(k, sec_top[k], _SALT_B)
             alive = True
-            need_effective = section_inference and effective_height
-            if need_effective:
-                for k in range(f_klo[d], f_khi[d]):
-                    effective[k] = _BIG
+            pos_trail_j = _grow(pos_trail_j, pos_trail_top + f_end[d] - f_begin[d])
+            pos_trail_v = _grow(pos_trail_v, pos_trail_top + f_end[d] - f_begin[d])
             for m in range(f_begin[d], f_end[d]):
                 q = members[m]
-                if offset[q] >= 0:
+                if offset[q] >= 0 or first_sec[q] >= hi_i or last_sec[q] <= lo_i:
                     continue
                 if fixed[q] >= 0:
-                    if _floor(q, sec_top, first_sec, last_sec) > fixed[q]:
+                    # a pinned buffer overlapping i in time must not overlap it in address
+                    if fixed[q] < top and p < fixed[q] + sizes[q]:
                         alive = False
                         break
-                    if canonical and (fixed[q] < p or (fixed[q] == p and rank[q] < rank[j])):
+                else:
+                    a = aligns[q]
+                    raised = (top + a - 1) // a * a
+                    if pos[q] < raised:
+                        pos_trail_j[pos_trail_top] = q
+                        pos_trail_v[pos_trail_top] = pos[q]
+                        pos_trail_top += 1
+                        pos[q] = raised
+            new_omax = p if canonical else 0
+            if alive and canonical:
+                # every unplaced pinned buffer must still come later in the canonical order
+                for m in range(f_begin[d], f_end[d]):
+                    q = members[m]
+                    if offset[q] < 0 and fixed[q] >= 0 and (fixed[q] < p or (fixed[q] == p and rank[q] < rank[i])):
                         alive = False
                         break
-                elif need_effective:
-                    pq = _position(q, sec_top, first_sec, last_sec, aligns, fixed)
-                    for k in range(first_sec[q], last_sec[q]):
-                        if pq < effective[k]:
-                            effective[k] = pq
             if alive and section_inference:
+                need_effective = effective_height
+                if need_effective:
+                    for k in range(f_klo[d], f_khi[d]):
+                        effective[k] = _BIG
+                    for m in range(f_begin[d], f_end[d]):
+                        q = members[m]
+                        if offset[q] >= 0 or fixed[q] >= 0:
+                            continue
+                        v = pos[q]
+                        for k in range(first_sec[q], last_sec[q]):
+                            if v < effective[k]:
+                                effective[k] = v
                 for k in range(f_klo[d], f_khi[d]):
                     if sec_free[k] == 0:
                         continue
@@ -341,28 +457,28 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             g_begin = f_begin[d]
             g_end = f_end[d]
             omax = new_omax
-            imax = rank[j]
+            imax = rank[i]
             state = _OPEN
 
         elif state == _FAIL:
             if depth == 0:
-                return EXHAUSTED, offset, nodes, backtracks
+                return EXHAUSTED, offset, nodes, backtracks, splits, hits
             d = depth - 1
             if f_kind[d] == _NORMAL:
                 backtracks += 1
                 state = _NEXT
             else:
                 # One group of a decomposition has no solution: neither has the node.
-                while trail_top > f_trail[d]:
-                    trail_top -= 1
-                    sec_top[trail_k[trail_top]] = trail_v[trail_top]
-                while placed_top > f_placed[d]:
-                    placed_top -= 1
-                    j = placed[placed_top]
-                    offset[j] = -1
-                    if fixed[j] < 0:
-                        for k in range(first_sec[j], last_sec[j]):
-                            sec_free[k] += sizes[j]
+                if table_bits > 0:
+                    slot = f_key_a[d] & table_mask
+                    table_a[slot] = f_key_a[d]
+                    table_b[slot] = f_key_b[d]
+                hash_a = f_hash_a[d]
+                hash_b = f_hash_b[d]
+                trail_top, pos_trail_top, placed_top = _undo(
+                    f_trail[d], f_pos_trail[d], f_placed[d], trail_top, pos_trail_top, placed_top, trail_k,
+                    trail_v, pos_trail_j, pos_trail_v, sec_top, pos, placed, offset, fixed, first_sec, last_sec,
+                    sec_free, sizes, sec_count)
                 depth -= 1
                 members_top = f_members_top[d]
                 bounds_top = f_bounds_top[d]
@@ -371,14 +487,13 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             while depth > 0 and f_kind[depth - 1] == _NORMAL:
                 depth -= 1
             if depth == 0:
-                return SOLVED, offset, nodes, backtracks
+                return SOLVED, offset, nodes, backtracks, splits, hits
             d = depth - 1
             f_group[d] += 1
             if f_group[d] < f_groups[d]:
                 g_begin = bounds[f_begin[d] + 2 * f_group[d]]
                 g_end = bounds[f_begin[d] + 2 * f_group[d] + 1]
-                omax = f_omax[d]
-                imax = f_imax[d]
+                omax, imax = _group_bounds(f_omax[d], f_imax[d], restart_groups)
                 state = _OPEN
             else:
                 depth -= 1

@@ -17,8 +17,14 @@ packing once. On top of that the search prunes with:
   groups that do not overlap in time, each group is solved on its own and a failing group
   fails the node without backtracking into the others;
 * a **portfolio of static preorders** with restarts: the rank that breaks ties is taken from
-  several keys (largest section total spanned, area, lifetime, size), each tried with a node
-  limit that doubles every round (starting from ``2n``), until one finishes.
+  several keys built from the largest section total a buffer spans (T), its width (W), area
+  (A) and size (S), by default TWA, WAT and TAW; each is tried with a node limit that doubles
+  every round (starting from ``2n``) until one finishes;
+* a **table of failed states** (our addition): a node's future depends only on its unplaced
+  buffers, the section tops where they live and the canonical bounds, so a state searched to
+  exhaustion is remembered (hashed) and pruned where it recurs;
+* **group restarts** (our addition): the groups of a decomposition are solved once each, so
+  each only needs to be canonical within itself and restarts its offset order at 0.
 
 Fixed offsets take part in the canonical order at their pinned offset; a node where a pinned
 buffer can no longer be placed (something lies over it, or the canonical order has passed
@@ -42,7 +48,10 @@ from allocator.problem import InvalidProblemError, Problem
 from allocator.registry import MethodOutput, register
 from allocator.sweep import sweep
 
-PREORDER_KEYS = ("total", "area", "width", "size")
+#: letters of a preorder key, each sorting descending: T = largest section total the buffer
+#: spans, W = width (lifetime), A = area (size x lifetime), S = size
+PREORDER_LETTERS = "TWAS"
+DEFAULT_PREORDERS = ("TWA", "WAT", "TAW")
 
 
 @dataclass(frozen=True)
@@ -55,14 +64,18 @@ class MiniMallocOptions:
     effective_height: bool = True  #: ... and by the lowest floor of an unplaced buffer (§6.2)
     dominance: bool = True  #: never leave a gap an unplaced buffer could fill (§6.3)
     decomposition: bool = True  #: dynamic temporal decomposition (§7)
+    restart_groups: bool = True  #: each group of a decomposition restarts its canonical order at offset 0
+    failed_state_table: bool = True  #: remember states searched to exhaustion (hashed) and prune their recurrences
     portfolio: bool = True  #: try every preorder key with doubling node limits; off: the first key only
-    preorders: tuple[str, ...] = PREORDER_KEYS  #: keys of the static preorders, tried in this order
+    preorders: tuple[str, ...] = DEFAULT_PREORDERS  #: static preorders (letters of PREORDER_LETTERS), in turn
     initial_node_factor: int = 2  #: first node limit is this times the number of buffers
 
     def __post_init__(self) -> None:
-        unknown = [k for k in self.preorders if k not in PREORDER_KEYS]
+        unknown = [k for k in self.preorders if not k or set(k) - set(PREORDER_LETTERS)]
         if unknown or not self.preorders:
-            raise InvalidProblemError(f"unknown preorder key(s) {unknown}; known: {', '.join(PREORDER_KEYS)}")
+            raise InvalidProblemError(
+                f"unknown preorder key(s) {unknown}: use strings of the letters {PREORDER_LETTERS}, e.g. 'TWA'"
+            )
         if self.initial_node_factor < 1:
             raise InvalidProblemError("initial_node_factor must be >= 1")
 
@@ -76,6 +89,8 @@ class SearchOutcome:
     nodes: int
     backtracks: int
     runs: int
+    splits: int = 0  #: dynamic decompositions performed
+    table_hits: int = 0  #: nodes pruned because their state had failed before
 
 
 class _Prepared:
@@ -98,16 +113,20 @@ class _Prepared:
             np.int64,
         )
         self.members = np.lexsort((np.arange(n), self.starts)).astype(np.int64)
+        keys = np.random.default_rng(20231122).integers(0, 2**63, size=(2, n), dtype=np.int64, endpoint=False)
+        self.key_a = (keys[0].astype(np.uint64) << np.uint64(1)) | np.uint64(1)
+        self.key_b = keys[1].astype(np.uint64) << np.uint64(1)
+        self.table_bits = int(min(22, max(12, np.ceil(np.log2(max(n, 1))) + 12)))
 
     def rank(self, key: str) -> np.ndarray:
-        """Rank of every buffer under a preorder key (0 = first), ties by start then index."""
+        """Rank of every buffer under a preorder key such as ``"TWA"`` (0 = first).
+
+        The first letter is the primary key, all descending; ties go to the earlier start,
+        then the lower index.
+        """
         width = self.ends - self.starts
-        primary = {
-            "total": (-self.sizes, -width * self.sizes, -self.span_total),
-            "area": (-self.sizes, -width, -width * self.sizes),
-            "width": (-self.sizes, -width),
-            "size": (-width, -self.sizes),
-        }[key]
+        columns = {"T": -self.span_total, "W": -width, "A": -width * self.sizes, "S": -self.sizes}
+        primary = tuple(columns[letter] for letter in reversed(key))
         order = np.lexsort((np.arange(self.n), self.starts) + primary)
         rank = np.empty(self.n, np.int64)
         rank[order] = np.arange(self.n)
@@ -124,28 +143,31 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
         options = replace(options, dominance=False, offset_floor=False)
     keys = options.preorders if options.portfolio else options.preorders[:1]
     ranks = [data.rank(k) for k in keys]
-    nodes = backtracks = runs = 0
+    nodes = backtracks = runs = splits = hits = 0
     limit = options.initial_node_factor * data.n
     while True:
         for rank in ranks:
             remaining = -1.0 if deadline is None else deadline - time.perf_counter()
             if deadline is not None and remaining <= 0:
-                return SearchOutcome("timeout", None, nodes, backtracks, runs)
-            status, offsets, n_nodes, n_back = _canonical.search(
+                return SearchOutcome("timeout", None, nodes, backtracks, runs, splits, hits)
+            status, offsets, n_nodes, n_back, n_splits, n_hits = _canonical.search(
                 data.sizes, data.aligns, data.fixed, rank, data.first_sec, data.last_sec, data.n_sections,
                 data.members, capacity, limit, -1.0 if deadline is None else deadline,
                 options.canonical, options.section_inference, options.offset_floor, options.effective_height,
-                options.dominance, options.decomposition,
+                options.dominance, options.decomposition, options.restart_groups, data.key_a, data.key_b,
+                data.table_bits if options.failed_state_table else 0,
             )
             nodes += n_nodes
             backtracks += n_back
+            splits += n_splits
+            hits += n_hits
             runs += 1
             if status == _canonical.SOLVED:
-                return SearchOutcome("solved", offsets, nodes, backtracks, runs)
+                return SearchOutcome("solved", offsets, nodes, backtracks, runs, splits, hits)
             if status == _canonical.EXHAUSTED:
-                return SearchOutcome("infeasible", None, nodes, backtracks, runs)
+                return SearchOutcome("infeasible", None, nodes, backtracks, runs, splits, hits)
             if status == _canonical.TIME_LIMIT:
-                return SearchOutcome("timeout", None, nodes, backtracks, runs)
+                return SearchOutcome("timeout", None, nodes, backtracks, runs, splits, hits)
         limit *= 2
 
 
@@ -157,7 +179,8 @@ def minimalloc(problem: Problem, deadline: float | None = None,
     if problem.capacity is None:
         raise InvalidProblemError("minimalloc searches for a placement under a capacity; give the problem one")
     outcome = canonical_search(problem, problem.capacity, options or MiniMallocOptions(), deadline)
-    stats: dict[str, float] = {"nodes": outcome.nodes, "backtracks": outcome.backtracks, "runs": outcome.runs}
+    stats: dict[str, float] = {"nodes": outcome.nodes, "backtracks": outcome.backtracks, "runs": outcome.runs,
+                               "splits": outcome.splits, "table_hits": outcome.table_hits}
     if outcome.status == "solved":
         assert outcome.offsets is not None
         placement = {b.id: int(o) for b, o in zip(problem.buffers, outcome.offsets, strict=True)}

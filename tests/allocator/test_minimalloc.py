@@ -63,6 +63,9 @@ ABLATIONS = {
     "no-dominance": MiniMallocOptions(dominance=False),
     "no-decomposition": MiniMallocOptions(decomposition=False),
     "no-portfolio": MiniMallocOptions(portfolio=False),
+    "size-preorder": MiniMallocOptions(preorders=("S", "AS")),
+    "no-restart-groups": MiniMallocOptions(restart_groups=False),
+    "no-failed-state-table": MiniMallocOptions(failed_state_table=False),
 }
 
 
@@ -94,4 +97,4 @@ def test_exhausted_search_is_reported_infeasible_not_timeout():
 
 def test_options_reject_unknown_preorder():
     with pytest.raises(ValueError, match="preorder"):
-        replace(MiniMallocOptions(), preorders=("colour",))
+        replace(MiniMallocOptions(), preorders=("TWX",))
