@@ -131,6 +131,7 @@ class HardwareConfig:
     dram_latency_cycles: int  #: fixed cost added to every DMA transfer
     dtype: str  #: default storage dtype of tensors on this target ("int8", "bf16", ...)
     capacity_scope: str  #: "per_pe" (one scratchpad per PE) or "chip" (one shared memory)
+    weight_tile_bytes: int  #: largest weight slice one operator loads at once (per PE on a per_pe target)
     source: str = ""  #: file the config was read from (not a YAML field)
 
     # ---- derived quantities
@@ -210,6 +211,7 @@ _FIELDS: dict[str, tuple[str, bool]] = {
     "dram_latency_cycles": ("int", True),
     "dtype": ("str", True),
     "capacity_scope": ("str", True),
+    "weight_tile_bytes": ("bytes", True),
 }
 _MAY_BE_ZERO = {"dram_latency_cycles"}
 

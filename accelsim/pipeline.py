@@ -5,14 +5,16 @@ numbers and returns a ``SimReport``:
 
 1. **trace** the model (``frontend.trace_model`` for a zoo name, ``frontend.trace`` for a
    module with example inputs, or take a graph as given) in the config's dtype;
-2. **size** every tensor on chip: per PE on a ``per_pe`` target (``ceil(nbytes / n_pe)``),
+2. **tile** operators whose weights exceed the config's ``weight_tile_bytes``
+   (``scheduler.tile_weights``: output-feature tiles plus a concat), as a compiler would;
+3. **size** every tensor on chip: per PE on a ``per_pe`` target (``ceil(nbytes / n_pe)``),
    whole on a ``chip`` target, rounded up to the config's alignment by the scheduler;
-3. **schedule** it (``scheduler.schedule``: program order, Belady spilling) under the
+4. **schedule** it (``scheduler.schedule``: program order, Belady spilling) under the
    scratchpad capacity; a capacity below M_R raises the scheduler's ``CapacityError``;
-4. **place** the residencies: the scheduler's own online first-fit arena by default, or any
+5. **place** the residencies: the scheduler's own online first-fit arena by default, or any
    ``allocator`` method re-placing the schedule's residencies under the same capacity;
-5. **validate** the placement with ``allocator.validate`` (never simulate an invalid one);
-6. **simulate** it (``accelsim.sim``) and, with ``out_dir``, write the report folder.
+6. **validate** the placement with ``allocator.validate`` (never simulate an invalid one);
+7. **simulate** it (``accelsim.sim``) and, with ``out_dir``, write the report folder.
 
 Frontend, scheduler and allocator are imported inside the function, so ``import accelsim``
 stays light (no torch).
@@ -67,6 +69,7 @@ class SimReport:
     capacity_scope: str  #: "per PE (16 PEs)" or "chip"
     min_capacity_bytes: int  #: M_R, the smallest capacity any schedule can run in
     min_capacity_op: str  #: the operator that sets M_R
+    tiled_operators: list[str]  #: operators split into weight tiles (``scheduler.tile_weights``)
     peak_bytes: int  #: highest address in use during the simulation
     peak_live_bytes: int  #: most bytes allocated at once during the simulation
     cycles: int
@@ -226,6 +229,8 @@ def compile_and_simulate(
     stage["trace"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
+    tile_limit = config.weight_tile_bytes * (config.n_pe if config.capacity_scope == "per_pe" else 1)
+    graph, tiled = scheduler.tile_weights(graph, tile_limit)
     sizes = tensor_shares(graph, config)
     capacity = config.sram_bytes_per_pe
     need, need_op = scheduler.min_capacity(graph, sizes=sizes, alignment=config.alignment)
@@ -267,6 +272,7 @@ def compile_and_simulate(
         capacity_scope=config.capacity_label,
         min_capacity_bytes=need,
         min_capacity_op=need_op,
+        tiled_operators=tiled,
         peak_bytes=result.peak_bytes,
         peak_live_bytes=result.peak_live_bytes,
         cycles=int(result.cycles),

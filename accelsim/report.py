@@ -62,6 +62,8 @@ def format_summary(report: SimReport) -> str:
         ("capacity", format_bytes(r.capacity_bytes), f"{r.capacity_bytes:,} B {r.capacity_scope}"),
         ("M_R (min capacity)", format_bytes(r.min_capacity_bytes),
          f"{r.min_capacity_bytes:,} B, set by {r.min_capacity_op}"),
+        ("tiled operators", f"{len(r.tiled_operators)}", ", ".join(r.tiled_operators[:4])
+         + (" ..." if len(r.tiled_operators) > 4 else "")),
         ("peak address", format_bytes(r.peak_bytes), f"{_percent(r.peak_bytes, r.capacity_bytes)} of capacity"),
         ("peak live bytes", format_bytes(r.peak_live_bytes), ""),
         ("operators", f"{r.n_ops:,}", f"{r.macs:,} MACs"),

@@ -26,9 +26,10 @@ from scheduler.schedule import (
     peak_address,
     peak_live_bytes,
 )
+from scheduler.tiling import tile_weights
 
 __all__ = [
     "ORDERS", "REPLACEMENTS", "TRANSFER_KINDS", "CapacityError", "Residency", "Schedule", "ScheduleError",
     "Transfer", "bytes_by_kind", "live_bytes_over_time", "min_capacity", "no_spill_capacity", "onchip_sizes",
-    "peak_address", "peak_live_bytes", "program_order", "resolve_order", "schedule",
+    "peak_address", "peak_live_bytes", "program_order", "resolve_order", "schedule", "tile_weights",
 ]

@@ -16,7 +16,7 @@ def _toy_hw(**change) -> HardwareConfig:
     fields = dict(
         name="toy", n_pe=1, capacity_scope="chip", sram_bytes_per_pe=1 << 16, alignment=64, clock_hz=1e9,
         macs_per_cycle=1024, vector_elements_per_cycle=16, dram_bandwidth_bytes_per_s=64e9, dram_bytes=1 << 30,
-        dram_latency_cycles=10, dtype="int8",
+        dram_latency_cycles=10, dtype="int8", weight_tile_bytes=1 << 14,
     )
     fields.update(change)
     return config_from_dict(fields, "toy")

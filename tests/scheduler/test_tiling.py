@@ -1,0 +1,68 @@
+"""Weight tiling splits oversized layers into output-feature tiles and keeps everything else."""
+
+import pytest
+
+from frontend.graph import add_operator, add_tensor, check_graph, new_graph
+from scheduler import min_capacity, schedule, tile_weights
+
+
+def fc_graph(in_features=64, out_features=48, conv_groups=None):
+    g = new_graph("fc", dtype="int8")
+    add_tensor(g, "x", (1, in_features), kind="input")
+    add_tensor(g, "w", (out_features, in_features), kind="weight")
+    add_tensor(g, "b", (out_features,), kind="weight")
+    add_operator(g, "fc", "linear", ["x", "w", "b"], {"y": (1, out_features)}, macs=in_features * out_features)
+    add_operator(g, "act", "relu", ["y"], {"z": (1, out_features)})
+    g.graph["outputs"] = ["z"]
+    g.graph["tensors"]["z"]["kind"] = "output"
+    return g
+
+
+def conv_graph(groups):
+    g = new_graph("conv", dtype="int8")
+    add_tensor(g, "x", (1, 8, 4, 4), kind="input")
+    add_tensor(g, "w", (16, 8 // groups, 3, 3), kind="weight")
+    add_operator(g, "conv", "conv2d", ["x", "w"], {"y": (1, 16, 4, 4)}, macs=16 * 16 * 8 // groups * 9)
+    g.graph["outputs"] = ["y"]
+    g.graph["tensors"]["y"]["kind"] = "output"
+    return g
+
+
+def weight_bytes(g):
+    return sum(r["nbytes"] for r in g.graph["tensors"].values() if r["kind"] == "weight")
+
+
+def test_oversized_linear_is_split_with_weights_and_macs_preserved():
+    g = fc_graph()
+    tiled, split = tile_weights(g, max_weight_bytes=1024)  # w is 3072 bytes: 3 tiles of 16 features
+    assert split == ["fc"]
+    assert list(tiled.nodes) == ["fc.tile0", "fc.tile1", "fc.tile2", "fc.concat", "act"]
+    check_graph(tiled)
+    assert weight_bytes(tiled) == weight_bytes(g)
+    assert sum(tiled.nodes[n]["macs"] for n in tiled) == g.nodes["fc"]["macs"]
+    assert tiled.graph["tensors"]["w[16:32]"]["shape"] == [16, 64]
+    assert tiled.graph["tensors"]["b[32:48]"]["nbytes"] == 16
+    assert tiled.graph["tensors"]["y"]["producer"] == "fc.concat"
+    assert tiled.graph["tensors"]["y"]["consumers"] == ["act"]
+    assert max(r["nbytes"] for r in tiled.graph["tensors"].values() if r["kind"] == "weight") <= 1024
+    # the layer's own footprint shrinks, so a smaller scratchpad runs it
+    budget = min_capacity(tiled)[0]
+    assert budget < min_capacity(g)[0] <= 4000
+    sched = schedule(tiled, budget)
+    loaded = sum(t.nbytes for t in sched.transfers if t.kind == "load")
+    assert loaded >= weight_bytes(g) + 64
+
+
+def test_small_layers_and_grouped_convolutions_are_left_whole():
+    g = fc_graph()
+    same, split = tile_weights(g, max_weight_bytes=4096)
+    assert split == [] and list(same.nodes) == list(g.nodes) and same is not g
+    grouped, split = tile_weights(conv_graph(groups=2), max_weight_bytes=64)
+    assert split == []
+    dense, split = tile_weights(conv_graph(groups=1), max_weight_bytes=400)  # 1152 bytes -> 3 tiles
+    assert split == ["conv"] and dense.graph["tensors"]["y.tile0"]["shape"] == [1, 5, 4, 4]
+
+
+def test_tile_limit_must_be_positive():
+    with pytest.raises(ValueError, match="max_weight_bytes"):
+        tile_weights(fc_graph(), 0)
