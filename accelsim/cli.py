@@ -83,14 +83,21 @@ def _cmd_alloc(args: argparse.Namespace) -> int:
         ("over LOAD", f"{100 * (result.peak - load) / load:.2f} %" if result.peak is not None and load else "-"),
         ("time", f"{result.stats.get('seconds', 0.0):.3f} s"),
     ]
+    if "nodes" in result.stats:
+        rows.append(("search", f"{int(result.stats['nodes']):,} nodes, {int(result.stats.get('backtracks', 0)):,} "
+                               "backtracks"))
     if result.reason:
         rows.append(("reason", result.reason))
+    if args.output is not None:
+        # Only a placement that fits is written: a file downstream tools would trust as valid.
+        if result.solved and result.solution is not None:
+            allocator.write_csv(args.output, problem, result.solution)
+            rows.append(("output", args.output))
+        else:
+            rows.append(("output", f"{args.output} not written: no placement fits the capacity"))
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
         print(f"{label:<{width}}  {value}")
-    if args.output is not None and result.solution is not None:
-        allocator.write_csv(args.output, problem, result.solution)
-        print(f"{'output':<{width}}  {args.output}")
     return 0 if result.solved else 1
 
 

@@ -37,11 +37,20 @@ def test_alloc_solves_the_minimalloc_example(capsys):
 
 
 @needs_example
-def test_alloc_reports_why_it_is_not_solved(capsys):
-    assert main(["alloc", str(EXAMPLE_12), "--capacity", "8"]) == 1
+def test_alloc_reports_why_it_is_not_solved_and_writes_no_output(tmp_path, capsys):
+    out_csv = tmp_path / "placed.csv"
+    assert main(["alloc", str(EXAMPLE_12), "--capacity", "8", "--output", str(out_csv)]) == 1
     out = capsys.readouterr().out
     assert "infeasible" in out
     assert "reason" in out and "LOAD 12" in out
+    assert "not written" in out and not out_csv.exists()
+
+
+@needs_example
+def test_alloc_exact_search_fits_the_paper_example_and_reports_nodes(capsys):
+    assert main(["alloc", str(EXAMPLE_12), "--capacity", "12", "--method", "minimalloc"]) == 0
+    out = capsys.readouterr().out
+    assert "solved" in out and "nodes" in out
 
 
 @needs_example
