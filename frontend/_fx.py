@@ -349,6 +349,23 @@ class _Op:
     live_outputs: list[str] = field(default_factory=list)
 
 
+
+def _nodes_in(obj: Any) -> Iterator[Node]:
+    """Every FX node inside an argument structure (tuples, lists, mappings, slices), in order.
+
+    Strings in FX arguments are literals (e.g. ``"bilinear"``), never nodes.
+    """
+    if isinstance(obj, Node):
+        yield obj
+    elif isinstance(obj, (tuple, list)):
+        for x in obj:
+            yield from _nodes_in(x)
+    elif isinstance(obj, Mapping):
+        for x in obj.values():
+            yield from _nodes_in(x)
+    elif isinstance(obj, slice):
+        yield from _nodes_in((obj.start, obj.stop, obj.step))
+
 class _Converter:
     """One pass over the FX graph in program order, then dead-code elimination, then emission."""
 
@@ -408,19 +425,8 @@ class _Converter:
                 for x in v.values():
                     visit_value(x)
 
-        def visit(a: Any) -> None:  # an FX argument: strings are literals ("bilinear")
-            if isinstance(a, Node):
-                visit_value(self.env.get(a))
-            elif isinstance(a, (tuple, list)):
-                for x in a:
-                    visit(x)
-            elif isinstance(a, Mapping):
-                for x in a.values():
-                    visit(x)
-            elif isinstance(a, slice):
-                visit((a.start, a.stop, a.step))
-
-        visit(obj)
+        for node in _nodes_in(obj):
+            visit_value(self.env.get(node))
         return found
 
     def weight(self, value: torch.Tensor, fallback: str) -> str:
@@ -465,22 +471,9 @@ class _Converter:
 
     @staticmethod
     def operand_shapes(obj: Any) -> list[tuple[int, ...]]:
-        found: list[tuple[int, ...]] = []
-
-        def visit(a: Any) -> None:
-            if isinstance(a, Node):
-                meta = a.meta.get("tensor_meta")
-                if isinstance(meta, TensorMetadata):
-                    found.append(tuple(int(d) for d in meta.shape))
-            elif isinstance(a, (tuple, list)):
-                for x in a:
-                    visit(x)
-            elif isinstance(a, Mapping):
-                for x in a.values():
-                    visit(x)
-
-        visit(obj)
-        return found
+        """Shapes of the tensor-valued FX nodes in ``obj``, in order."""
+        metas = (node.meta.get("tensor_meta") for node in _nodes_in(obj))
+        return [tuple(int(d) for d in m.shape) for m in metas if isinstance(m, TensorMetadata)]
 
     @staticmethod
     def bind(fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
