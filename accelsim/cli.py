@@ -22,9 +22,13 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from accelsim.hw import format_bytes, list_configs, load_hw, parse_bytes
 from accelsim.pipeline import CompileError
+
+if TYPE_CHECKING:
+    import allocator
 
 
 def _parse_shape(text: str) -> tuple[int, ...]:
@@ -70,6 +74,8 @@ def _cmd_alloc(args: argparse.Namespace) -> int:
     if capacity == 0:
         raise ValueError("--capacity must be positive")
     problem = allocator.read_csv(args.file, capacity=capacity)
+    if args.minimize:
+        return _minimize(args, problem)
     options = {"method": args.method} if args.method else {}
     result = allocator.solve(problem, timeout=args.timeout, **options)
     load = allocator.lower_bound(problem)
@@ -99,6 +105,33 @@ def _cmd_alloc(args: argparse.Namespace) -> int:
     for label, value in rows:
         print(f"{label:<{width}}  {value}")
     return 0 if result.solved else 1
+
+
+def _minimize(args: argparse.Namespace, problem: allocator.Problem) -> int:
+    """``alloc --minimize``: the best peak found in the time, its lower bound, and whether it is optimal."""
+    import allocator
+
+    result = allocator.minimize(problem, method=args.method or "minimalloc", timeout=args.timeout or 10.0)
+    load = allocator.lower_bound(problem.with_capacity(None))
+    status = "optimal" if result.optimal else ("best found (time out)" if result.timed_out else "best found")
+    rows = [
+        ("file", f"{args.file} ({len(problem)} buffers)"),
+        ("method", f"{result.method} (minimise the peak)"),
+        ("status", status),
+        ("peak", f"{result.peak:,} B"),
+        ("lower bound", f"{result.lower_bound:,} B" + (" (LOAD)" if result.lower_bound == load else "")),
+        ("LOAD", f"{load:,} B"),
+        ("over LOAD", f"{100 * (result.peak - load) / load:.2f} %" if load else "-"),
+        ("time", f"{result.seconds:.3f} s"),
+        ("probes", f"{len(result.probes)} capacities searched, {int(result.stats.get('nodes', 0)):,} nodes"),
+    ]
+    if args.output is not None:
+        allocator.write_csv(args.output, problem.with_capacity(None), result.solution)
+        rows.append(("output", args.output))
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        print(f"{label:<{width}}  {value}")
+    return 0
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
@@ -156,6 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     alloc.add_argument("--timeout", type=float, help="time limit in seconds")
     alloc.add_argument("--output", help="write the placed buffers (with an offset column) to this CSV")
     alloc.add_argument("--methods", action="store_true", help="list the allocation methods and exit")
+    alloc.add_argument("--minimize", action="store_true",
+                       help="minimise the peak (anytime; default method minimalloc, default timeout 10 s)")
     alloc.set_defaults(handler=_cmd_alloc)
 
     models = sub.add_parser("models", help="list the model zoo")

@@ -9,6 +9,7 @@ Every method is registered by name in ``METHODS``; ``solve`` checks its input, r
 method and validates the output with the independent ``validate`` before returning it.
 """
 
+from allocator.anytime import MinimizeResult, minimize
 from allocator.csv_io import CSVFormatError, read_csv, write_csv
 from allocator.problem import (
     AllocationResult,
@@ -23,6 +24,7 @@ from allocator.validate import InvalidSolutionError, ValidationReport, Violation
 
 __all__ = [
     "AllocationResult", "Buffer", "CSVFormatError", "InvalidProblemError", "InvalidSolutionError", "METHODS",
+    "MinimizeResult", "minimize",
     "Problem", "Solution", "UnknownMethodError", "ValidationReport", "Violation", "check", "lower_bound",
     "read_csv", "register", "solve", "validate", "write_csv",
 ]

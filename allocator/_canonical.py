@@ -114,7 +114,7 @@ def _undo(to_trail, to_pos_trail, to_placed, trail_top, pos_trail_top, placed_to
 def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_init, capacity,
            node_limit, deadline, canonical, section_inference, offset_floor, effective_height,
            dominance, decomposition, restart_groups, buffer_key_a, buffer_key_b,
-           table_bits):  # pragma: no cover - compiled
+           table_bits, staircase, section_start, section_buffers):  # pragma: no cover - compiled
     """Depth-first search over canonical partial solutions.
 
     Returns ``(status, offsets, nodes, backtracks, splits, table_hits)``; ``status`` is SOLVED, EXHAUSTED (the
@@ -142,6 +142,8 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             for k in range(first_sec[j], last_sec[j]):
                 sec_free[k] += sizes[j]
     effective = np.zeros(n_sections, np.int64)
+    stair_pos = np.empty(n + 1, np.int64)
+    stair_size = np.empty(n + 1, np.int64)
     sec_count = np.zeros(n_sections, np.int64)
     hash_a = np.uint64(0)
     hash_b = np.uint64(0)
@@ -427,7 +429,41 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                     if offset[q] < 0 and fixed[q] >= 0 and (fixed[q] < p or (fixed[q] == p and rank[q] < rank[i])):
                         alive = False
                         break
-            if alive and section_inference:
+            if alive and section_inference and staircase:
+                # In each section the unplaced buffers at or above any of their positions v
+                # must all fit above v: v + (their sizes) <= capacity, for every such v.
+                for k in range(f_klo[d], f_khi[d]):
+                    if sec_free[k] == 0:
+                        continue
+                    base = sec_top[k]
+                    if offset_floor and new_omax > base:
+                        base = new_omax
+                    m = 0
+                    for e in range(section_start[k], section_start[k + 1]):
+                        q = section_buffers[e]
+                        if offset[q] >= 0 or fixed[q] >= 0:
+                            continue
+                        v = pos[q]
+                        if v < base:
+                            v = base
+                        # insertion sort by position, highest first
+                        w = m
+                        while w > 0 and stair_pos[w - 1] < v:
+                            stair_pos[w] = stair_pos[w - 1]
+                            stair_size[w] = stair_size[w - 1]
+                            w -= 1
+                        stair_pos[w] = v
+                        stair_size[w] = sizes[q]
+                        m += 1
+                    above = 0
+                    for w in range(m):
+                        above += stair_size[w]
+                        if stair_pos[w] + above > capacity:
+                            alive = False
+                            break
+                    if not alive:
+                        break
+            if alive and section_inference and not staircase:
                 need_effective = effective_height
                 if need_effective:
                     for k in range(f_klo[d], f_khi[d]):

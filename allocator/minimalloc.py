@@ -66,9 +66,14 @@ class MiniMallocOptions:
     decomposition: bool = True  #: dynamic temporal decomposition (§7)
     restart_groups: bool = True  #: each group of a decomposition restarts its canonical order at offset 0
     failed_state_table: bool = True  #: remember states searched to exhaustion (hashed) and prune their recurrences
+    #: per section, v + sizes of unplaced buffers at or above v <= capacity for every v (off: on the
+    #: challenging suite it costs more time than it saves)
+    staircase: bool = False
     portfolio: bool = True  #: try every preorder key with doubling node limits; off: the first key only
     preorders: tuple[str, ...] = DEFAULT_PREORDERS  #: static preorders (letters of PREORDER_LETTERS), in turn
     initial_node_factor: int = 2  #: first node limit is this times the number of buffers
+    random_preorders: int = 3  #: per round, this many seeded random perturbations of the keys (search is heavy-tailed)
+    seed: int = 0  #: seed of those perturbations (same seed, same answer)
 
     def __post_init__(self) -> None:
         unknown = [k for k in self.preorders if not k or set(k) - set(PREORDER_LETTERS)]
@@ -76,6 +81,8 @@ class MiniMallocOptions:
             raise InvalidProblemError(
                 f"unknown preorder key(s) {unknown}: use strings of the letters {PREORDER_LETTERS}, e.g. 'TWA'"
             )
+        if self.random_preorders < 0:
+            raise InvalidProblemError("random_preorders must be >= 0")
         if self.initial_node_factor < 1:
             raise InvalidProblemError("initial_node_factor must be >= 1")
 
@@ -113,20 +120,33 @@ class _Prepared:
             np.int64,
         )
         self.members = np.lexsort((np.arange(n), self.starts)).astype(np.int64)
+        # buffers live in each section (CSR), for the per-section staircase bound
+        spans = self.last_sec - self.first_sec
+        owner = np.repeat(np.arange(n, dtype=np.int64), spans)
+        run_start = np.repeat(np.cumsum(spans) - spans, spans)
+        section = self.first_sec[owner] + np.arange(len(owner), dtype=np.int64) - run_start
+        by_section = np.argsort(section, kind="stable")
+        self.section_buffers = owner[by_section]
+        self.section_start = np.zeros(self.n_sections + 1, np.int64)
+        np.add.at(self.section_start, section + 1, 1)
+        self.section_start = np.cumsum(self.section_start)
         keys = np.random.default_rng(20231122).integers(0, 2**63, size=(2, n), dtype=np.int64, endpoint=False)
         self.key_a = (keys[0].astype(np.uint64) << np.uint64(1)) | np.uint64(1)
         self.key_b = keys[1].astype(np.uint64) << np.uint64(1)
         self.table_bits = int(min(22, max(12, np.ceil(np.log2(max(n, 1))) + 12)))
 
-    def rank(self, key: str) -> np.ndarray:
+    def rank(self, key: str, noise: np.ndarray | None = None) -> np.ndarray:
         """Rank of every buffer under a preorder key such as ``"TWA"`` (0 = first).
 
         The first letter is the primary key, all descending; ties go to the earlier start,
-        then the lower index.
+        then the lower index. ``noise`` (one factor per buffer) scales the primary key.
         """
         width = self.ends - self.starts
         columns = {"T": -self.span_total, "W": -width, "A": -width * self.sizes, "S": -self.sizes}
-        primary = tuple(columns[letter] for letter in reversed(key))
+        keys: list[np.ndarray] = [columns[letter] for letter in key]
+        if noise is not None:
+            keys[0] = keys[0] * noise
+        primary = tuple(reversed(keys))
         order = np.lexsort((np.arange(self.n), self.starts) + primary)
         rank = np.empty(self.n, np.int64)
         rank[order] = np.arange(self.n)
@@ -143,10 +163,13 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
         options = replace(options, dominance=False, offset_floor=False)
     keys = options.preorders if options.portfolio else options.preorders[:1]
     ranks = [data.rank(k) for k in keys]
+    rng = np.random.default_rng(options.seed)
     nodes = backtracks = runs = splits = hits = 0
     limit = options.initial_node_factor * data.n
     while True:
-        for rank in ranks:
+        extra = options.random_preorders if options.portfolio else 0
+        perturbed = [data.rank(keys[r % len(keys)], 1.0 + 0.3 * rng.random(data.n)) for r in range(extra)]
+        for rank in ranks + perturbed:
             remaining = -1.0 if deadline is None else deadline - time.perf_counter()
             if deadline is not None and remaining <= 0:
                 return SearchOutcome("timeout", None, nodes, backtracks, runs, splits, hits)
@@ -156,6 +179,7 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
                 options.canonical, options.section_inference, options.offset_floor, options.effective_height,
                 options.dominance, options.decomposition, options.restart_groups, data.key_a, data.key_b,
                 data.table_bits if options.failed_state_table else 0,
+                options.staircase and options.effective_height, data.section_start, data.section_buffers,
             )
             nodes += n_nodes
             backtracks += n_back

@@ -192,3 +192,12 @@ def test_run_memory_check_failure_exit_1(chain_json, tmp_path, capsys, monkeypat
     assert captured.err.startswith("error: memory check failed: step ")
     assert "FAILED" in captured.out
     assert json.loads((tmp_path / "report.json").read_text())["memory_check"].startswith("step ")
+
+
+@needs_example
+def test_alloc_minimize_reports_peak_bound_and_optimality(tmp_path, capsys):
+    out_csv = tmp_path / "min.csv"
+    assert main(["alloc", str(EXAMPLE_12), "--minimize", "--timeout", "5", "--output", str(out_csv)]) == 0
+    out = capsys.readouterr().out
+    assert "optimal" in out and "lower bound" in out and "12 B" in out
+    assert "offset" in out_csv.read_text().splitlines()[0]

@@ -1,0 +1,143 @@
+"""Anytime peak minimisation: the best placement found so far and a proven lower bound.
+
+``minimize(problem, timeout=...)`` ignores the problem's capacity and looks for the lowest
+peak. It starts from the best of the fast greedy heuristics (so it always has a placement to
+return), takes LOAD (the most bytes live at one step) as the lower bound, and then probes
+capacities between the two with the exact canonical search:
+
+1. LOAD itself first, with a share of the time: many real instances pack perfectly, and then
+   the incumbent is proven optimal at once;
+2. then bisection between the best lower bound and the incumbent's peak minus one step. A
+   probe that finds a placement lowers the incumbent to that placement's peak; a probe whose
+   search space is exhausted proves that capacity infeasible and raises the lower bound; a
+   probe that runs out of its time moves the next probe halfway up towards the incumbent.
+
+Peaks are multiples of the gcd of all sizes, alignments and fixed offsets, so probes use that
+granularity. The result is ``optimal`` when the peak meets the lower bound.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from allocator.minimalloc import MiniMallocOptions, _Prepared, canonical_search
+from allocator.problem import InvalidProblemError, Problem, Solution
+from allocator.registry import METHODS, solve
+from allocator.validate import check, lower_bound
+
+#: heuristics tried for the first incumbent
+STARTING_HEURISTICS = ("greedy-by-size", "best-fit", "first-fit")
+
+
+@dataclass
+class MinimizeResult:
+    """The best placement found, its peak, the best proven lower bound and how they were reached."""
+
+    method: str
+    solution: Solution
+    peak: int  #: highest address used by ``solution`` (bytes)
+    lower_bound: int  #: no placement has a lower peak (bytes)
+    optimal: bool  #: ``peak == lower_bound``
+    seconds: float
+    timed_out: bool  #: the time ran out before optimality was proven
+    history: list[tuple[float, int, int]] = field(default_factory=list)  #: (seconds, peak, lower bound) on change
+    probes: list[tuple[int, str, float]] = field(default_factory=list)  #: (capacity, outcome, seconds) per probe
+    stats: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def gap(self) -> float:
+        """(peak - lower bound) / lower bound."""
+        return (self.peak - self.lower_bound) / self.lower_bound if self.lower_bound else 0.0
+
+
+def _granularity(problem: Problem) -> int:
+    values = [b.size for b in problem.buffers] + [b.alignment for b in problem.buffers if b.alignment > 1]
+    values += [b.offset for b in problem.buffers if b.offset]
+    return math.gcd(*values) if values else 1
+
+
+def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0,
+             options: MiniMallocOptions | None = None, load_share: float = 0.3) -> MinimizeResult:
+    """Minimise the peak of ``problem`` within ``timeout`` seconds (its capacity is ignored).
+
+    ``method="minimalloc"`` runs the anytime search above; any other registered method is run
+    once without a capacity and its peak reported against LOAD. ``load_share`` is the share
+    of the time given to the first probe at LOAD. Always returns a validated placement.
+
+    >>> from allocator.problem import Buffer
+    >>> r = minimize(Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4), Buffer("c", 2, 4, 4)]), timeout=5)
+    >>> r.peak, r.lower_bound, r.optimal
+    (8, 8, True)
+    """
+    if method not in METHODS:
+        raise InvalidProblemError(f"unknown allocator method {method!r}; known: {', '.join(sorted(METHODS))}")
+    if not timeout > 0:
+        raise InvalidProblemError(f"timeout must be positive seconds, got {timeout!r}")
+    began = time.perf_counter()
+    deadline = began + timeout
+    free = problem.with_capacity(None)
+    bound = lower_bound(free)
+    history: list[tuple[float, int, int]] = []
+    probes: list[tuple[int, str, float]] = []
+    best: Solution | None = None
+    best_peak = -1
+    starters = STARTING_HEURISTICS if method == "minimalloc" else (method,)
+    for name in starters:
+        result = solve(free, name)
+        if result.solution is not None and (best is None or (result.peak or 0) < best_peak):
+            best, best_peak = result.solution, int(result.peak or 0)
+    assert best is not None, "greedy heuristics always place every buffer"
+    history.append((time.perf_counter() - began, best_peak, bound))
+    stats: dict[str, float] = {"nodes": 0, "backtracks": 0}
+    if method == "minimalloc" and best_peak > bound and len(problem):
+        step = _granularity(problem)
+        bound = -(-bound // step) * step
+        data = _Prepared(free)
+        opts = options or MiniMallocOptions()
+        first = True
+        target = bound
+        while best_peak > bound:
+            now = time.perf_counter()
+            if now >= deadline:
+                break
+            if first:
+                probe_deadline = now + load_share * (deadline - now)
+                target = bound
+            else:
+                probe_deadline = now + max(0.5 * (deadline - now), min(1.0, deadline - now))
+            outcome = canonical_search(free, target, opts, probe_deadline, prepared=data)
+            stats["nodes"] += outcome.nodes
+            stats["backtracks"] += outcome.backtracks
+            probes.append((target, outcome.status, time.perf_counter() - now))
+            if outcome.status == "solved":
+                assert outcome.offsets is not None
+                placement = Solution({b.id: int(o) for b, o in zip(free.buffers, outcome.offsets, strict=True)})
+                best, best_peak = placement, placement.peak(free)
+            elif outcome.status == "infeasible":
+                bound = target + step
+            highest = best_peak - step  # the next probe is in [bound, best_peak - step]
+            if bound > highest:
+                break
+            if outcome.status == "timeout" and not first:
+                target = (target + highest + step) // (2 * step) * step  # halfway up to the incumbent
+            else:
+                target = (bound + highest) // (2 * step) * step
+            target = min(max(target, bound), highest)
+            first = False
+            history.append((time.perf_counter() - began, best_peak, bound))
+    check(free, best)
+    seconds = time.perf_counter() - began
+    optimal = best_peak <= bound
+    return MinimizeResult(
+        method, best, best_peak, min(bound, best_peak), optimal, seconds, not optimal and seconds >= timeout * 0.99,
+        history, probes, stats,
+    )
+
+
+def peaks_over_time(result: MinimizeResult) -> np.ndarray:
+    """``history`` as an array of rows (seconds, peak, lower bound), for quality-versus-time plots."""
+    return np.array(result.history, dtype=float).reshape(-1, 3)
