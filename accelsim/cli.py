@@ -134,6 +134,25 @@ def _minimize(args: argparse.Namespace, problem: allocator.Problem) -> int:
     return 0
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from accelsim import bench
+
+    methods = [m.strip() for m in args.method.split(",") if m.strip()]
+    files = bench.instance_files(args.paths)
+    capacity = parse_bytes(args.capacity, "--capacity") if args.capacity is not None else None
+    warm = bench.warm_up(methods)
+    print("warm-up (code loading / numba compilation, not in the times below): "
+          + ", ".join(f"{m} {s:.2f} s" for m, s in warm.items()))
+    rows = bench.run(files, methods, capacity=capacity, from_name=args.capacity_from_name, minimize=args.minimize,
+                     timeout=args.timeout, repeat=args.repeat)
+    print(bench.format_rows(rows))
+    solved = sum(1 for r in rows if r.status in ("solved", "optimal", "best"))
+    print(f"{solved}/{len(rows)} with a placement; total {sum(r.seconds for r in rows):.2f} s")
+    if args.csv:
+        bench.write_rows(args.csv, rows)
+    return 0
+
+
 def _cmd_models(args: argparse.Namespace) -> int:
     import frontend
 
@@ -192,6 +211,18 @@ def build_parser() -> argparse.ArgumentParser:
     alloc.add_argument("--minimize", action="store_true",
                        help="minimise the peak (anytime; default method minimalloc, default timeout 10 s)")
     alloc.set_defaults(handler=_cmd_alloc)
+
+    bench = sub.add_parser("bench", help="benchmark allocation methods over CSV instances (validated)")
+    bench.add_argument("paths", nargs="+", help="CSV files or folders of them")
+    bench.add_argument("--method", default="greedy-by-size", help="method names, comma-separated")
+    mode = bench.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--capacity", help="one capacity for every instance (bytes or e.g. 1MiB)")
+    mode.add_argument("--capacity-from-name", action="store_true", help="read it from names like A.1048576.csv")
+    mode.add_argument("--minimize", action="store_true", help="minimise the peak instead")
+    bench.add_argument("--timeout", type=float, default=10.0, help="seconds per instance and method (default 10)")
+    bench.add_argument("--repeat", type=int, default=1, help="runs per instance and method; the median is shown")
+    bench.add_argument("--csv", help="also write the rows to this CSV")
+    bench.set_defaults(handler=_cmd_bench)
 
     models = sub.add_parser("models", help="list the model zoo")
     models.set_defaults(handler=_cmd_models)

@@ -66,6 +66,8 @@ ABLATIONS = {
     "size-preorder": MiniMallocOptions(preorders=("S", "AS")),
     "no-restart-groups": MiniMallocOptions(restart_groups=False),
     "no-failed-state-table": MiniMallocOptions(failed_state_table=False),
+    "staircase": MiniMallocOptions(staircase=True),
+    "no-random-preorders": MiniMallocOptions(random_preorders=0),
 }
 
 

@@ -1,0 +1,149 @@
+"""``accelsim bench``: allocation methods over benchmark CSV files, every solution validated.
+
+One row per instance and method: buffers, LOAD, status, peak, % over LOAD, seconds (median of
+the repeats) and search nodes. The first call of a numba-compiled method pays for loading
+(or compiling) its machine code, so every method is warmed up once on a tiny problem first and
+that time is reported separately, never mixed into the solve times.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import statistics
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import allocator
+
+_CAPACITY_IN_NAME = re.compile(r"\.(\d+)\.csv$")
+
+
+@dataclass
+class BenchRow:
+    instance: str
+    method: str
+    buffers: int
+    load: int
+    capacity: int | None  #: None when minimising
+    status: str
+    peak: int | None
+    lower_bound: int | None  #: best proven bound (minimise mode), else None
+    over_load_percent: float | None
+    seconds: float  #: median over the repeats
+    nodes: int
+
+
+def instance_files(paths: Iterable[str | Path]) -> list[Path]:
+    """CSV files named by ``paths`` (a folder stands for the CSV files in it, sorted)."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(path.glob("*.csv"))
+            if not found:
+                raise ValueError(f"{path}: no .csv files in this folder")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise ValueError(f"{path}: no such file or folder")
+    return files
+
+
+def capacity_from_name(path: Path) -> int:
+    """The capacity in a name like ``A.1048576.csv``."""
+    match = _CAPACITY_IN_NAME.search(path.name)
+    if not match:
+        raise ValueError(f"{path}: no capacity in the file name (expected NAME.<bytes>.csv)")
+    return int(match.group(1))
+
+
+def warm_up(methods: Sequence[str]) -> dict[str, float]:
+    """Run each method once on a tiny problem; return the seconds each took (code loading/compiling)."""
+    tiny = allocator.Problem([allocator.Buffer("a", 0, 2, 4), allocator.Buffer("b", 1, 3, 4)], capacity=8)
+    spent = {}
+    for method in methods:
+        began = time.perf_counter()
+        allocator.solve(tiny, method)
+        if method == "minimalloc":
+            allocator.minimize(tiny.with_capacity(None), timeout=1.0)
+        spent[method] = time.perf_counter() - began
+    return spent
+
+
+def run(files: Sequence[Path], methods: Sequence[str], capacity: int | None = None, from_name: bool = False,
+        minimize: bool = False, timeout: float = 10.0, repeat: int = 1) -> list[BenchRow]:
+    """Benchmark ``methods`` on ``files``; every placement is validated (a failure raises)."""
+    for method in methods:
+        if method not in allocator.METHODS:
+            raise allocator.UnknownMethodError(
+                f"unknown allocator method {method!r}; known: {', '.join(sorted(allocator.METHODS))}"
+            )
+    if repeat < 1:
+        raise ValueError(f"--repeat must be at least 1, got {repeat}")
+    rows = []
+    for path in files:
+        cap = capacity_from_name(path) if from_name else capacity
+        problem = allocator.read_csv(path, capacity=None if minimize else cap)
+        load = allocator.lower_bound(problem)
+        for method in methods:
+            times: list[float] = []
+            last: allocator.MinimizeResult | allocator.AllocationResult | None = None
+            for _ in range(repeat):
+                began = time.perf_counter()
+                if minimize:
+                    last = allocator.minimize(problem, method=method, timeout=timeout)
+                else:
+                    last = allocator.solve(problem, method=method, timeout=timeout)
+                times.append(time.perf_counter() - began)
+            rows.append(_row(path, method, problem, load, cap, last, statistics.median(times), minimize))
+    return rows
+
+
+def _row(path: Path, method: str, problem: allocator.Problem, load: int, capacity: int | None, result: object,
+         seconds: float, minimize: bool) -> BenchRow:
+    if minimize:
+        assert isinstance(result, allocator.MinimizeResult)
+        report = allocator.validate(problem.with_capacity(None), result.solution)
+        if not report.ok:
+            raise allocator.InvalidSolutionError(f"{path.name} / {method}: {report}")
+        status = "optimal" if result.optimal else "best"
+        return BenchRow(path.name, method, len(problem), load, None, status, result.peak, result.lower_bound,
+                        100 * (result.peak - load) / load if load else 0.0, seconds,
+                        int(result.stats.get("nodes", 0)))
+    assert isinstance(result, allocator.AllocationResult)
+    if result.solution is not None:
+        checked = problem if result.solved else problem.with_capacity(None)
+        report = allocator.validate(checked, result.solution)
+        if not report.ok:
+            raise allocator.InvalidSolutionError(f"{path.name} / {method}: {report}")
+    over = 100 * (result.peak - load) / load if result.peak is not None and load else None
+    return BenchRow(path.name, method, len(problem), load, capacity, result.status, result.peak, None, over, seconds,
+                    int(result.stats.get("nodes", 0)))
+
+
+def format_rows(rows: Sequence[BenchRow]) -> str:
+    """An aligned text table of the rows."""
+    header = ("instance", "method", "buffers", "LOAD", "status", "peak", "bound", "% over LOAD", "seconds", "nodes")
+    lines = [header]
+    for r in rows:
+        lines.append((
+            r.instance, r.method, f"{r.buffers:,}", f"{r.load:,}", r.status,
+            "-" if r.peak is None else f"{r.peak:,}", "-" if r.lower_bound is None else f"{r.lower_bound:,}",
+            "-" if r.over_load_percent is None else f"{r.over_load_percent:.2f}", f"{r.seconds:.3f}",
+            f"{r.nodes:,}",
+        ))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in lines)
+
+
+def write_rows(path: str | Path, rows: Sequence[BenchRow]) -> None:
+    with open(path, "w", newline="") as handle:
+        fields = list(BenchRow.__dataclass_fields__)
+        writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
+        writer.writeheader()
+        for r in rows:
+            writer.writerow(asdict(r))

@@ -1,0 +1,47 @@
+"""accelsim bench: rows per instance and method, validated, with the warm-up reported apart."""
+
+from pathlib import Path
+
+import pytest
+
+from accelsim import bench
+from accelsim.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "minimalloc" / "examples"
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_capacity_from_name_and_minimize_rows(tmp_path, capsys):
+    folder = tmp_path / "instances"
+    folder.mkdir()
+    write(folder, "tiny.12.csv", "id,lower,upper,size\na,0,3,4\nb,3,9,4\nc,0,9,4\nd,9,21,4\ne,0,21,4\n")
+    csv_out = tmp_path / "rows.csv"
+    assert main(["bench", str(folder), "--method", "minimalloc,first-fit", "--capacity-from-name",
+                 "--csv", str(csv_out)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("warm-up (code loading / numba compilation, not in the times below): minimalloc")
+    assert "tiny.12.csv  minimalloc" in out and "solved" in out
+    assert len(csv_out.read_text().splitlines()) == 3
+    rows = bench.run(bench.instance_files([folder]), ["minimalloc"], minimize=True, timeout=5)
+    assert rows[0].status == "optimal" and rows[0].peak == rows[0].lower_bound == 12
+
+
+def test_bad_input_is_named(tmp_path, capsys):
+    write(tmp_path, "noname.csv", "id,lower,upper,size\na,0,1,1\n")
+    assert main(["bench", str(tmp_path / "noname.csv"), "--capacity-from-name"]) == 2
+    assert "no capacity in the file name" in capsys.readouterr().err
+    assert main(["bench", str(tmp_path / "missing.csv"), "--capacity", "8"]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="unknown allocator method"):
+        bench.run([tmp_path / "noname.csv"], ["nope"], capacity=8)
+
+
+@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="shared/benchmarks not present")
+def test_shared_example_folder():
+    rows = bench.run(bench.instance_files([EXAMPLES]), ["greedy-by-size"], from_name=True)
+    assert rows[0].instance == "input.12.csv" and rows[0].capacity == 12
