@@ -142,6 +142,8 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             for k in range(first_sec[j], last_sec[j]):
                 sec_free[k] += sizes[j]
     effective = np.zeros(n_sections, np.int64)
+    # read the clock every 1024 nodes, or every node when a node walks many sections
+    check_mask = 1023 if span_total < 200_000 else 0
     stair_pos = np.empty(n + 1, np.int64)
     stair_size = np.empty(n + 1, np.int64)
     sec_count = np.zeros(n_sections, np.int64)
@@ -162,8 +164,8 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
     table_mask = np.uint64(table_size - 1)
     hits = 0
 
-    trail_k = np.empty(span_total + 1, np.int64)
-    trail_v = np.empty(span_total + 1, np.int64)
+    trail_k = np.empty(min(span_total + 1, 4 * n + 16), np.int64)
+    trail_v = np.empty(min(span_total + 1, 4 * n + 16), np.int64)
     trail_top = 0
     pos_trail_j = np.empty(4 * n + 16, np.int64)
     pos_trail_v = np.empty(4 * n + 16, np.int64)
@@ -371,7 +373,7 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             nodes += 1
             if nodes > node_limit:
                 return NODE_LIMIT, offset, nodes, backtracks, splits, hits
-            if deadline >= 0 and (nodes & 1023) == 0 and _now() > deadline:
+            if deadline >= 0 and (nodes & check_mask) == 0 and _now() > deadline:
                 return TIME_LIMIT, offset, nodes, backtracks, splits, hits
             f_last_pos[d] = best_pos
             f_last_rank[d] = best_rank
@@ -386,6 +388,8 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             placed_top += 1
             hash_a ^= buffer_key_a[i]
             hash_b ^= buffer_key_b[i]
+            trail_k = _grow(trail_k, trail_top + hi_i - lo_i)
+            trail_v = _grow(trail_v, trail_top + hi_i - lo_i)
             for k in range(lo_i, hi_i):
                 if fixed[i] < 0:
                     sec_free[k] -= sizes[i]

@@ -87,6 +87,8 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     best_peak = -1
     starters = STARTING_HEURISTICS if method == "minimalloc" else (method,)
     for name in starters:
+        if best is not None and time.perf_counter() - began > timeout / 3:
+            break  # keep the time for the search; one heuristic already gave an incumbent
         result = solve(free, name)
         if result.solution is not None and (best is None or (result.peak or 0) < best_peak):
             best, best_peak = result.solution, int(result.peak or 0)
@@ -96,11 +98,11 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     if method == "minimalloc" and best_peak > bound and len(problem):
         step = _granularity(problem)
         bound = -(-bound // step) * step
-        data = _Prepared(free)
+        data = _Prepared(free) if time.perf_counter() < deadline else None
         opts = options or MiniMallocOptions()
         first = True
         target = bound
-        while best_peak > bound:
+        while data is not None and best_peak > bound:
             now = time.perf_counter()
             if now >= deadline:
                 break
@@ -116,6 +118,7 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
             if outcome.status == "solved":
                 assert outcome.offsets is not None
                 placement = Solution({b.id: int(o) for b, o in zip(free.buffers, outcome.offsets, strict=True)})
+                check(free, placement)  # the heuristics' placements were validated by solve()
                 best, best_peak = placement, placement.peak(free)
             elif outcome.status == "infeasible":
                 bound = target + step
@@ -129,7 +132,6 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
             target = min(max(target, bound), highest)
             first = False
             history.append((time.perf_counter() - began, best_peak, bound))
-    check(free, best)
     seconds = time.perf_counter() - began
     optimal = best_peak <= bound
     return MinimizeResult(

@@ -100,6 +100,25 @@ class SearchOutcome:
     table_hits: int = 0  #: nodes pruned because their state had failed before
 
 
+def _range_max(values: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """``max(values[first[i]:last[i]])`` for every i (ranges non-empty), with a sparse table."""
+    table = [values.astype(np.int64)]
+    width = 1
+    while 2 * width <= len(values):
+        previous = table[-1]
+        table.append(np.maximum(previous[:-width], previous[width:]))
+        width *= 2
+    if len(first) == 0:
+        return np.zeros(0, np.int64)
+    level = np.floor(np.log2(last - first)).astype(np.int64)
+    result = np.empty(len(first), np.int64)
+    for lv in np.unique(level):
+        rows = np.nonzero(level == lv)[0]
+        row = table[lv]
+        result[rows] = np.maximum(row[first[rows]], row[last[rows] - (1 << lv)])
+    return result
+
+
 class _Prepared:
     """The flat arrays of a problem, computed once and shared by every run of the portfolio."""
 
@@ -114,26 +133,26 @@ class _Prepared:
         self.fixed = np.fromiter((-1 if b.offset is None else b.offset for b in bufs), np.int64, n)
         s = sweep(problem)
         self.first_sec, self.last_sec, self.n_sections = s.first_section, s.last_section, s.n_sections
-        totals = s.section_total
-        self.span_total = np.array(
-            [totals[lo:hi].max() if hi > lo else 0 for lo, hi in zip(self.first_sec, self.last_sec, strict=True)],
-            np.int64,
-        )
+        self.span_total = _range_max(s.section_total, self.first_sec, self.last_sec)
         self.members = np.lexsort((np.arange(n), self.starts)).astype(np.int64)
-        # buffers live in each section (CSR), for the per-section staircase bound
-        spans = self.last_sec - self.first_sec
-        owner = np.repeat(np.arange(n, dtype=np.int64), spans)
-        run_start = np.repeat(np.cumsum(spans) - spans, spans)
-        section = self.first_sec[owner] + np.arange(len(owner), dtype=np.int64) - run_start
-        by_section = np.argsort(section, kind="stable")
-        self.section_buffers = owner[by_section]
-        self.section_start = np.zeros(self.n_sections + 1, np.int64)
-        np.add.at(self.section_start, section + 1, 1)
-        self.section_start = np.cumsum(self.section_start)
         keys = np.random.default_rng(20231122).integers(0, 2**63, size=(2, n), dtype=np.int64, endpoint=False)
         self.key_a = (keys[0].astype(np.uint64) << np.uint64(1)) | np.uint64(1)
         self.key_b = keys[1].astype(np.uint64) << np.uint64(1)
+        self._section_lists: tuple[np.ndarray, np.ndarray] | None = None
         self.table_bits = int(min(22, max(12, np.ceil(np.log2(max(n, 1))) + 12)))
+
+    def section_lists(self) -> tuple[np.ndarray, np.ndarray]:
+        """Buffers live in each section as CSR ``(start, buffers)``, for the staircase bound (built on demand)."""
+        if self._section_lists is None:
+            spans = self.last_sec - self.first_sec
+            owner = np.repeat(np.arange(self.n, dtype=np.int64), spans)
+            run_start = np.repeat(np.cumsum(spans) - spans, spans)
+            section = self.first_sec[owner] + np.arange(len(owner), dtype=np.int64) - run_start
+            buffers = owner[np.argsort(section, kind="stable")]
+            start = np.zeros(self.n_sections + 1, np.int64)
+            np.add.at(start, section + 1, 1)
+            self._section_lists = (np.cumsum(start), buffers)
+        return self._section_lists
 
     def rank(self, key: str, noise: np.ndarray | None = None) -> np.ndarray:
         """Rank of every buffer under a preorder key such as ``"TWA"`` (0 = first).
@@ -164,6 +183,8 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
     keys = options.preorders if options.portfolio else options.preorders[:1]
     ranks = [data.rank(k) for k in keys]
     rng = np.random.default_rng(options.seed)
+    staircase = options.staircase and options.effective_height
+    section_start, section_buffers = data.section_lists() if staircase else (np.zeros(1, np.int64),) * 2
     nodes = backtracks = runs = splits = hits = 0
     limit = options.initial_node_factor * data.n
     while True:
@@ -179,7 +200,7 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
                 options.canonical, options.section_inference, options.offset_floor, options.effective_height,
                 options.dominance, options.decomposition, options.restart_groups, data.key_a, data.key_b,
                 data.table_bits if options.failed_state_table else 0,
-                options.staircase and options.effective_height, data.section_start, data.section_buffers,
+                staircase, section_start, section_buffers,
             )
             nodes += n_nodes
             backtracks += n_back
