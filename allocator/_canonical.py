@@ -114,7 +114,7 @@ def _undo(to_trail, to_pos_trail, to_placed, trail_top, pos_trail_top, placed_to
 def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_init, capacity,
            node_limit, deadline, canonical, section_inference, offset_floor, effective_height,
            dominance, decomposition, restart_groups, buffer_key_a, buffer_key_b,
-           table_bits, staircase, section_start, section_buffers):  # pragma: no cover - compiled
+           table_bits, staircase, section_start, section_buffers, rank_first):  # pragma: no cover - compiled
     """Depth-first search over canonical partial solutions.
 
     Returns ``(status, offsets, nodes, backtracks, splits, table_hits)``; ``status`` is SOLVED, EXHAUSTED (the
@@ -343,11 +343,16 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                     continue
                 p = pos[j]
                 r = rank[j]
-                # candidates are tried in increasing (offset, rank): skip those already tried
-                if p < last_pos or (p == last_pos and r <= last_rank):
-                    continue
-                if p > best_pos or (p == best_pos and r > best_rank):
-                    continue
+                if rank_first:
+                    # candidates are tried in increasing rank: skip those already tried
+                    if r <= last_rank or r > best_rank:
+                        continue
+                else:
+                    # candidates are tried in increasing (offset, rank): skip those already tried
+                    if p < last_pos or (p == last_pos and r <= last_rank):
+                        continue
+                    if p > best_pos or (p == best_pos and r > best_rank):
+                        continue
                 if p + sizes[j] > capacity:
                     continue
                 if canonical:

@@ -61,7 +61,7 @@ def _granularity(problem: Problem) -> int:
 
 
 def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0,
-             options: MiniMallocOptions | None = None, load_share: float = 0.3) -> MinimizeResult:
+             options: MiniMallocOptions | None = None, load_share: float = 0.6) -> MinimizeResult:
     """Minimise the peak of ``problem`` within ``timeout`` seconds (its capacity is ignored).
 
     ``method="minimalloc"`` runs the anytime search above; any other registered method is run

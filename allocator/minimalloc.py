@@ -69,6 +69,7 @@ class MiniMallocOptions:
     #: per section, v + sizes of unplaced buffers at or above v <= capacity for every v (off: on the
     #: challenging suite it costs more time than it saves)
     staircase: bool = False
+    lowest_offset_first: bool = True  #: try a node's candidates by offset, then rank (§7); off: by rank only
     portfolio: bool = True  #: try every preorder key with doubling node limits; off: the first key only
     preorders: tuple[str, ...] = DEFAULT_PREORDERS  #: static preorders (letters of PREORDER_LETTERS), in turn
     initial_node_factor: int = 2  #: first node limit is this times the number of buffers
@@ -200,7 +201,7 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
                 options.canonical, options.section_inference, options.offset_floor, options.effective_height,
                 options.dominance, options.decomposition, options.restart_groups, data.key_a, data.key_b,
                 data.table_bits if options.failed_state_table else 0,
-                staircase, section_start, section_buffers,
+                staircase, section_start, section_buffers, not options.lowest_offset_first,
             )
             nodes += n_nodes
             backtracks += n_back

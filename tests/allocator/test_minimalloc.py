@@ -67,6 +67,7 @@ ABLATIONS = {
     "no-restart-groups": MiniMallocOptions(restart_groups=False),
     "no-failed-state-table": MiniMallocOptions(failed_state_table=False),
     "staircase": MiniMallocOptions(staircase=True),
+    "rank-first": MiniMallocOptions(lowest_offset_first=False),
     "no-random-preorders": MiniMallocOptions(random_preorders=0),
 }
 
