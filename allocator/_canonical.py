@@ -73,6 +73,14 @@ def _grow(array, needed):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _remember(table_a, table_b, table_mask, key_a, key_b):  # pragma: no cover - compiled
+    """Record a state searched to exhaustion (overwriting whatever held its slot)."""
+    slot = key_a & table_mask
+    table_a[slot] = key_a
+    table_b[slot] = key_b
+
+
+@njit(cache=True)
 def _group_bounds(omax, imax, restart_groups):  # pragma: no cover - compiled
     """Canonical bounds a group of a decomposition starts from.
 
@@ -367,9 +375,7 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                 best_rank = r
             if best < 0:
                 if table_bits > 0:
-                    slot = f_key_a[d] & table_mask
-                    table_a[slot] = f_key_a[d]
-                    table_b[slot] = f_key_b[d]
+                    _remember(table_a, table_b, table_mask, f_key_a[d], f_key_b[d])
                 depth -= 1
                 members_top = f_members_top[d]
                 bounds_top = f_bounds_top[d]
@@ -515,9 +521,7 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             else:
                 # One group of a decomposition has no solution: neither has the node.
                 if table_bits > 0:
-                    slot = f_key_a[d] & table_mask
-                    table_a[slot] = f_key_a[d]
-                    table_b[slot] = f_key_b[d]
+                    _remember(table_a, table_b, table_mask, f_key_a[d], f_key_b[d])
                 hash_a = f_hash_a[d]
                 hash_b = f_hash_b[d]
                 trail_top, pos_trail_top, placed_top = _undo(
