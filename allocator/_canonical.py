@@ -222,9 +222,16 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
         if state == _OPEN:
             # Count the unplaced members and, with decomposition on, cut them into runs that
             # do not overlap in time (members are sorted by start time).
+            # The same pass collects the node's bounds for a normal frame: the sections the
+            # group spans, the lowest top of an unplaced free buffer (dominance) and the
+            # lowest unplaced pinned offset.
             count = 0
             runs = 0
             run_end = -1
+            klo = n_sections
+            khi = 0
+            hmin = _BIG
+            fmin = _BIG
             for m in range(g_begin, g_end):
                 j = members[m]
                 if offset[j] >= 0:
@@ -235,6 +242,15 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                     run_end = last_sec[j]
                 elif last_sec[j] > run_end:
                     run_end = last_sec[j]
+                if first_sec[j] < klo:
+                    klo = first_sec[j]
+                if last_sec[j] > khi:
+                    khi = last_sec[j]
+                if fixed[j] >= 0:
+                    if fixed[j] < fmin:
+                        fmin = fixed[j]
+                elif pos[j] + sizes[j] < hmin:
+                    hmin = pos[j] + sizes[j]
             if count == 0:
                 state = _SUCCEED
                 continue
@@ -293,23 +309,6 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                 omax, imax = _group_bounds(omax, imax, restart_groups)
                 continue  # open the first group; it is one run, so it becomes a normal frame
             # A normal frame: record the node's bounds once; they hold for every candidate.
-            klo = n_sections
-            khi = 0
-            hmin = _BIG
-            fmin = _BIG
-            for m in range(g_begin, g_end):
-                j = members[m]
-                if offset[j] >= 0:
-                    continue
-                if first_sec[j] < klo:
-                    klo = first_sec[j]
-                if last_sec[j] > khi:
-                    khi = last_sec[j]
-                if fixed[j] >= 0:
-                    if fixed[j] < fmin:
-                        fmin = fixed[j]
-                elif pos[j] + sizes[j] < hmin:
-                    hmin = pos[j] + sizes[j]
             f_kind[depth] = _NORMAL
             f_begin[depth] = g_begin
             f_end[depth] = g_end
@@ -437,7 +436,7 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                         pos_trail_top += 1
                         pos[q] = raised
             new_omax = p if canonical else 0
-            if alive and canonical:
+            if alive and canonical and f_fmin[d] < _BIG:
                 # every unplaced pinned buffer must still come later in the canonical order
                 for m in range(f_begin[d], f_end[d]):
                     q = members[m]
