@@ -122,7 +122,8 @@ def _undo(to_trail, to_pos_trail, to_placed, trail_top, pos_trail_top, placed_to
 def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_init, capacity,
            node_limit, deadline, canonical, section_inference, offset_floor, effective_height,
            dominance, decomposition, restart_groups, buffer_key_a, buffer_key_b,
-           table_bits, staircase, section_start, section_buffers, rank_first):  # pragma: no cover - compiled
+           table_bits, staircase, section_start, section_buffers, rank_first,
+           twin_before):  # pragma: no cover - compiled
     """Depth-first search over canonical partial solutions.
 
     Returns ``(status, offsets, nodes, backtracks, splits, table_hits)``; ``status`` is SOLVED, EXHAUSTED (the
@@ -348,6 +349,8 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                 j = members[m]
                 if offset[j] >= 0:
                     continue
+                if twin_before[j] >= 0 and offset[twin_before[j]] < 0:
+                    continue  # identical buffers are placed in rank order (symmetry breaking)
                 p = pos[j]
                 r = rank[j]
                 if rank_first:

@@ -69,6 +69,7 @@ class MiniMallocOptions:
     #: per section, v + sizes of unplaced buffers at or above v <= capacity for every v (off: on the
     #: challenging suite it costs more time than it saves)
     staircase: bool = False
+    twins: bool = True  #: identical free buffers (lifetime, size, alignment) are placed in rank order
     lowest_offset_first: bool = True  #: try a node's candidates by offset, then rank (§7); off: by rank only
     portfolio: bool = True  #: try every preorder key with doubling node limits; off: the first key only
     preorders: tuple[str, ...] = DEFAULT_PREORDERS  #: static preorders (letters of PREORDER_LETTERS), in turn
@@ -142,6 +143,21 @@ class _Prepared:
         self._section_lists: tuple[np.ndarray, np.ndarray] | None = None
         self.table_bits = int(min(22, max(12, np.ceil(np.log2(max(n, 1))) + 12)))
 
+    def twin_before(self, rank: np.ndarray) -> np.ndarray:
+        """For each free buffer, the identical free buffer just before it in ``rank`` order (-1: none).
+
+        Identical buffers can trade places in any solution, so requiring them to be placed in
+        rank order loses no solution and cuts their permutations.
+        """
+        before = np.full(self.n, -1, np.int64)
+        free = self.fixed < 0
+        key = np.stack([self.starts, self.ends, self.sizes, self.aligns])
+        order = np.lexsort((rank,) + tuple(key[::-1]))
+        for a, b in zip(order[:-1], order[1:], strict=True):
+            if free[a] and free[b] and (key[:, a] == key[:, b]).all():
+                before[b] = a
+        return before
+
     def section_lists(self) -> tuple[np.ndarray, np.ndarray]:
         """Buffers live in each section as CSR ``(start, buffers)``, for the staircase bound (built on demand)."""
         if self._section_lists is None:
@@ -185,6 +201,7 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
     ranks = [data.rank(k) for k in keys]
     rng = np.random.default_rng(options.seed)
     staircase = options.staircase and options.effective_height
+    no_twins = np.full(data.n, -1, np.int64)
     section_start, section_buffers = data.section_lists() if staircase else (np.zeros(1, np.int64),) * 2
     nodes = backtracks = runs = splits = hits = 0
     limit = options.initial_node_factor * data.n
@@ -202,6 +219,7 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
                 options.dominance, options.decomposition, options.restart_groups, data.key_a, data.key_b,
                 data.table_bits if options.failed_state_table else 0,
                 staircase, section_start, section_buffers, not options.lowest_offset_first,
+                data.twin_before(rank) if options.twins else no_twins,
             )
             nodes += n_nodes
             backtracks += n_back

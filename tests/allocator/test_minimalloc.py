@@ -68,6 +68,7 @@ ABLATIONS = {
     "no-failed-state-table": MiniMallocOptions(failed_state_table=False),
     "staircase": MiniMallocOptions(staircase=True),
     "rank-first": MiniMallocOptions(lowest_offset_first=False),
+    "no-twins": MiniMallocOptions(twins=False),
     "no-random-preorders": MiniMallocOptions(random_preorders=0),
 }
 
