@@ -267,18 +267,19 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             f_hash_b[depth] = hash_b
             f_key_a[depth] = key_a
             f_key_b[depth] = key_b
+            # undo marks and canonical bounds of the node, the same for either kind of frame
+            f_omax[depth] = omax
+            f_imax[depth] = imax
+            f_trail[depth] = trail_top
+            f_pos_trail[depth] = pos_trail_top
+            f_placed[depth] = placed_top
+            f_members_top[depth] = members_top
+            f_bounds_top[depth] = bounds_top
             if decomposition and runs > 1:
                 splits += 1
                 members = _grow(members, members_top + count)
                 bounds = _grow(bounds, bounds_top + 2 * runs)
                 f_kind[depth] = _SEQUENCE
-                f_omax[depth] = omax
-                f_imax[depth] = imax
-                f_trail[depth] = trail_top
-                f_pos_trail[depth] = pos_trail_top
-                f_placed[depth] = placed_top
-                f_members_top[depth] = members_top
-                f_bounds_top[depth] = bounds_top
                 f_group[depth] = 0
                 f_groups[depth] = runs
                 f_begin[depth] = bounds_top
@@ -313,15 +314,8 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             f_kind[depth] = _NORMAL
             f_begin[depth] = g_begin
             f_end[depth] = g_end
-            f_omax[depth] = omax
-            f_imax[depth] = imax
             f_last_pos[depth] = -1
             f_last_rank[depth] = -1
-            f_trail[depth] = trail_top
-            f_pos_trail[depth] = pos_trail_top
-            f_placed[depth] = placed_top
-            f_members_top[depth] = members_top
-            f_bounds_top[depth] = bounds_top
             f_klo[depth] = klo
             f_khi[depth] = khi
             f_hmin[depth] = hmin
