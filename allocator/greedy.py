@@ -76,18 +76,9 @@ def _place(starts, ends, sizes, aligns, fixed, order, best_fit):  # pragma: no c
     return offsets
 
 
-def _arrays(problem: Problem) -> tuple[np.ndarray, ...]:
-    bufs = problem.buffers
-    starts = np.fromiter((b.start for b in bufs), np.int64, len(bufs))
-    ends = np.fromiter((b.end for b in bufs), np.int64, len(bufs))
-    sizes = np.fromiter((b.size for b in bufs), np.int64, len(bufs))
-    aligns = np.fromiter((b.alignment for b in bufs), np.int64, len(bufs))
-    fixed = np.fromiter((-1 if b.offset is None else b.offset for b in bufs), np.int64, len(bufs))
-    return starts, ends, sizes, aligns, fixed
-
-
-def _run(problem: Problem, keys: tuple[np.ndarray, ...], best_fit: bool, name: str) -> MethodOutput:
-    starts, ends, sizes, aligns, fixed = _arrays(problem)
+def _run(problem: Problem, arrays: tuple[np.ndarray, ...], keys: tuple[np.ndarray, ...], best_fit: bool,
+         name: str) -> MethodOutput:
+    starts, ends, sizes, aligns, fixed = arrays
     if not problem.buffers:
         return MethodOutput("solved", {})
     # np.lexsort sorts by the last key first; the buffer index is the final tie-break.
@@ -102,17 +93,20 @@ def _run(problem: Problem, keys: tuple[np.ndarray, ...], best_fit: bool, name: s
 
 @register("first-fit", "buffers in start order, each at the lowest offset that fits (TelaMalloc §3.1 baseline)")
 def first_fit(problem: Problem, deadline: float | None = None) -> MethodOutput:
-    starts, ends, sizes, _, _ = _arrays(problem)
-    return _run(problem, (-sizes, starts), best_fit=False, name="first-fit")
+    arrays = problem.arrays()
+    starts, ends, sizes, _, _ = arrays
+    return _run(problem, arrays, (-sizes, starts), best_fit=False, name="first-fit")
 
 
 @register("greedy-by-size", "largest first, lowest offset that fits (TensorFlow Lite GreedyBySize)")
 def greedy_by_size(problem: Problem, deadline: float | None = None) -> MethodOutput:
-    starts, ends, sizes, _, _ = _arrays(problem)
-    return _run(problem, (-(ends - starts), starts, -sizes), best_fit=False, name="greedy-by-size")
+    arrays = problem.arrays()
+    starts, ends, sizes, _, _ = arrays
+    return _run(problem, arrays, (-(ends - starts), starts, -sizes), best_fit=False, name="greedy-by-size")
 
 
 @register("best-fit", "largest first, into the smallest gap that holds it (XLA global decreasing-size best fit)")
 def best_fit(problem: Problem, deadline: float | None = None) -> MethodOutput:
-    starts, ends, sizes, _, _ = _arrays(problem)
-    return _run(problem, (starts, -(ends - starts), -sizes), best_fit=True, name="best-fit")
+    arrays = problem.arrays()
+    starts, ends, sizes, _, _ = arrays
+    return _run(problem, arrays, (starts, -(ends - starts), -sizes), best_fit=True, name="best-fit")

@@ -125,14 +125,9 @@ class _Prepared:
     """The flat arrays of a problem, computed once and shared by every run of the portfolio."""
 
     def __init__(self, problem: Problem) -> None:
-        bufs = problem.buffers
-        n = len(bufs)
+        n = len(problem.buffers)
         self.n = n
-        self.starts = np.fromiter((b.start for b in bufs), np.int64, n)
-        self.ends = np.fromiter((b.end for b in bufs), np.int64, n)
-        self.sizes = np.fromiter((b.size for b in bufs), np.int64, n)
-        self.aligns = np.fromiter((b.alignment for b in bufs), np.int64, n)
-        self.fixed = np.fromiter((-1 if b.offset is None else b.offset for b in bufs), np.int64, n)
+        self.starts, self.ends, self.sizes, self.aligns, self.fixed = problem.arrays()
         s = sweep(problem)
         self.first_sec, self.last_sec, self.n_sections = s.first_section, s.last_section, s.n_sections
         self.span_total = _range_max(s.section_total, self.first_sec, self.last_sec)

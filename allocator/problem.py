@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+
 
 class InvalidProblemError(ValueError):
     """Raised when a buffer or problem is malformed; the message names the offending item."""
@@ -122,6 +124,18 @@ class Problem:
     def by_id(self) -> dict[BufferId, Buffer]:
         """Buffers keyed by id."""
         return {b.id: b for b in self.buffers}
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The buffers as flat int64 arrays ``(starts, ends, sizes, alignments, fixed)`` in buffer
+        order; ``fixed`` is -1 for a free buffer. The compiled methods work on these."""
+        bufs, n = self.buffers, len(self.buffers)
+        return (
+            np.fromiter((b.start for b in bufs), np.int64, n),
+            np.fromiter((b.end for b in bufs), np.int64, n),
+            np.fromiter((b.size for b in bufs), np.int64, n),
+            np.fromiter((b.alignment for b in bufs), np.int64, n),
+            np.fromiter((-1 if b.offset is None else b.offset for b in bufs), np.int64, n),
+        )
 
 
 @dataclass(frozen=True)

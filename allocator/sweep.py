@@ -39,10 +39,7 @@ def sweep(problem: Problem) -> Sweep:
     >>> s.times.tolist(), s.first_section.tolist(), s.last_section.tolist(), s.section_total.tolist()
     ([0, 3, 9], [0, 1, 0], [1, 2, 2], [8, 8])
     """
-    n = len(problem.buffers)
-    starts = np.fromiter((b.start for b in problem.buffers), np.int64, n)
-    ends = np.fromiter((b.end for b in problem.buffers), np.int64, n)
-    sizes = np.fromiter((b.size for b in problem.buffers), np.int64, n)
+    starts, ends, sizes, _, _ = problem.arrays()
     times = np.unique(np.concatenate([starts, ends]))
     first = np.searchsorted(times, starts).astype(np.int64)
     last = np.searchsorted(times, ends).astype(np.int64)
