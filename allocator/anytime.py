@@ -22,8 +22,6 @@ import math
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from allocator.minimalloc import MiniMallocOptions, _Prepared, canonical_search
 from allocator.problem import InvalidProblemError, Problem, Solution
 from allocator.registry import METHODS, solve
@@ -139,7 +137,3 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
         history, probes, stats,
     )
 
-
-def peaks_over_time(result: MinimizeResult) -> np.ndarray:
-    """``history`` as an array of rows (seconds, peak, lower bound), for quality-versus-time plots."""
-    return np.array(result.history, dtype=float).reshape(-1, 3)
