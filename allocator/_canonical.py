@@ -33,7 +33,7 @@ import numba
 import numpy as np
 from numba import njit
 
-SOLVED, EXHAUSTED, NODE_LIMIT, TIME_LIMIT = 0, 1, 2, 3
+SOLVED, EXHAUSTED, NODE_LIMIT, TIME_LIMIT, CANCELLED = 0, 1, 2, 3, 4
 
 _OPEN, _NEXT, _FAIL, _SUCCEED = 0, 1, 2, 3
 _NORMAL, _SEQUENCE = 0, 1
@@ -45,6 +45,8 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 _SALT_A = np.uint64(0x243F6A8885A308D3)
 _SALT_B = np.uint64(0x13198A2E03707344)
 _SALT_C = np.uint64(0xA4093822299F31D0)
+_SALT_D = np.uint64(0x082EFA98EC4E6C89)
+_SALT_E = np.uint64(0x452821E638D01377)
 
 
 @njit(cache=True)
@@ -97,6 +99,63 @@ def _group_bounds(omax, imax, restart_groups):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _rank_term(j, r, r0):  # pragma: no cover - compiled
+    """Hash terms ``(a, b)`` of buffer ``j`` holding rank ``r`` instead of its static rank ``r0``."""
+    if r == r0:
+        return np.uint64(0), np.uint64(0)
+    return (_mix(j, r, _SALT_D) ^ _mix(j, r0, _SALT_D)), (_mix(r, j, _SALT_E) ^ _mix(r0, j, _SALT_E))
+
+
+@njit(cache=True)
+def _rerank(members, begin, end, rank, rank0, pre_key, post_key, first_sec, last_sec, sec_free, rank_trail_j,
+            rank_trail_v, rank_trail_top):  # pragma: no cover - compiled
+    """Re-rank the buffers ``members[begin:end]`` of one group by the key ``(pre, -T, post)``.
+
+    T is the largest total of *unplaced* buffer bytes over the sections a buffer spans, taken
+    now rather than at the start: inside a group of a decomposition the placed buffers no
+    longer weigh on it. The group keeps the set of rank values it had, handed out in the new
+    order, so ranks stay distinct across groups. Old ranks go on the trail; returns
+    ``(new trail top, hash delta a, hash delta b)``.
+    """
+    g = end - begin
+    t_cur = np.empty(g, np.int64)
+    post = np.empty(g, np.int64)
+    pre = np.empty(g, np.int64)
+    old = np.empty(g, np.int64)
+    for x in range(g):
+        j = members[begin + x]
+        t = 0
+        for k in range(first_sec[j], last_sec[j]):
+            if sec_free[k] > t:
+                t = sec_free[k]
+        t_cur[x] = -t
+        post[x] = post_key[j]
+        pre[x] = pre_key[j]
+        old[x] = rank[j]
+    order = np.argsort(post, kind="mergesort")
+    order = order[np.argsort(t_cur[order], kind="mergesort")]
+    order = order[np.argsort(pre[order], kind="mergesort")]
+    values = np.sort(old)
+    delta_a = np.uint64(0)
+    delta_b = np.uint64(0)
+    for x in range(g):
+        j = members[begin + order[x]]
+        r_old = rank[j]
+        r_new = values[x]
+        if r_old == r_new:
+            continue
+        rank_trail_j[rank_trail_top] = j
+        rank_trail_v[rank_trail_top] = r_old
+        rank_trail_top += 1
+        oa, ob = _rank_term(j, r_old, rank0[j])
+        na, nb = _rank_term(j, r_new, rank0[j])
+        delta_a ^= oa ^ na
+        delta_b ^= ob ^ nb
+        rank[j] = r_new
+    return rank_trail_top, delta_a, delta_b
+
+
+@njit(cache=True)
 def _undo(to_trail, to_pos_trail, to_placed, trail_top, pos_trail_top, placed_top, trail_k, trail_v,
           pos_trail_j, pos_trail_v, sec_top, pos, placed, offset, fixed, first_sec, last_sec, sec_free,
           sizes, sec_count):  # pragma: no cover - compiled
@@ -118,16 +177,17 @@ def _undo(to_trail, to_pos_trail, to_placed, trail_top, pos_trail_top, placed_to
     return trail_top, pos_trail_top, placed_top
 
 
-@njit(cache=True)
-def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_init, capacity,
+@njit(cache=True, nogil=True)
+def search(sizes, aligns, fixed, rank_in, first_sec, last_sec, n_sections, members_init, capacity,
            node_limit, deadline, canonical, section_inference, offset_floor, effective_height,
            dominance, decomposition, restart_groups, buffer_key_a, buffer_key_b,
            table_bits, staircase, section_start, section_buffers, rank_first,
-           twin_before):  # pragma: no cover - compiled
+           twin_before, hatless, rerank, pre_key, post_key, stop):  # pragma: no cover - compiled
     """Depth-first search over canonical partial solutions.
 
     Returns ``(status, offsets, nodes, backtracks, splits, table_hits)``; ``status`` is SOLVED, EXHAUSTED (the
-    whole space was searched: infeasible), NODE_LIMIT or TIME_LIMIT. ``deadline`` is a
+    whole space was searched: infeasible), NODE_LIMIT, TIME_LIMIT or CANCELLED (another thread set
+    ``stop[0]``, a one-element int64 array, to non-zero). ``deadline`` is a
     ``time.perf_counter()`` value, or a negative number for none.
 
     ``table_bits > 0`` turns on a table of ``2**table_bits`` failed states. The future of a
@@ -136,8 +196,14 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
     it recurs. States are keyed by two independent 64-bit Zobrist-style hashes (unplaced
     buffers XOR per-section ``(section, top)`` terms XOR the bounds), kept incrementally; a
     false hit needs both to collide. Entries are overwritten on collision of the slot.
+    With ``rerank`` a group's ranks can differ from ``rank_in``; the ranks of unplaced buffers
+    steer their future, so every rank that differs adds a ``(buffer, rank)`` term to the hash.
     """
     n = sizes.shape[0]
+    rank = rank_in.copy()
+    rank_trail_j = np.empty(n + 16, np.int64)
+    rank_trail_v = np.empty(n + 16, np.int64)
+    rank_trail_top = 0
     offset = np.full(n, -1, np.int64)
     sec_top = np.zeros(n_sections, np.int64)
     sec_free = np.zeros(n_sections, np.int64)
@@ -196,6 +262,8 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
     f_imax = np.empty(depth_cap, np.int64)
     f_last_pos = np.empty(depth_cap, np.int64)
     f_last_rank = np.empty(depth_cap, np.int64)
+    f_rank_trail = np.empty(depth_cap, np.int64)
+    f_hatless = np.zeros(depth_cap, np.bool_)  # the last candidate tried overlapped no unplaced buffer
     f_trail = np.empty(depth_cap, np.int64)
     f_pos_trail = np.empty(depth_cap, np.int64)
     f_placed = np.empty(depth_cap, np.int64)
@@ -275,6 +343,7 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             f_placed[depth] = placed_top
             f_members_top[depth] = members_top
             f_bounds_top[depth] = bounds_top
+            f_rank_trail[depth] = rank_trail_top
             if decomposition and runs > 1:
                 splits += 1
                 members = _grow(members, members_top + count)
@@ -305,6 +374,16 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                 bounds[bounds_top] = write
                 bounds_top += 1
                 members_top = write
+                if rerank and restart_groups:
+                    rank_trail_j = _grow(rank_trail_j, rank_trail_top + count)
+                    rank_trail_v = _grow(rank_trail_v, rank_trail_top + count)
+                    for grp in range(runs):
+                        rank_trail_top, da, db = _rerank(
+                            members, bounds[f_begin[depth] + 2 * grp], bounds[f_begin[depth] + 2 * grp + 1], rank,
+                            rank_in, pre_key, post_key, first_sec, last_sec, sec_free, rank_trail_j, rank_trail_v,
+                            rank_trail_top)
+                        hash_a ^= da
+                        hash_b ^= db
                 depth += 1
                 g_begin = bounds[f_begin[depth - 1]]
                 g_end = bounds[f_begin[depth - 1] + 1]
@@ -316,6 +395,7 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             f_end[depth] = g_end
             f_last_pos[depth] = -1
             f_last_rank[depth] = -1
+            f_hatless[depth] = False
             f_klo[depth] = klo
             f_khi[depth] = khi
             f_hmin[depth] = hmin
@@ -338,8 +418,13 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             last_rank = f_last_rank[d]
             best = -1
             best_pos = _BIG
+            if f_hatless[d]:
+                # Hatless pruning: the candidate just refuted overlaps no unplaced buffer, so
+                # any completion of this node can move it down to its floor and place it
+                # first; it had none, so neither has the node.
+                best_pos = -1
             best_rank = _BIG
-            for m in range(f_begin[d], f_end[d]):
+            for m in range(f_begin[d], f_end[d] if best_pos != -1 else f_begin[d]):
                 j = members[m]
                 if offset[j] >= 0:
                     continue
@@ -380,8 +465,11 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             nodes += 1
             if nodes > node_limit:
                 return NODE_LIMIT, offset, nodes, backtracks, splits, hits
-            if deadline >= 0 and (nodes & check_mask) == 0 and _now() > deadline:
-                return TIME_LIMIT, offset, nodes, backtracks, splits, hits
+            if (nodes & check_mask) == 0:
+                if stop[0] != 0:
+                    return CANCELLED, offset, nodes, backtracks, splits, hits
+                if deadline >= 0 and _now() > deadline:
+                    return TIME_LIMIT, offset, nodes, backtracks, splits, hits
             f_last_pos[d] = best_pos
             f_last_rank[d] = best_rank
             # Place it: raise the sections it spans and the positions of the buffers it overlaps.
@@ -395,6 +483,10 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
             placed_top += 1
             hash_a ^= buffer_key_a[i]
             hash_b ^= buffer_key_b[i]
+            if rank[i] != rank_in[i]:
+                da, db = _rank_term(i, rank[i], rank_in[i])
+                hash_a ^= da
+                hash_b ^= db
             trail_k = _grow(trail_k, trail_top + hi_i - lo_i)
             trail_v = _grow(trail_v, trail_top + hi_i - lo_i)
             for k in range(lo_i, hi_i):
@@ -413,12 +505,14 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                     hash_a ^= _mix(k, sec_top[k], _SALT_A)
                     hash_b ^= _mix(k, sec_top[k], _SALT_B)
             alive = True
+            hat = False
             pos_trail_j = _grow(pos_trail_j, pos_trail_top + f_end[d] - f_begin[d])
             pos_trail_v = _grow(pos_trail_v, pos_trail_top + f_end[d] - f_begin[d])
             for m in range(f_begin[d], f_end[d]):
                 q = members[m]
                 if offset[q] >= 0 or first_sec[q] >= hi_i or last_sec[q] <= lo_i:
                     continue
+                hat = True
                 if fixed[q] >= 0:
                     # a pinned buffer overlapping i in time must not overlap it in address
                     if fixed[q] < top and p < fixed[q] + sizes[q]:
@@ -432,6 +526,7 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                         pos_trail_v[pos_trail_top] = pos[q]
                         pos_trail_top += 1
                         pos[q] = raised
+            f_hatless[d] = hatless and not hat
             new_omax = p if canonical else 0
             if alive and canonical and f_fmin[d] < _BIG:
                 # every unplaced pinned buffer must still come later in the canonical order
@@ -520,6 +615,9 @@ def search(sizes, aligns, fixed, rank, first_sec, last_sec, n_sections, members_
                     _remember(table_a, table_b, table_mask, f_key_a[d], f_key_b[d])
                 hash_a = f_hash_a[d]
                 hash_b = f_hash_b[d]
+                while rank_trail_top > f_rank_trail[d]:
+                    rank_trail_top -= 1
+                    rank[rank_trail_j[rank_trail_top]] = rank_trail_v[rank_trail_top]
                 trail_top, pos_trail_top, placed_top = _undo(
                     f_trail[d], f_pos_trail[d], f_placed[d], trail_top, pos_trail_top, placed_top, trail_k,
                     trail_v, pos_trail_j, pos_trail_v, sec_top, pos, placed, offset, fixed, first_sec, last_sec,

@@ -35,7 +35,7 @@ def cpsat_feasible(problem: Problem) -> bool:
 
 @st.composite
 def small_problems(draw):
-    n = draw(st.integers(1, 9))
+    n = draw(st.integers(1, 12))
     buffers = []
     for i in range(n):
         start = draw(st.integers(0, 8))
@@ -69,7 +69,10 @@ ABLATIONS = {
     "staircase": MiniMallocOptions(staircase=True),
     "rank-first": MiniMallocOptions(lowest_offset_first=False),
     "no-twins": MiniMallocOptions(twins=False),
-    "no-random-preorders": MiniMallocOptions(random_preorders=0),
+    "random-preorders": MiniMallocOptions(random_preorders=3),
+    "no-hatless": MiniMallocOptions(hatless=False),
+    "no-rerank-groups": MiniMallocOptions(rerank_groups=False),
+    "one-worker": MiniMallocOptions(workers=1),
 }
 
 
@@ -102,3 +105,33 @@ def test_exhausted_search_is_reported_infeasible_not_timeout():
 def test_options_reject_unknown_preorder():
     with pytest.raises(ValueError, match="preorder"):
         replace(MiniMallocOptions(), preorders=("TWX",))
+
+
+def _staggered(n: int, seed: int) -> Problem:
+    """A chain of overlapping buffers that decomposes in time as it is placed."""
+    import random
+
+    rng = random.Random(seed)
+    buffers = []
+    for i in range(n):
+        start = rng.randrange(0, 3 * n)
+        buffers.append(Buffer(f"b{i}", start, start + rng.randrange(1, 8), rng.randrange(1, 40), rng.choice([1, 2, 4])))
+    problem = Problem(buffers)
+    return Problem(buffers, lower_bound(problem) + 4)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_placement_does_not_depend_on_worker_count(seed):
+    problem = _staggered(60, seed)
+    one = solve(problem, "minimalloc", options=MiniMallocOptions(workers=1, random_preorders=2))
+    two = solve(problem, "minimalloc", options=MiniMallocOptions(workers=2, random_preorders=2))
+    assert one.status == two.status
+    if one.solved:
+        assert validate(problem, one.solution).ok
+        assert one.solution.offsets == two.solution.offsets
+
+
+def test_groups_are_reranked_during_the_search():
+    problem = _staggered(60, 1)
+    result = solve(problem, "minimalloc", options=MiniMallocOptions(workers=1))
+    assert result.stats["splits"] > 0  # the decomposition (and so the re-ranking) ran
