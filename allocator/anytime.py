@@ -28,7 +28,7 @@ from allocator.registry import METHODS, solve
 from allocator.validate import check, lower_bound
 
 #: heuristics tried for the first incumbent
-STARTING_HEURISTICS = ("greedy-by-size", "best-fit", "first-fit")
+STARTING_HEURISTICS = ("greedy-by-size", "load-best-fit", "best-fit", "first-fit")
 
 
 @dataclass

@@ -124,25 +124,6 @@ class SearchOutcome:
     table_hits: int = 0  #: nodes pruned because their state had failed before
 
 
-def _range_max(values: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
-    """``max(values[first[i]:last[i]])`` for every i (ranges non-empty), with a sparse table."""
-    table = [values.astype(np.int64)]
-    width = 1
-    while 2 * width <= len(values):
-        previous = table[-1]
-        table.append(np.maximum(previous[:-width], previous[width:]))
-        width *= 2
-    if len(first) == 0:
-        return np.zeros(0, np.int64)
-    level = np.floor(np.log2(last - first)).astype(np.int64)
-    result = np.empty(len(first), np.int64)
-    for lv in np.unique(level):
-        rows = np.nonzero(level == lv)[0]
-        row = table[lv]
-        result[rows] = np.maximum(row[first[rows]], row[last[rows] - (1 << lv)])
-    return result
-
-
 class _Prepared:
     """The flat arrays of a problem, computed once and shared by every run of the portfolio."""
 
@@ -152,7 +133,7 @@ class _Prepared:
         self.starts, self.ends, self.sizes, self.aligns, self.fixed = problem.arrays()
         s = sweep(problem)
         self.first_sec, self.last_sec, self.n_sections = s.first_section, s.last_section, s.n_sections
-        self.span_total = _range_max(s.section_total, self.first_sec, self.last_sec)
+        self.span_total = s.span_total()
         self.members = np.lexsort((np.arange(n), self.starts)).astype(np.int64)
         keys = np.random.default_rng(20231122).integers(0, 2**63, size=(2, n), dtype=np.int64, endpoint=False)
         self.key_a = (keys[0].astype(np.uint64) << np.uint64(1)) | np.uint64(1)

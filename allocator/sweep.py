@@ -30,6 +30,10 @@ class Sweep:
     def n_sections(self) -> int:
         return len(self.section_total)
 
+    def span_total(self) -> np.ndarray:
+        """Per buffer: the largest section total over the sections it spans (the "T" key)."""
+        return range_max(self.section_total, self.first_section, self.last_section)
+
 
 def sweep(problem: Problem) -> Sweep:
     """Compute the cross sections of ``problem``.
@@ -49,3 +53,22 @@ def sweep(problem: Problem) -> Sweep:
     np.add.at(delta, last, -sizes)
     section_total = np.cumsum(delta)[:n_sections]
     return Sweep(times, first, last, section_total)
+
+
+def range_max(values: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """``max(values[first[i]:last[i]])`` for every i (ranges non-empty), with a sparse table."""
+    table = [values.astype(np.int64)]
+    width = 1
+    while 2 * width <= len(values):
+        previous = table[-1]
+        table.append(np.maximum(previous[:-width], previous[width:]))
+        width *= 2
+    if len(first) == 0:
+        return np.zeros(0, np.int64)
+    level = np.floor(np.log2(last - first)).astype(np.int64)
+    result = np.empty(len(first), np.int64)
+    for lv in np.unique(level):
+        rows = np.nonzero(level == lv)[0]
+        row = table[lv]
+        result[rows] = np.maximum(row[first[rows]], row[last[rows] - (1 << lv)])
+    return result

@@ -5,6 +5,7 @@ It shares no code with any placement method, so a bug in a method cannot hide in
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from allocator.problem import Problem, Solution
@@ -89,7 +90,10 @@ def validate(problem: Problem, solution: Solution) -> ValidationReport:
             )
         placed.append((b.start, b.end, off, off + b.size, b.id))
 
-    # Sweep over start times: each buffer is compared with the earlier-starting ones still live.
+    if _addresses_disjoint(placed):
+        return ValidationReport(tuple(violations))
+    # Some pair overlaps: sweep over start times again, comparing each buffer with every
+    # earlier-starting one still live, to report every overlapping pair.
     placed.sort()
     active: list[tuple[int, int, int, int, str]] = []
     for item in placed:
@@ -106,6 +110,34 @@ def validate(problem: Problem, solution: Solution) -> ValidationReport:
                 )
         active.append(item)
     return ValidationReport(tuple(violations))
+
+
+def _addresses_disjoint(placed: list[tuple[int, int, int, int, str]]) -> bool:
+    """True when no two ``(start, end, lo, hi, id)`` records overlap in both time and address.
+
+    A sweep over time keeps the live address ranges sorted by low end. While no overlap has
+    been seen they are pairwise disjoint, so a starting buffer only has to be compared with
+    its two neighbours in that order: O(n log n) plus list shifts, instead of every live pair.
+    """
+    events: list[tuple[int, int, int]] = []  # (time, 0 = end / 1 = start, record index)
+    for k, (start, end, _, _, _) in enumerate(placed):
+        events.append((start, 1, k))
+        events.append((end, 0, k))
+    events.sort()  # at equal times ends come first: lifetimes are half-open
+    live: list[tuple[int, int, int]] = []  # (lo, hi, record index), sorted
+    for _, kind, k in events:
+        _, _, lo, hi, _ = placed[k]
+        key = (lo, hi, k)
+        at = bisect.bisect_left(live, key)
+        if kind == 0:
+            del live[at]
+            continue
+        if at > 0 and live[at - 1][1] > lo:
+            return False
+        if at < len(live) and live[at][0] < hi:
+            return False
+        live.insert(at, key)
+    return True
 
 
 def check(problem: Problem, solution: Solution) -> None:

@@ -19,7 +19,7 @@ from allocator import (
     validate,
 )
 
-GREEDY = ["first-fit", "greedy-by-size", "best-fit"]
+GREEDY = ["first-fit", "greedy-by-size", "best-fit", "load-best-fit"]
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks"
 
 
@@ -115,3 +115,10 @@ def test_greedy_by_size_on_a_real_trace_is_near_load():
     r = solve(p, "greedy-by-size")
     assert r.solved and validate(p, r.solution).ok
     assert r.peak <= lower_bound(p) * 1.01
+
+
+def test_load_best_fit_places_the_most_loaded_section_first():
+    # sections: [0,1) holds 9 bytes, [5,6) 3 bytes. a and b span the 9-byte section; a is longer.
+    p = Problem([Buffer("a", 0, 10, 1), Buffer("b", 0, 1, 8), Buffer("c", 5, 6, 2)])
+    assert solve(p, "load-best-fit").solution.offsets == {"a": 0, "b": 1, "c": 1}
+    assert solve(p, "greedy-by-size").solution.offsets == {"b": 0, "c": 0, "a": 8}
