@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import allocator
+from allocator.minimalloc import MiniMallocOptions
 
 _CAPACITY_IN_NAME = re.compile(r"\.(\d+)\.csv$")
 
@@ -75,8 +76,12 @@ def warm_up(methods: Sequence[str]) -> dict[str, float]:
 
 
 def run(files: Sequence[Path], methods: Sequence[str], capacity: int | None = None, from_name: bool = False,
-        minimize: bool = False, timeout: float = 10.0, repeat: int = 1) -> list[BenchRow]:
-    """Benchmark ``methods`` on ``files``; every placement is validated (a failure raises)."""
+        minimize: bool = False, timeout: float = 10.0, repeat: int = 1, threads: int = 0) -> list[BenchRow]:
+    """Benchmark ``methods`` on ``files``; every placement is validated (a failure raises).
+
+    ``threads`` is the number of threads of the ``minimalloc`` portfolio (0: one per core; 1
+    compares like for like with a single-threaded tool). Other methods are single-threaded.
+    """
     for method in methods:
         if method not in allocator.METHODS:
             raise allocator.UnknownMethodError(
@@ -84,6 +89,9 @@ def run(files: Sequence[Path], methods: Sequence[str], capacity: int | None = No
             )
     if repeat < 1:
         raise ValueError(f"--repeat must be at least 1, got {repeat}")
+    if threads < 0:
+        raise ValueError(f"--threads must be 0 (one per core) or more, got {threads}")
+    options = MiniMallocOptions(workers=threads)
     rows = []
     for path in files:
         cap = capacity_from_name(path) if from_name else capacity
@@ -94,10 +102,12 @@ def run(files: Sequence[Path], methods: Sequence[str], capacity: int | None = No
             last: allocator.MinimizeResult | allocator.AllocationResult | None = None
             for _ in range(repeat):
                 began = time.perf_counter()
+                extra = {"options": options} if method == "minimalloc" else {}
                 if minimize:
-                    last = allocator.minimize(problem, method=method, timeout=timeout)
+                    last = allocator.minimize(problem, method=method, timeout=timeout,
+                                              options=options if method == "minimalloc" else None)
                 else:
-                    last = allocator.solve(problem, method=method, timeout=timeout)
+                    last = allocator.solve(problem, method=method, timeout=timeout, **extra)
                 times.append(time.perf_counter() - began)
             rows.append(_row(path, method, problem, load, cap, last, statistics.median(times), minimize))
     return rows

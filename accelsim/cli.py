@@ -144,7 +144,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     print("warm-up (code loading / numba compilation, not in the times below): "
           + ", ".join(f"{m} {s:.2f} s" for m, s in warm.items()))
     rows = bench.run(files, methods, capacity=capacity, from_name=args.capacity_from_name, minimize=args.minimize,
-                     timeout=args.timeout, repeat=args.repeat)
+                     timeout=args.timeout, repeat=args.repeat, threads=args.threads)
     print(bench.format_rows(rows))
     solved = sum(1 for r in rows if r.status in ("solved", "optimal", "best"))
     print(f"{solved}/{len(rows)} with a placement; total {sum(r.seconds for r in rows):.2f} s")
@@ -222,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--timeout", type=float, default=10.0, help="seconds per instance and method (default 10)")
     bench.add_argument("--repeat", type=int, default=1, help="runs per instance and method; the median is shown")
     bench.add_argument("--csv", help="also write the rows to this CSV")
+    bench.add_argument("--threads", type=int, default=0,
+                       help="threads of the minimalloc portfolio (default 0: one per core)")
     bench.set_defaults(handler=_cmd_bench)
 
     models = sub.add_parser("models", help="list the model zoo")
