@@ -13,7 +13,7 @@ import re
 import statistics
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import allocator
@@ -35,6 +35,16 @@ class BenchRow:
     over_load_percent: float | None
     seconds: float  #: median over the repeats
     nodes: int
+    #: (seconds, % over LOAD) each time the best peak improved, in the last repeat (for ``--plot``;
+    #: not written to the CSV)
+    trace: list[tuple[float, float]] = field(default_factory=list)
+
+    def csv_record(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in CSV_FIELDS}
+
+
+CSV_FIELDS = ("instance", "method", "buffers", "load", "capacity", "status", "peak", "lower_bound",
+              "over_load_percent", "seconds", "nodes")
 
 
 def instance_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -121,9 +131,10 @@ def _row(path: Path, method: str, problem: allocator.Problem, load: int, capacit
         if not report.ok:
             raise allocator.InvalidSolutionError(f"{path.name} / {method}: {report}")
         status = "optimal" if result.optimal else "best"
+        trace = [(t, 100 * (peak - load) / load if load else 0.0) for t, peak, _ in result.history]
         return BenchRow(path.name, method, len(problem), load, None, status, result.peak, result.lower_bound,
                         100 * (result.peak - load) / load if load else 0.0, seconds,
-                        int(result.stats.get("nodes", 0)))
+                        int(result.stats.get("nodes", 0)), trace)
     assert isinstance(result, allocator.AllocationResult)
     if result.solution is not None:
         checked = problem if result.solved else problem.with_capacity(None)
@@ -132,7 +143,7 @@ def _row(path: Path, method: str, problem: allocator.Problem, load: int, capacit
             raise allocator.InvalidSolutionError(f"{path.name} / {method}: {report}")
     over = 100 * (result.peak - load) / load if result.peak is not None and load else None
     return BenchRow(path.name, method, len(problem), load, capacity, result.status, result.peak, None, over, seconds,
-                    int(result.stats.get("nodes", 0)))
+                    int(result.stats.get("nodes", 0)), [] if over is None else [(seconds, over)])
 
 
 def format_rows(rows: Sequence[BenchRow]) -> str:
@@ -152,8 +163,51 @@ def format_rows(rows: Sequence[BenchRow]) -> str:
 
 def write_rows(path: str | Path, rows: Sequence[BenchRow]) -> None:
     with open(path, "w", newline="") as handle:
-        fields = list(BenchRow.__dataclass_fields__)
-        writer = csv.DictWriter(handle, fieldnames=fields, lineterminator="\n")
+        writer = csv.DictWriter(handle, fieldnames=list(CSV_FIELDS), lineterminator="\n")
         writer.writeheader()
         for r in rows:
-            writer.writerow(asdict(r))
+            writer.writerow(r.csv_record())
+
+
+def plot_rows(path: str | Path, rows: Sequence[BenchRow]) -> None:
+    """Quality versus time: one panel per instance, % over LOAD against seconds, one line per method.
+
+    In minimise mode the anytime methods draw a step line through every improvement of the
+    best peak (the last point is where the run stopped); a one-shot heuristic is one point.
+    Rows without a placement are left out. Written with matplotlib's non-interactive backend.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    instances = list(dict.fromkeys(r.instance for r in rows))
+    if not instances:
+        raise ValueError("nothing to plot: no rows")
+    methods = list(dict.fromkeys(r.method for r in rows))
+    columns = min(4, len(instances))
+    lines = -(-len(instances) // columns)
+    figure, axes = plt.subplots(lines, columns, figsize=(4 * columns, 3 * lines), squeeze=False)
+    colours = plt.get_cmap("tab10")
+    for panel, instance in enumerate(instances):
+        ax = axes[panel // columns][panel % columns]
+        for r in rows:
+            if r.instance != instance or not r.trace or r.over_load_percent is None:
+                continue
+            colour = colours(methods.index(r.method) % 10)
+            xs = [max(t, 1e-3) for t, _ in r.trace] + [max(r.seconds, 1e-3)]
+            ys = [v for _, v in r.trace] + [r.over_load_percent]
+            ax.step(xs, ys, where="post", color=colour, marker="o", markersize=3, label=r.method)
+        ax.set_xscale("log")
+        ax.set_title(instance, fontsize=9)
+        ax.set_xlabel("seconds")
+        ax.set_ylabel("% over LOAD")
+        ax.grid(True, alpha=0.3)
+    for panel in range(len(instances), lines * columns):
+        axes[panel // columns][panel % columns].set_visible(False)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        figure.legend(handles, labels, loc="upper center", ncol=min(len(labels), 6), fontsize=8)
+    figure.tight_layout(rect=(0, 0, 1, 0.94))
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

@@ -150,6 +150,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     print(f"{solved}/{len(rows)} with a placement; total {sum(r.seconds for r in rows):.2f} s")
     if args.csv:
         bench.write_rows(args.csv, rows)
+    if args.plot:
+        bench.plot_rows(args.plot, rows)
+        print(f"plot written to {args.plot}")
     return 0
 
 
@@ -222,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--timeout", type=float, default=10.0, help="seconds per instance and method (default 10)")
     bench.add_argument("--repeat", type=int, default=1, help="runs per instance and method; the median is shown")
     bench.add_argument("--csv", help="also write the rows to this CSV")
+    bench.add_argument("--plot", help="also draw quality versus time (%% over LOAD against seconds) to this image")
     bench.add_argument("--threads", type=int, default=0,
                        help="threads of the minimalloc portfolio (default 0: one per core)")
     bench.set_defaults(handler=_cmd_bench)

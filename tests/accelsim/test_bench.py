@@ -45,3 +45,18 @@ def test_bad_input_is_named(tmp_path, capsys):
 def test_shared_example_folder():
     rows = bench.run(bench.instance_files([EXAMPLES]), ["greedy-by-size"], from_name=True)
     assert rows[0].instance == "input.12.csv" and rows[0].capacity == 12
+
+
+def test_plot_draws_quality_versus_time(tmp_path, capsys):
+    folder = tmp_path / "instances"
+    folder.mkdir()
+    write(folder, "tiny.csv", "id,lower,upper,size\na,0,3,4\nb,3,9,4\nc,0,9,4\nd,9,21,4\ne,0,21,4\n")
+    image = tmp_path / "plot.png"
+    csv_out = tmp_path / "rows.csv"
+    assert main(["bench", str(folder), "--method", "minimalloc,first-fit", "--minimize", "--timeout", "2",
+                 "--plot", str(image), "--csv", str(csv_out)]) == 0
+    assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and image.stat().st_size > 5000
+    assert "plot written to" in capsys.readouterr().out
+    assert csv_out.read_text().splitlines()[0] == ",".join(bench.CSV_FIELDS)  # the trace stays out of the CSV
+    rows = bench.run([folder / "tiny.csv"], ["minimalloc"], minimize=True, timeout=2)
+    assert rows[0].trace and rows[0].trace[-1][1] == rows[0].over_load_percent == 0.0
