@@ -156,6 +156,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_gen(args: argparse.Namespace) -> int:
+    import allocator
+    from allocator.generators import generate
+
+    problem = generate(args.kind, args.n, seed=args.seed, max_size=args.max_size, alignment=args.alignment)
+    allocator.write_csv(args.output, problem)
+    print(f"{args.output}: {args.kind}, {len(problem)} buffers, LOAD {allocator.lower_bound(problem):,} B")
+    return 0
+
+
 def _cmd_models(args: argparse.Namespace) -> int:
     import frontend
 
@@ -229,6 +239,15 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--threads", type=int, default=0,
                        help="threads of the minimalloc portfolio (default 0: one per core)")
     bench.set_defaults(handler=_cmd_bench)
+
+    gen = sub.add_parser("gen", help="write a generated instance (TelaMalloc Table 1 microbenchmarks, random)")
+    gen.add_argument("kind", help="non-overlapping, full-overlap or random")
+    gen.add_argument("n", type=int, help="number of buffers")
+    gen.add_argument("output", help="CSV file to write (MiniMalloc format)")
+    gen.add_argument("--seed", type=int, default=0, help="seed of the sizes (and times, for random)")
+    gen.add_argument("--max-size", type=int, default=4096, help="largest buffer size in bytes (default 4096)")
+    gen.add_argument("--alignment", type=int, default=1, help="alignment of every buffer (default 1)")
+    gen.set_defaults(handler=_cmd_gen)
 
     models = sub.add_parser("models", help="list the model zoo")
     models.set_defaults(handler=_cmd_models)
