@@ -120,19 +120,37 @@ def _place(starts, ends, sizes, aligns, fixed, order, best_fit):  # pragma: no c
     return offsets
 
 
+def _lexsort_order(keys: tuple[np.ndarray, ...], n: int) -> np.ndarray:
+    """Buffer indices sorted by ``keys`` (np.lexsort: the last key is the primary one), ties by index."""
+    return np.lexsort((np.arange(n),) + keys).astype(np.int64)
+
+
+def _size_keys(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, ...]:
+    """greedy-by-size's order as lexsort keys: largest first, then earlier start, then longer lifetime."""
+    return (-(ends - starts), starts, -sizes)
+
+
+def _verdict(problem: Problem, offsets: np.ndarray, sizes: np.ndarray, name: str, note: str = "",
+             stats: dict[str, float] | None = None) -> MethodOutput:
+    """A complete placement as the method's answer: "solved" when the peak fits the capacity (or
+    there is none), else "failed" with the placement and the peak; ``note`` ends the reason."""
+    placement = {b.id: int(o) for b, o in zip(problem.buffers, offsets, strict=True)}
+    peak = int((offsets + sizes).max()) if len(sizes) else 0
+    stats = stats or {}
+    if problem.capacity is not None and peak > problem.capacity:
+        return MethodOutput("failed", placement, f"{name} reached peak {peak} > capacity {problem.capacity}{note}",
+                            stats)
+    return MethodOutput("solved", placement, stats=stats)
+
+
 def _run(problem: Problem, arrays: tuple[np.ndarray, ...], keys: tuple[np.ndarray, ...], best_fit: bool,
          name: str) -> MethodOutput:
     starts, ends, sizes, aligns, fixed = arrays
     if not problem.buffers:
         return MethodOutput("solved", {})
-    # np.lexsort sorts by the last key first; the buffer index is the final tie-break.
-    order = np.lexsort((np.arange(len(starts)),) + keys).astype(np.int64)
+    order = _lexsort_order(keys, len(starts))
     offsets = _place(starts, ends, sizes, aligns, fixed, order, best_fit)
-    placement = {b.id: int(o) for b, o in zip(problem.buffers, offsets, strict=True)}
-    peak = int((offsets + sizes).max())
-    if problem.capacity is not None and peak > problem.capacity:
-        return MethodOutput("failed", placement, f"{name} reached peak {peak} > capacity {problem.capacity}")
-    return MethodOutput("solved", placement)
+    return _verdict(problem, offsets, sizes, name)
 
 
 @register("first-fit", "buffers in start order, each at the lowest offset that fits (TelaMalloc §3.1 baseline)")
@@ -146,7 +164,7 @@ def first_fit(problem: Problem, deadline: float | None = None) -> MethodOutput:
 def greedy_by_size(problem: Problem, deadline: float | None = None) -> MethodOutput:
     arrays = problem.arrays()
     starts, ends, sizes, _, _ = arrays
-    return _run(problem, arrays, (-(ends - starts), starts, -sizes), best_fit=False, name="greedy-by-size")
+    return _run(problem, arrays, _size_keys(starts, ends, sizes), best_fit=False, name="greedy-by-size")
 
 
 @register("best-fit", "largest first, into the smallest gap that holds it (XLA global decreasing-size best fit)")
