@@ -1,0 +1,250 @@
+"""More production heuristics: the orders of TensorFlow Lite, TVM and TelaMalloc over one placement loop.
+
+Every method here is an order of the buffers followed by ``greedy._place`` (lowest offset that
+fits, or best-fitting gap), so the gap walk is compiled once, for all of them:
+
+* ``greedy-in-order``: buffers in the order they are first used (start, then index), each at
+  the lowest offset that fits. TensorFlow Lite's in-order ("naive") strategy, one of the five
+  TFLite planners listed by the CONVOLVE D5.5 survey (Lamprakos and Xydis 2024, §2). Unlike
+  ``first-fit``, which puts the *largest* of the buffers starting together first, ties at equal
+  start keep the input order.
+* ``greedy-by-breadth``: TensorFlow Lite's ``GreedyByBreadth`` (Pisarchyk and Lee 2020, "Efficient
+  Memory Management for Deep Neural Net Inference"; CONVOLVE D5.5 §2). Steps in decreasing
+  breadth, each step's unplaced live buffers largest first, each into the smallest gap among the
+  placed buffers it overlaps.
+* ``greedy-by-conflicts``: TVM USMP's ``greedy_by_conflicts`` (``tir/usmp/algo/greedy.cc``;
+  CONVOLVE D5.5 §2): most time-overlapping buffers first, ties larger first, lowest offset.
+* ``hill-climb``: TVM USMP's ``hill_climb`` (``tir/usmp/algo/hill_climb.cc``; CONVOLVE D5.5 §2):
+  greedy-by-size's order, then seeded random moves of a buffer at the peak to earlier in the
+  order, each re-placed with the lowest-offset rule, keeping any order whose peak is no worse.
+* ``telamalloc-heuristic``: the baseline heuristic of TelaMalloc (Maas et al., ASPLOS 2023, §3.1):
+  highest contention first (ties: alignment, size x lifetime^2, lifetime), lowest position on the
+  skyline of placed blocks.
+
+Like ``greedy``'s methods they place fixed-offset buffers first where they are pinned, ignore
+the capacity while placing and then compare the peak with it ("failed" with the full
+placement when it is exceeded). Only ``hill-climb`` consults the deadline. The orders are
+computed with whole-array numpy operations on ``Problem.arrays()``; the loops over buffers
+are the compiled ``_place``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from allocator.greedy import _lexsort_order, _place, _run, _size_keys, _verdict
+from allocator.problem import Problem
+from allocator.registry import MethodOutput, register
+from allocator.sweep import range_max, sweep
+
+
+def conflict_counts(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per buffer, how many other buffers overlap it in time (TVM's ``conflicts.size()``).
+
+    Buffer j overlaps i when ``s_j < e_i`` and ``e_j > s_i``; every j with ``e_j <= s_i`` also
+    has ``s_j < e_i``, so the count is a difference of two binary searches, O(n log n).
+
+    >>> conflict_counts(np.array([0, 1, 5]), np.array([3, 2, 6])).tolist()
+    [1, 1, 0]
+    """
+    began_before_end = np.searchsorted(np.sort(starts), ends, side="left")
+    ended_by_start = np.searchsorted(np.sort(ends), starts, side="right")
+    return (began_before_end - ended_by_start - 1).astype(np.int64)
+
+
+def breadth_visit_rank(problem: Problem) -> np.ndarray:
+    """Per buffer, the rank of the step at which greedy-by-breadth places it (0 = first visited).
+
+    Steps are visited in decreasing breadth (bytes live), ties by earlier step. A buffer is
+    placed at the first visited step it is live in: the best-ranked of the cross sections it
+    spans (a cross section's steps share one live set, so visiting its first step places all
+    its buffers and its later steps place nothing).
+
+    >>> from allocator.problem import Buffer
+    >>> breadth_visit_rank(Problem([Buffer("a", 0, 2, 1), Buffer("b", 1, 2, 5), Buffer("c", 0, 1, 2)])).tolist()
+    [0, 0, 1]
+    """
+    cross = sweep(problem)
+    n_sections = cross.n_sections
+    section_rank = np.empty(n_sections, np.int64)
+    section_rank[np.lexsort((np.arange(n_sections), -cross.section_total))] = np.arange(n_sections)
+    # the best (lowest) rank over a buffer's sections, as a range maximum of the reversed rank
+    return n_sections - 1 - range_max(n_sections - 1 - section_rank, cross.first_section, cross.last_section)
+
+
+def exact_rank(values: np.ndarray) -> np.ndarray:
+    """Dense ranks (0 = smallest) of exact Python-integer values, for keys that may exceed int64.
+
+    >>> exact_rank(np.array([2**70, 3, 2**70, 5], dtype=object)).tolist()
+    [2, 0, 2, 1]
+    """
+    _, inverse = np.unique(values, return_inverse=True)
+    return inverse.astype(np.int64).reshape(-1)
+
+
+@register("greedy-in-order", "buffers in first-use order (start, then input order), lowest offset that fits "
+          "(TensorFlow Lite in-order)")
+def greedy_in_order(problem: Problem, deadline: float | None = None) -> MethodOutput:
+    """Buffers by start time, ties by input order, each at the lowest offset that fits.
+
+    TensorFlow Lite's in-order strategy (CONVOLVE D5.5 §2; Pisarchyk and Lee 2020): tensors
+    are allocated as the operators that produce them run. It differs from ``first-fit`` only at equal
+    starts: first-fit puts the largest of them first, this keeps the input order.
+    """
+    arrays = problem.arrays()
+    starts = arrays[0]
+    return _run(problem, arrays, (starts,), best_fit=False, name="greedy-in-order")
+
+
+@register("greedy-by-breadth", "steps in decreasing breadth, their live buffers largest first, into the "
+          "smallest gap (TensorFlow Lite GreedyByBreadth)")
+def greedy_by_breadth(problem: Problem, deadline: float | None = None) -> MethodOutput:
+    """TensorFlow Lite's ``GreedyByBreadth`` (Pisarchyk and Lee 2020; CONVOLVE D5.5 §2).
+
+    The breadth of a time step (an operator) is the total size of the buffers live at it.
+    Steps are visited in decreasing breadth; at each, its live buffers not yet placed are
+    placed largest first. A buffer goes into the smallest gap between the placed buffers it
+    overlaps in time that holds it, else on top of them (``_place`` with ``best_fit``). This
+    is the offset form of the rule TFLite's GPU delegate applies to shared objects, where a
+    tensor takes the smallest free object that is large enough.
+
+    Tie rules: steps of equal breadth are visited earlier step first; buffers of equal size
+    within a step go in input order; gaps of equal size: the lowest. Alignment rounds the
+    gap's low end up; a gap's size is measured before that rounding.
+    """
+    arrays = problem.arrays()
+    sizes = arrays[2]
+    visit = breadth_visit_rank(problem) if problem.buffers else np.zeros(0, np.int64)
+    return _run(problem, arrays, (-sizes, visit), best_fit=True, name="greedy-by-breadth")
+
+
+@register("greedy-by-conflicts", "most time-overlapping buffers first, then largest, lowest offset that fits "
+          "(TVM USMP greedy_by_conflicts)")
+def greedy_by_conflicts(problem: Problem, deadline: float | None = None) -> MethodOutput:
+    """TVM USMP's ``greedy_by_conflicts`` (``src/tir/usmp/algo/greedy.cc``; CONVOLVE D5.5 §2).
+
+    Buffers by the number of other buffers they overlap in time, most first; ties by size,
+    largest first, then input order (TVM breaks the last tie by name). Each goes to the lowest
+    offset that fits.
+    """
+    arrays = problem.arrays()
+    starts, ends, sizes, _, _ = arrays
+    return _run(problem, arrays, (-sizes, -conflict_counts(starts, ends)), best_fit=False,
+                name="greedy-by-conflicts")
+
+
+@register("telamalloc-heuristic", "highest contention first (ties: alignment, size x lifetime^2, lifetime), lowest "
+          "position on the skyline (TelaMalloc §3.1 baseline)")
+def telamalloc_heuristic(problem: Problem, deadline: float | None = None) -> MethodOutput:
+    """The baseline heuristic of TelaMalloc (Maas et al., ASPLOS 2023, §3.1, Figure 4).
+
+    The contention of a time slot is the total size of the buffers live in it; a buffer's
+    contention is the highest contention over its lifetime. Buffers are placed in decreasing
+    contention; ties: larger alignment, larger size x lifetime^2, longer lifetime, input order.
+
+    *Skyline* here: for every time slot, the address ranges taken by the blocks placed so far
+    (fixed buffers included). A buffer goes to the lowest aligned position that is free in
+    every slot of its lifetime, i.e. the lowest offset that fits among the placed buffers it
+    overlaps (``_place``). The paper's skyline keeps only the highest address per slot, so a
+    block there can never drop into a hole below a higher neighbour; keeping the holes can only
+    lower a block, and a pinned buffer high up no longer hides the memory below it.
+
+    The paper's Figure 4 also lets a lower-priority block take a row the next block cannot
+    use; here the contention order is the placement order, with no such look-ahead.
+    """
+    arrays = problem.arrays()
+    starts, ends, sizes, aligns, _ = arrays
+    if not problem.buffers:
+        return MethodOutput("solved", {})
+    lifetime = ends - starts
+    if int(sizes.max()) * int(lifetime.max()) ** 2 < 2**63:
+        weight = sizes * lifetime * lifetime
+    else:  # size x lifetime^2 would overflow int64: rank the exact values instead
+        weight = exact_rank(sizes.astype(object) * lifetime.astype(object) ** 2)
+    contention = sweep(problem).span_total()
+    return _run(problem, arrays, (-lifetime, -weight, -aligns, -contention), best_fit=False,
+                name="telamalloc-heuristic")
+
+
+@register("hill-climb", "greedy-by-size's order, then seeded random moves of a peak buffer earlier in the order, "
+          "keeping orders no worse (TVM USMP hill_climb)")
+def hill_climb(problem: Problem, deadline: float | None = None, seed: int = 0, iterations: int = 200) -> MethodOutput:
+    """TVM USMP's ``hill_climb`` (``src/tir/usmp/algo/hill_climb.cc``; CONVOLVE D5.5 §2).
+
+    Starts from greedy-by-size's order and placement. Each attempt picks, with a
+    ``numpy.random.default_rng(seed)`` generator, a free buffer whose top is the current peak
+    and one of the free buffers it overlaps in time that come before it in the order, and moves
+    the peak buffer to just before that one; the new order is placed with the lowest-offset
+    rule (``_place``) and kept when its peak is no higher (equal peaks are kept too, so the
+    climb can cross plateaus). TVM swaps pairs of neighbours and sometimes accepts a worse
+    order; here the move always lifts a peak buffer over a buffer that pushed it up.
+
+    Stops after ``iterations`` attempts; earlier when the peak reaches LOAD, when it fits the
+    capacity (TVM's "desired bytes"), when no peak buffer has an earlier-placed free
+    neighbour (then every order gives that buffer the same top, so no order lowers the peak),
+    or at the deadline. The result is the same for the same ``seed`` and ``iterations``
+    unless the deadline cuts the run short, which depends on the machine's speed. Its peak is
+    never above greedy-by-size's. Each attempt costs one full placement, O(n^2).
+    """
+    if iterations < 0:
+        raise ValueError(f"hill-climb: iterations must be >= 0, got {iterations}")
+    arrays = problem.arrays()
+    starts, ends, sizes, aligns, fixed = arrays
+    n = len(starts)
+    if n == 0:
+        return MethodOutput("solved", {})
+    rng = np.random.default_rng(seed)
+    free = fixed < 0
+    order = _lexsort_order(_size_keys(starts, ends, sizes), n)
+    offsets = _place(starts, ends, sizes, aligns, fixed, order, False)
+    peak = int((offsets + sizes).max())
+    target = int(sweep(problem).section_total.max())
+    if problem.capacity is not None:
+        target = max(target, problem.capacity)
+    position = np.empty(n, np.int64)
+    attempts = kept = improved = 0
+    stop = "iterations"
+    while True:
+        if peak <= target:
+            stop = "target"
+            break
+        if attempts >= iterations:
+            break
+        if deadline is not None and time.perf_counter() >= deadline:
+            stop = "deadline"
+            break
+        position[order] = np.arange(n)
+        mover, before = _pick_move(rng, starts, ends, sizes, offsets, free, position, peak)
+        if mover < 0:
+            stop = "local optimum"
+            break
+        attempts += 1
+        at, to = position[mover], position[before]
+        candidate = np.concatenate((order[:to], order[at:at + 1], order[to:at], order[at + 1:]))
+        placed = _place(starts, ends, sizes, aligns, fixed, candidate, False)
+        new_peak = int((placed + sizes).max())
+        if new_peak <= peak:
+            kept += 1
+            improved += new_peak < peak
+            order, offsets, peak = candidate, placed, new_peak
+    stats: dict[str, float] = {"attempts": attempts, "kept": kept, "improved": improved}
+    note = f" (deadline reached after {attempts} attempts)" if stop == "deadline" else ""
+    return _verdict(problem, offsets, sizes, "hill-climb", note, stats)
+
+
+def _pick_move(rng: np.random.Generator, starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray,
+               offsets: np.ndarray, free: np.ndarray, position: np.ndarray, peak: int) -> tuple[int, int]:
+    """A free buffer at the peak and a free buffer it overlaps that precedes it in the order,
+    drawn at random; ``(-1, -1)`` when no buffer at the peak has such a predecessor."""
+    at_peak = np.flatnonzero(free & (offsets + sizes == peak))
+    while len(at_peak):
+        k = int(rng.integers(len(at_peak)))
+        mover = int(at_peak[k])
+        earlier = np.flatnonzero(free & (starts < ends[mover]) & (ends > starts[mover])
+                                 & (position < position[mover]))
+        if len(earlier):
+            return mover, int(earlier[rng.integers(len(earlier))])
+        at_peak = np.delete(at_peak, k)
+    return -1, -1

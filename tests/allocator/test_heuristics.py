@@ -1,0 +1,196 @@
+"""The production heuristics of allocator.heuristics: valid placements, their documented orders, verdicts."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from allocator import METHODS, Buffer, Problem, lower_bound, read_csv, solve, validate
+from allocator.heuristics import breadth_visit_rank, conflict_counts
+
+HEURISTICS = ["greedy-in-order", "greedy-by-breadth", "greedy-by-conflicts", "hill-climb", "telamalloc-heuristic"]
+CHALLENGING = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "minimalloc" / "challenging"
+
+
+@st.composite
+def problems(draw, max_buffers=30):
+    """Up to ``max_buffers`` buffers, alignments 1/2/4, about one in six pinned. Pinned buffers
+    are stacked one above the other, so they never overlap each other whatever their lifetimes."""
+    buffers = []
+    pinned_top = 0
+    for i in range(draw(st.integers(0, max_buffers))):
+        start, life = draw(st.integers(0, 20)), draw(st.integers(1, 8))
+        size, alignment = draw(st.integers(1, 64)), draw(st.sampled_from([1, 2, 4]))
+        offset = None
+        if draw(st.integers(0, 5)) == 0:
+            offset = -(-pinned_top // alignment) * alignment + alignment * draw(st.integers(0, 3))
+            pinned_top = offset + size
+        buffers.append(Buffer(f"b{i}", start, start + life, size, alignment, offset))
+    return Problem(buffers)
+
+
+def offsets(problem, method, **options):
+    return solve(problem, method, **options).solution.offsets
+
+
+def test_registry_lists_the_heuristics_with_descriptions():
+    for name in HEURISTICS:
+        assert name in METHODS and METHODS[name].description
+
+
+@settings(max_examples=60, deadline=None)
+@given(problems(), st.sampled_from(HEURISTICS), st.integers(0, 40))
+def test_every_heuristic_validates_and_fails_exactly_above_the_capacity(problem, method, slack):
+    free = problem.with_capacity(None)
+    r = solve(free, method)
+    assert r.status == "solved"
+    assert validate(free, r.solution).ok
+    assert r.peak >= lower_bound(free)
+    assert solve(Problem(list(problem.buffers)), method).solution.offsets == r.solution.offsets
+    if not problem.buffers:
+        return
+    # any capacity >= LOAD that holds the pinned buffers; below the heuristic's peak it must say "failed"
+    pinned_top = max((b.offset + b.size for b in problem.buffers if b.offset is not None), default=1)
+    capacity = max(lower_bound(free), pinned_top) + slack
+    capped = solve(problem.with_capacity(capacity), method)
+    assert capped.status in ("solved", "failed")
+    assert (capped.status == "failed") == (capped.peak > capacity)
+    assert validate(free, capped.solution).ok
+    if capped.status == "failed":
+        assert f"peak {capped.peak} > capacity {capacity}" in capped.reason
+    if method != "hill-climb":  # hill-climb stops early once it fits; the others ignore the capacity
+        assert capped.solution.offsets == r.solution.offsets
+
+
+@settings(max_examples=60, deadline=None)
+@given(problems())
+def test_hill_climb_is_never_worse_than_greedy_by_size(problem):
+    assert solve(problem, "hill-climb").peak <= solve(problem, "greedy-by-size").peak
+
+
+def test_alignment_and_pinned_offsets_are_kept():
+    p = Problem([Buffer("f", 0, 4, 3, offset=5), Buffer("a", 0, 4, 4, alignment=8), Buffer("b", 1, 2, 2, alignment=4)])
+    for method in HEURISTICS:
+        placed = offsets(p, method)
+        assert validate(p, solve(p, method).solution).ok
+        assert placed["f"] == 5 and placed["a"] % 8 == 0 and placed["b"] % 4 == 0
+
+
+def test_greedy_in_order_keeps_input_order_at_equal_starts_where_first_fit_puts_the_largest_first():
+    p = Problem([Buffer("small", 0, 2, 2), Buffer("big", 0, 2, 8), Buffer("late", 1, 3, 4)])
+    assert offsets(p, "greedy-in-order") == {"small": 0, "big": 2, "late": 10}
+    assert offsets(p, "first-fit") == {"big": 0, "small": 8, "late": 10}
+
+
+def test_greedy_by_conflicts_places_the_most_overlapped_buffer_first():
+    # hub overlaps big and x (2 conflicts); big and x overlap only hub (1 each; big is larger).
+    p = Problem([Buffer("big", 0, 2, 8), Buffer("hub", 0, 10, 2), Buffer("x", 4, 6, 4)])
+    starts, ends, _, _, _ = p.arrays()
+    assert conflict_counts(starts, ends).tolist() == [1, 2, 1]
+    assert offsets(p, "greedy-by-conflicts") == {"hub": 0, "big": 2, "x": 2}
+    assert offsets(p, "greedy-by-size") == {"big": 0, "x": 0, "hub": 8}
+
+
+def test_conflict_counts_match_the_pairwise_definition():
+    rng = np.random.default_rng(5)
+    starts = rng.integers(0, 30, 200)
+    ends = starts + rng.integers(1, 10, 200)
+    pairwise = [(np.count_nonzero((starts < e) & (ends > s)) - 1) for s, e in zip(starts, ends, strict=True)]
+    assert conflict_counts(starts, ends).tolist() == pairwise
+
+
+def test_greedy_by_breadth_visits_the_widest_step_first_and_takes_the_snuggest_gap():
+    # Breadths: step 0 = a+b+d+e = 20, step 1 = a+b+c+e = 20, step 2 = a+c+e+f = 24.
+    # Step 2 first, largest first (a before c at equal size: input order): f 0, a 7, c 13, e 19.
+    # Then step 0 (ties: earlier step): d overlaps a [7,13) and e [19,24), so the gaps are
+    # [0,7) and [13,19); d takes the 6-byte one, which leaves [0,7) to b. Step 1 adds nothing.
+    p = Problem([
+        Buffer("a", 0, 3, 6), Buffer("b", 0, 2, 3), Buffer("c", 1, 3, 6),
+        Buffer("d", 0, 1, 6), Buffer("e", 0, 3, 5), Buffer("f", 2, 3, 7),
+    ])
+    assert breadth_visit_rank(p).tolist() == [0, 1, 0, 1, 0, 0]
+    r = solve(p, "greedy-by-breadth")
+    assert r.solution.offsets == {"f": 0, "a": 7, "c": 13, "e": 19, "d": 13, "b": 0}
+    assert r.peak == lower_bound(p) == 24
+    # lowest-fit in size order puts d at 0, and b no longer fits below the peak
+    assert offsets(p, "greedy-by-size") == {"f": 0, "a": 7, "c": 13, "e": 19, "d": 0, "b": 24}
+
+
+def test_telamalloc_heuristic_orders_by_contention_then_alignment_then_size_times_lifetime_squared():
+    # Slot 0 holds al+L+a+b = 8 bytes, slot 1 holds L+big = 6: al, L, a, b have contention 8.
+    # Ties: al has the larger alignment; then L (1 x 2^2 = 4) before a and b (3 x 1^2 = 3).
+    p = Problem([
+        Buffer("a", 0, 1, 3), Buffer("b", 0, 1, 3), Buffer("big", 1, 2, 5),
+        Buffer("L", 0, 2, 1), Buffer("al", 0, 1, 1, alignment=2),
+    ])
+    r = solve(p, "telamalloc-heuristic")
+    assert r.solution.offsets == {"al": 0, "L": 1, "a": 2, "b": 5, "big": 2}
+    assert r.peak == lower_bound(p) == 8
+    assert solve(p, "greedy-by-size").peak == 9
+
+
+def test_telamalloc_heuristic_breaks_the_last_tie_by_lifetime():
+    # c (4 x 1^2) and d (1 x 2^2) tie on contention 5, alignment and size x lifetime^2: longer first.
+    p = Problem([Buffer("c", 0, 1, 4), Buffer("d", 0, 2, 1)])
+    assert offsets(p, "telamalloc-heuristic") == {"d": 0, "c": 1}
+
+
+def test_telamalloc_skyline_keeps_the_holes_under_higher_blocks():
+    # A (contention 11, 9 x 1) then X (11, 2 x 4) on top of it; Y (contention 5) drops into the
+    # hole under X at step 1, where a per-slot highest-address skyline would put it at 11.
+    p = Problem([Buffer("A", 0, 1, 9), Buffer("X", 0, 2, 2), Buffer("Y", 1, 2, 3)])
+    assert offsets(p, "telamalloc-heuristic") == {"A": 0, "X": 9, "Y": 0}
+    # and the memory under a pinned buffer stays usable
+    p = Problem([Buffer("F", 0, 4, 2, offset=10), Buffer("x", 0, 4, 3)])
+    assert offsets(p, "telamalloc-heuristic") == {"F": 10, "x": 0}
+
+
+# Greedy-by-size: big 0, a 0, b 3, L 6, al 8 (aligned above L): peak 9 over LOAD 8.
+FRAGMENTED = Problem([
+    Buffer("a", 0, 1, 3), Buffer("b", 0, 1, 3), Buffer("big", 1, 2, 5),
+    Buffer("L", 0, 2, 1), Buffer("al", 0, 1, 1, alignment=2),
+])
+
+
+def test_hill_climb_starts_from_greedy_by_size_and_climbs_to_load():
+    assert offsets(FRAGMENTED, "hill-climb", iterations=0) == offsets(FRAGMENTED, "greedy-by-size")
+    r = solve(FRAGMENTED, "hill-climb")
+    assert r.peak == lower_bound(FRAGMENTED) == 8
+    assert 1 <= r.stats["attempts"] < 200  # it stops once the peak reaches LOAD
+
+
+def test_hill_climb_is_reproducible_per_seed():
+    rng = np.random.default_rng(11)
+    bufs = [Buffer(str(i), int(s), int(s) + int(rng.integers(1, 9)), int(rng.integers(1, 50)))
+            for i, s in enumerate(rng.integers(0, 30, 120))]
+    p = Problem(bufs)
+    for seed in (0, 7):
+        first = solve(p, "hill-climb", seed=seed, iterations=50)
+        again = solve(Problem(list(bufs)), "hill-climb", seed=seed, iterations=50)
+        assert first.solution.offsets == again.solution.offsets
+        assert first.stats["attempts"] == again.stats["attempts"]
+
+
+def test_hill_climb_stops_once_the_peak_fits_the_capacity():
+    r = solve(FRAGMENTED.with_capacity(9), "hill-climb")
+    assert r.status == "solved" and r.peak == 9 and r.stats["attempts"] == 0
+
+
+def test_hill_climb_cut_by_the_deadline_keeps_the_first_placement():
+    r = solve(FRAGMENTED.with_capacity(8), "hill-climb", timeout=1e-9)
+    assert r.status == "failed" and r.stats["attempts"] == 0
+    assert "peak 9 > capacity 8" in r.reason and "deadline" in r.reason
+    with pytest.raises(ValueError, match="iterations"):
+        solve(FRAGMENTED, "hill-climb", iterations=-1)
+
+
+@pytest.mark.skipif(not CHALLENGING.is_dir(), reason="shared/benchmarks not present")
+@pytest.mark.parametrize("name", ["A", "J"])
+def test_heuristics_on_challenging_instances_are_valid(name):
+    problem = read_csv(CHALLENGING / f"{name}.1048576.csv")
+    for method in HEURISTICS:
+        r = solve(problem, method)
+        assert r.solved and validate(problem, r.solution).ok
+        assert r.peak >= lower_bound(problem)
