@@ -1,0 +1,391 @@
+"""Exact allocators on OR-Tools: a CP-SAT model and the ILP of TelaMalloc (Fig. 5).
+
+Both methods hand the whole problem to a general-purpose solver, so they prove what the
+heuristics cannot (a capacity is infeasible, a peak is minimal), at the price of time that
+grows quickly with the number of buffers that overlap in time.
+
+* ``cpsat``: the standard NoOverlap2D formulation of 2-D rectangle packing. Every buffer is
+  a rectangle in the time-address plane: a fixed time interval ``[start, end)`` and an
+  address interval ``[offset, offset + size)`` whose start is ``alignment * k`` for an
+  integer ``k`` (a constant for a fixed offset). ``add_no_overlap_2d`` forbids two
+  rectangles to share a cell, and a redundant cumulative constraint over time (demand =
+  size, capacity = the capacity or the peak variable) lets CP-SAT reason about each cross
+  section's total at once, the LOAD bound inside the search.
+* ``mip``: the ILP that TelaMalloc §3.2 describes as the production fallback (Fig. 5), a
+  conventional big-M encoding of 2-D bin packing. Per buffer an offset ``o_i = alignment_i
+  * k_i``; for every pair of buffers that overlap in time a binary ``z_ij`` choosing which
+  one lies below: ``o_i + s_i <= o_j + M (1 - z_ij)`` and ``o_j + s_j <= o_i + M z_ij``. The
+  paper's two binaries ``B_ij`` and ``B~_ij`` with ``B_ij + B~_ij = 1`` are one binary here
+  (``B~_ij = 1 - z_ij``), and its constraint ``o_i + s_i <= M`` is the upper bound of
+  ``k_i``. ``M`` is the capacity, or the greedy-by-size peak when minimising. The number of
+  binaries is the number of time-overlapping pairs, quadratic in the number of buffers
+  live together: that is the growth TelaMalloc §3.2 blames for the ILP's long runs, and it
+  is expected here too. It is solved through ``pywraplp`` with SCIP (default) or HiGHS.
+
+Two modes, chosen by ``problem.capacity``:
+
+* a capacity: feasibility. ``"solved"`` with a placement that fits, ``"infeasible"`` when
+  the solver proves none exists, ``"timeout"`` when the time runs out first.
+* ``None``: minimise the peak (the highest ``offset + size``), bounded below by LOAD.
+  ``"solved"`` with the best placement found (proven minimal or not: ``stats["optimal"]``
+  says which and ``stats["bound"]`` is the best proven lower bound on the peak),
+  ``"timeout"`` when none was found in time.
+
+``reason`` names the solver's own status (``"CP-SAT OPTIMAL: ..."``, ``"MIP SCIP
+FEASIBLE: ..."``). Pinned buffers that overlap both in time and in address are reported
+``"infeasible"`` before any model is built.
+
+Both models work in units of the gcd of all sizes, alignments and fixed offsets, which is
+exact: pushing every free buffer down as far as it goes (lowest original offset first)
+keeps a placement valid, never raises its peak, and leaves every offset a sum of sizes
+rounded up to alignments, so a multiple of that gcd. Smaller numbers keep the MIP's big-M
+products further from the solver's tolerances.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from ortools.linear_solver import pywraplp
+from ortools.sat.python import cp_model
+
+from allocator.greedy import greedy_by_size
+from allocator.problem import Buffer, InvalidProblemError, Problem
+from allocator.registry import MethodOutput, register
+from allocator.validate import lower_bound
+
+#: MIP backends ``mip`` accepts (``pywraplp`` solver ids that solve integer programs)
+MIP_BACKENDS = ("SCIP", "HIGHS", "CBC", "SAT")
+#: backends given the greedy hint: OR-Tools 9.15 crashes on SetHint with HiGHS, CBC ignores it
+_HINTED_BACKENDS = frozenset({"SCIP", "SAT"})
+#: how far a MIP value may be from an integer before it counts as numerical trouble
+_INTEGRALITY_TOLERANCE = 1e-6
+
+_MIP_STATUS_NAMES = {
+    pywraplp.Solver.OPTIMAL: "OPTIMAL",
+    pywraplp.Solver.FEASIBLE: "FEASIBLE",
+    pywraplp.Solver.INFEASIBLE: "INFEASIBLE",
+    pywraplp.Solver.UNBOUNDED: "UNBOUNDED",
+    pywraplp.Solver.ABNORMAL: "ABNORMAL",
+    pywraplp.Solver.MODEL_INVALID: "MODEL_INVALID",
+    pywraplp.Solver.NOT_SOLVED: "NOT_SOLVED",
+}
+
+
+# --- shared preparation ---------------------------------------------------------------------
+
+
+def _unit(problem: Problem) -> int:
+    """The gcd of every size, alignment and fixed offset: all offsets and peaks can be taken as multiples of it."""
+    values = [b.size for b in problem.buffers] + [b.alignment for b in problem.buffers]
+    values += [b.offset for b in problem.buffers if b.offset]
+    return math.gcd(*values) if values else 1
+
+
+def _time_overlapping_pairs(buffers: tuple[Buffer, ...]) -> list[tuple[int, int]]:
+    """Index pairs ``(i, j)``, ``i < j``, of buffers whose half-open lifetimes share a step.
+
+    Sorted by start, a buffer can only overlap the later-starting ones that start before it
+    ends, so the scan stops there: O(n log n + pairs).
+    """
+    order = sorted(range(len(buffers)), key=lambda i: buffers[i].start)
+    pairs = []
+    for at, i in enumerate(order):
+        end = buffers[i].end
+        for later in range(at + 1, len(order)):
+            j = order[later]
+            if buffers[j].start >= end:
+                break
+            pairs.append((min(i, j), max(i, j)))
+    return pairs
+
+
+def _pinned_clash(problem: Problem) -> str | None:
+    """A message naming two fixed buffers that share both a timestep and a byte, or None."""
+    pinned = tuple(b for b in problem.buffers if b.offset is not None)
+    for i, j in _time_overlapping_pairs(pinned):
+        a, b = pinned[i], pinned[j]
+        assert a.offset is not None and b.offset is not None
+        if a.offset < b.offset + b.size and b.offset < a.offset + a.size:
+            return (f"fixed buffers {a.id!r} [{a.offset}, {a.offset + a.size}) and {b.id!r} "
+                    f"[{b.offset}, {b.offset + b.size}) overlap while both are live")
+    return None
+
+
+def _oversized(problem: Problem) -> str | None:
+    """A message naming a buffer larger than the capacity, or None (``solve`` catches this by LOAD first)."""
+    for b in problem.buffers:
+        if problem.capacity is not None and b.size > problem.capacity:
+            return f"buffer {b.id!r} of {b.size} bytes exceeds capacity {problem.capacity}"
+    return None
+
+
+def _greedy(problem: Problem) -> dict[str, int]:
+    """The greedy-by-size placement without a capacity: the hint and, when minimising, the peak's upper bound."""
+    offsets = greedy_by_size(problem.with_capacity(None)).offsets
+    assert offsets is not None, "greedy-by-size always places every buffer"
+    return offsets
+
+
+def _peak(problem: Problem, offsets: dict[str, int]) -> int:
+    return max((offsets[b.id] + b.size for b in problem.buffers), default=0)
+
+
+def _horizon(problem: Problem, unit: int) -> int:
+    """An upper bound on the optimal peak (in units): every free buffer stacked, aligned, above the pinned ones."""
+    top = max((b.offset + b.size for b in problem.buffers if b.offset is not None), default=0) // unit
+    return top + sum((b.size + b.alignment - unit) // unit for b in problem.buffers if b.offset is None)
+
+
+def _seconds_left(deadline: float | None) -> float | None:
+    return None if deadline is None else deadline - time.perf_counter()
+
+
+def _proven_bound(objective_bound: float, load: int, unit: int) -> int:
+    """The solver's lower bound on the peak (in units) as bytes, at least LOAD; LOAD alone when it has none."""
+    if not math.isfinite(objective_bound):
+        return load
+    return max(load, unit * math.ceil(objective_bound - _INTEGRALITY_TOLERANCE))
+
+
+def _empty_output(problem: Problem) -> MethodOutput:
+    stats = {"bound": 0.0, "optimal": 1.0} if problem.capacity is None else {"optimal": 1.0}
+    return MethodOutput("solved", {}, "no buffers to place", stats)
+
+
+# --- CP-SAT ---------------------------------------------------------------------------------
+
+
+@register("cpsat", "CP-SAT on the NoOverlap2D model with a redundant cumulative: feasibility under the capacity, "
+          "or the minimal peak without one")
+def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, hint: bool = True,
+          seed: int = 0) -> MethodOutput:
+    """Place ``problem`` with CP-SAT (see the module docstring for the model and the modes).
+
+    Parameters
+    ----------
+    problem : the buffers; a capacity asks for any placement that fits, ``None`` for the
+        lowest peak.
+    deadline : ``time.perf_counter()`` value to stop at (the solver's time limit), or None.
+    workers : CP-SAT ``num_workers``; with 1 worker and a fixed ``seed`` the answer is
+        reproducible (as long as the time limit is not what stops the search).
+    hint : start from the greedy-by-size placement (the offsets that fit the capacity);
+        when minimising, its peak is also the peak's upper bound.
+    seed : CP-SAT ``random_seed``.
+
+    Returns a ``MethodOutput`` whose ``stats`` hold ``"optimal"`` (1.0 when the peak is
+    proven minimal, or, with a capacity, when CP-SAT reports OPTIMAL: it does so for any
+    placement of a model without objective), ``"conflicts"``, ``"branches"``,
+    ``"wall_time"`` (seconds) and, when minimising, ``"bound"`` (bytes, >= LOAD).
+
+    >>> from allocator.problem import Buffer
+    >>> out = cpsat(Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4), Buffer("c", 2, 4, 4)]))
+    >>> out.status, out.reason, out.stats["bound"]
+    ('solved', 'CP-SAT OPTIMAL: peak 8 proven minimal', 8.0)
+    """
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise InvalidProblemError(f"cpsat: workers must be a positive integer, got {workers!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise InvalidProblemError(f"cpsat: seed must be an integer, got {seed!r}")
+    if not problem.buffers:
+        return _empty_output(problem)
+    trouble = _oversized(problem) or _pinned_clash(problem)
+    if trouble:
+        return MethodOutput("infeasible", None, trouble)
+    minimising = problem.capacity is None
+    unit = _unit(problem)
+    load = lower_bound(problem)
+    start_offsets = _greedy(problem) if hint else None
+
+    model = cp_model.CpModel()
+    peak: cp_model.IntVar | None = None
+    if problem.capacity is not None:
+        top = problem.capacity // unit
+    else:
+        top = _peak(problem, start_offsets) // unit if start_offsets is not None else _horizon(problem, unit)
+        peak = model.new_int_var(-(-load // unit), top, "peak")
+        if start_offsets is not None:
+            model.add_hint(peak, top)
+    times, addresses, demands = [], [], []
+    ks: dict[int, cp_model.IntVar] = {}
+    for i, b in enumerate(problem.buffers):
+        size, align = b.size // unit, b.alignment // unit
+        times.append(model.new_fixed_size_interval_var(b.start, b.lifetime, f"time_{i}"))
+        if b.offset is not None:
+            low: cp_model.LinearExprT = b.offset // unit
+            addresses.append(model.new_fixed_size_interval_var(b.offset // unit, size, f"address_{i}"))
+        else:
+            k = ks[i] = model.new_int_var(0, (top - size) // align, f"k_{i}")
+            low = align * k
+            addresses.append(model.new_interval_var(low, size, low + size, f"address_{i}"))
+            if start_offsets is not None and start_offsets[b.id] + b.size <= top * unit:
+                model.add_hint(k, start_offsets[b.id] // b.alignment)
+        demands.append(size)
+        if peak is not None:
+            model.add(low + size <= peak)
+    model.add_no_overlap_2d(times, addresses)
+    model.add_cumulative(times, demands, peak if peak is not None else top)
+    if peak is not None:
+        model.minimize(peak)
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    left = _seconds_left(deadline)
+    if left is not None:
+        if left <= 0:
+            return MethodOutput("timeout", None, "CP-SAT not run: no time left after building the model")
+        solver.parameters.max_time_in_seconds = left
+    status = solver.solve(model)
+    name = solver.status_name(status)
+    stats = {"conflicts": float(solver.num_conflicts), "branches": float(solver.num_branches),
+             "wall_time": float(solver.wall_time), "optimal": 0.0}
+    if status == cp_model.MODEL_INVALID:
+        raise RuntimeError(f"cpsat built an invalid CP-SAT model: {model.validate()}")
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if minimising:
+            stats["bound"] = float(_proven_bound(solver.best_objective_bound, load, unit))
+        if status == cp_model.INFEASIBLE:
+            where = "under the fixed offsets" if minimising else f"in capacity {problem.capacity}"
+            return MethodOutput("infeasible", None, f"CP-SAT INFEASIBLE: no placement fits {where}", stats)
+        return MethodOutput("timeout", None, f"CP-SAT {name}: no placement found within the time limit", stats)
+    offsets = {}
+    for i, b in enumerate(problem.buffers):
+        offsets[b.id] = b.offset if b.offset is not None else int(solver.value(ks[i])) * b.alignment
+    if not minimising:
+        stats["optimal"] = float(status == cp_model.OPTIMAL)
+        return MethodOutput("solved", offsets, f"CP-SAT {name}: placement fits capacity {problem.capacity}", stats)
+    reached = _peak(problem, offsets)
+    bound = _proven_bound(solver.best_objective_bound, load, unit)
+    stats["bound"] = float(bound)
+    stats["optimal"] = float(status == cp_model.OPTIMAL or reached <= bound)
+    if stats["optimal"]:
+        return MethodOutput("solved", offsets, f"CP-SAT {name}: peak {reached} proven minimal", stats)
+    return MethodOutput("solved", offsets, f"CP-SAT {name}: best peak {reached}, bound {bound}", stats)
+
+
+# --- MIP (TelaMalloc Fig. 5) -----------------------------------------------------------------
+
+
+@register("mip", "the big-M ILP of TelaMalloc Fig. 5 (§3.2) through pywraplp (SCIP or HiGHS): feasibility under "
+          "the capacity, or the minimal peak without one")
+def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP", hint: bool = True) -> MethodOutput:
+    """Place ``problem`` by the ILP of TelaMalloc Fig. 5 (see the module docstring).
+
+    Parameters
+    ----------
+    problem : the buffers; a capacity asks for any placement that fits, ``None`` for the
+        lowest peak.
+    deadline : ``time.perf_counter()`` value to stop at (``SetTimeLimit``), or None.
+    backend : a ``pywraplp`` MIP solver id, one of ``MIP_BACKENDS`` (case-insensitive);
+        anything else raises ``InvalidProblemError``.
+    hint : give the greedy-by-size placement as a starting solution (SCIP and CP-SAT-as-MIP
+        only; skipped when it does not fit the capacity).
+
+    Returns a ``MethodOutput`` whose ``stats`` hold ``"optimal"`` (1.0 when the peak is
+    proven minimal, or, with a capacity, when the backend reports OPTIMAL), ``"nodes"``,
+    ``"wall_time"`` (seconds) and, when minimising, ``"bound"`` (bytes, >= LOAD). The
+    model has one binary per pair of buffers overlapping in time, so its size is quadratic
+    in the number of buffers live together. A solution whose values are not integral within
+    1e-6 (or that overlaps once rounded) is reported ``"failed"``: numerical trouble, not a
+    verdict.
+
+    >>> from allocator.problem import Buffer
+    >>> out = mip(Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4)], capacity=8))
+    >>> out.status, sorted(out.offsets.values()), out.reason
+    ('solved', [0, 4], 'MIP SCIP OPTIMAL: placement fits capacity 8')
+    """
+    chosen = backend.upper() if isinstance(backend, str) else backend
+    if chosen not in MIP_BACKENDS:
+        raise InvalidProblemError(f"mip: unknown MIP backend {backend!r}; use one of {', '.join(MIP_BACKENDS)}")
+    solver = pywraplp.Solver.CreateSolver(chosen)
+    if solver is None:
+        raise InvalidProblemError(f"mip: MIP backend {backend!r} is not available in this OR-Tools build")
+    solver.SuppressOutput()
+    if not problem.buffers:
+        return _empty_output(problem)
+    bufs = problem.buffers
+    trouble = _oversized(problem) or _pinned_clash(problem)
+    if trouble:
+        return MethodOutput("infeasible", None, trouble)
+    minimising = problem.capacity is None
+    unit = _unit(problem)
+    load = lower_bound(problem)
+    greedy = _greedy(problem) if minimising or hint else None
+    pairs = _time_overlapping_pairs(bufs)  # quadratic in the buffers live together: TelaMalloc §3.2
+    big_m = problem.capacity // unit if problem.capacity is not None else _peak(problem, greedy or {}) // unit
+
+    # Offsets in units: a constant for a fixed buffer, alignment * k for a free one.
+    ks: dict[int, pywraplp.Variable] = {}
+    lows: list[pywraplp.LinearExpr | int] = []
+    for i, b in enumerate(bufs):
+        if b.offset is not None:
+            lows.append(b.offset // unit)
+        else:
+            ks[i] = solver.IntVar(0, (big_m - b.size // unit) // (b.alignment // unit), f"k_{i}")
+            lows.append((b.alignment // unit) * ks[i])
+    below: dict[tuple[int, int], pywraplp.Variable] = {}  # z_ij = 1: i lies below j
+    for i, j in pairs:
+        if bufs[i].offset is not None and bufs[j].offset is not None:
+            continue  # both pinned: _pinned_clash has checked them
+        z = below[i, j] = solver.BoolVar(f"z_{i}_{j}")
+        solver.Add(lows[i] + bufs[i].size // unit <= lows[j] + big_m * (1 - z))
+        solver.Add(lows[j] + bufs[j].size // unit <= lows[i] + big_m * z)
+    peak = None
+    if minimising:
+        peak = solver.IntVar(-(-load // unit), big_m, "peak")
+        for b, low in zip(bufs, lows, strict=True):
+            solver.Add(low + b.size // unit <= peak)
+        solver.Minimize(peak)
+
+    if hint and greedy is not None and chosen in _HINTED_BACKENDS and _peak(problem, greedy) <= big_m * unit:
+        variables = [ks[i] for i in ks] + list(below.values())
+        values = [float(greedy[bufs[i].id] // bufs[i].alignment) for i in ks]
+        values += [float(greedy[bufs[i].id] < greedy[bufs[j].id]) for i, j in below]
+        if peak is not None:
+            variables.append(peak)
+            values.append(float(_peak(problem, greedy) // unit))
+        solver.SetHint(variables, values)
+    left = _seconds_left(deadline)
+    if left is not None:
+        if left <= 0:
+            return MethodOutput("timeout", None, f"MIP {chosen} not run: no time left after building the model")
+        solver.SetTimeLimit(max(1, int(left * 1000)))
+    parameters = pywraplp.MPSolverParameters()
+    parameters.SetDoubleParam(pywraplp.MPSolverParameters.RELATIVE_MIP_GAP, 0.0)  # HiGHS stops at 1e-4 otherwise
+    status = solver.Solve(parameters)
+    name = f"MIP {chosen} {_MIP_STATUS_NAMES.get(status, str(status))}"
+    stats = {"nodes": float(solver.nodes()), "wall_time": solver.wall_time() / 1000.0, "optimal": 0.0}
+    if status not in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE):
+        if status == pywraplp.Solver.INFEASIBLE:
+            where = "under the fixed offsets" if minimising else f"in capacity {problem.capacity}"
+            return MethodOutput("infeasible", None, f"{name}: no placement fits {where}", stats)
+        return MethodOutput("timeout", None, f"{name}: no placement found within the time limit", stats)
+
+    offsets: dict[str, int] = {}
+    for i, b in enumerate(bufs):
+        if b.offset is not None:
+            offsets[b.id] = b.offset
+            continue
+        value = ks[i].solution_value()
+        k = round(value)
+        if abs(value - k) > _INTEGRALITY_TOLERANCE:
+            return MethodOutput("failed", None, f"{name}: offset of {b.id!r} is {value * b.alignment}, "
+                                "not an integer (numerical trouble)", stats)
+        offsets[b.id] = k * b.alignment
+    for i, j in pairs:
+        a, b = bufs[i], bufs[j]
+        if offsets[a.id] < offsets[b.id] + b.size and offsets[b.id] < offsets[a.id] + a.size:
+            return MethodOutput("failed", None, f"{name}: {a.id!r} and {b.id!r} overlap once the offsets are "
+                                "rounded (numerical trouble)", stats)
+    if not minimising:
+        stats["optimal"] = float(status == pywraplp.Solver.OPTIMAL)
+        return MethodOutput("solved", offsets, f"{name}: placement fits capacity {problem.capacity}", stats)
+    reached = _peak(problem, offsets)
+    bound = _proven_bound(solver.Objective().BestBound(), load, unit)
+    stats["bound"] = float(bound)
+    stats["optimal"] = float(reached <= bound)
+    if stats["optimal"]:
+        return MethodOutput("solved", offsets, f"{name}: peak {reached} proven minimal", stats)
+    return MethodOutput("solved", offsets, f"{name}: best peak {reached}, bound {bound}", stats)
