@@ -63,8 +63,11 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     """Minimise the peak of ``problem`` within ``timeout`` seconds (its capacity is ignored).
 
     ``method="minimalloc"`` runs the anytime search above; any other registered method is run
-    once without a capacity and its peak reported against LOAD. ``load_share`` is the share
-    of the time given to the first probe at LOAD. Always returns a validated placement.
+    once without a capacity and with the whole ``timeout``, and its peak reported against
+    LOAD, or against the method's own proven bound when its ``stats`` have a ``"bound"``
+    (the exact methods ``cpsat`` and ``mip`` do). If that method returns no placement the
+    greedy heuristics supply one. ``load_share`` is the share of the time given to the first
+    probe at LOAD. Always returns a validated placement.
 
     >>> from allocator.problem import Buffer
     >>> r = minimize(Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4), Buffer("c", 2, 4, 4)]), timeout=5)
@@ -87,9 +90,16 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     for name in starters:
         if best is not None and time.perf_counter() - began > timeout / 3:
             break  # keep the time for the search; one heuristic already gave an incumbent
-        result = solve(free, name)
+        result = solve(free, name, timeout=max(deadline - time.perf_counter(), 1e-3))
         if result.solution is not None and (best is None or (result.peak or 0) < best_peak):
             best, best_peak = result.solution, int(result.peak or 0)
+        if method != "minimalloc" and "bound" in result.stats:
+            bound = max(bound, int(result.stats["bound"]))  # an exact method's proven bound on the peak
+    if best is None:  # the method ran out of time without a placement: fall back to the heuristics
+        for name in STARTING_HEURISTICS:
+            result = solve(free, name)
+            if result.solution is not None and (best is None or (result.peak or 0) < best_peak):
+                best, best_peak = result.solution, int(result.peak or 0)
     assert best is not None, "greedy heuristics always place every buffer"
     history.append((time.perf_counter() - began, best_peak, bound))
     stats: dict[str, float] = {"nodes": 0, "backtracks": 0}
