@@ -418,13 +418,12 @@ def search(sizes, aligns, fixed, rank_in, first_sec, last_sec, n_sections, membe
             last_rank = f_last_rank[d]
             best = -1
             best_pos = _BIG
-            if f_hatless[d]:
-                # Hatless pruning: the candidate just refuted overlaps no unplaced buffer, so
-                # any completion of this node can move it down to its floor and place it
-                # first; it had none, so neither has the node.
-                best_pos = -1
             best_rank = _BIG
-            for m in range(f_begin[d], f_end[d] if best_pos != -1 else f_begin[d]):
+            # Hatless pruning: when the candidate just refuted overlaps no unplaced buffer, any
+            # completion of this node could move it down to its floor and place it first; it
+            # had none, so neither has the node: look at no further candidate.
+            scan_end = f_begin[d] if f_hatless[d] else f_end[d]
+            for m in range(f_begin[d], scan_end):
                 j = members[m]
                 if offset[j] >= 0:
                     continue

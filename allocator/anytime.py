@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 
 from allocator.minimalloc import MiniMallocOptions, _Prepared, canonical_search
-from allocator.problem import InvalidProblemError, Problem, Solution
+from allocator.problem import AllocationResult, InvalidProblemError, Problem, Solution
 from allocator.registry import METHODS, solve
 from allocator.validate import check, lower_bound
 
@@ -86,20 +86,23 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     probes: list[tuple[int, str, float]] = []
     best: Solution | None = None
     best_peak = -1
+
+    def keep(result: AllocationResult) -> None:
+        nonlocal best, best_peak
+        if result.solution is not None and (best is None or (result.peak or 0) < best_peak):
+            best, best_peak = result.solution, int(result.peak or 0)
+
     starters = STARTING_HEURISTICS if method == "minimalloc" else (method,)
     for name in starters:
         if best is not None and time.perf_counter() - began > timeout / 3:
             break  # keep the time for the search; one heuristic already gave an incumbent
         result = solve(free, name, timeout=max(deadline - time.perf_counter(), 1e-3))
-        if result.solution is not None and (best is None or (result.peak or 0) < best_peak):
-            best, best_peak = result.solution, int(result.peak or 0)
+        keep(result)
         if method != "minimalloc" and "bound" in result.stats:
             bound = max(bound, int(result.stats["bound"]))  # an exact method's proven bound on the peak
     if best is None:  # the method ran out of time without a placement: fall back to the heuristics
         for name in STARTING_HEURISTICS:
-            result = solve(free, name)
-            if result.solution is not None and (best is None or (result.peak or 0) < best_peak):
-                best, best_peak = result.solution, int(result.peak or 0)
+            keep(solve(free, name))
     assert best is not None, "greedy heuristics always place every buffer"
     history.append((time.perf_counter() - began, best_peak, bound))
     stats: dict[str, float] = {"nodes": 0, "backtracks": 0}

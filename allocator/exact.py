@@ -51,7 +51,7 @@ from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
 from allocator.greedy import greedy_by_size
-from allocator.problem import Buffer, InvalidProblemError, Problem
+from allocator.problem import Buffer, InvalidProblemError, Problem, Solution
 from allocator.registry import MethodOutput, register
 from allocator.validate import lower_bound
 
@@ -128,10 +128,6 @@ def _greedy(problem: Problem) -> dict[str, int]:
     return offsets
 
 
-def _peak(problem: Problem, offsets: dict[str, int]) -> int:
-    return max((offsets[b.id] + b.size for b in problem.buffers), default=0)
-
-
 def _horizon(problem: Problem, unit: int) -> int:
     """An upper bound on the optimal peak (in units): every free buffer stacked, aligned, above the pinned ones."""
     top = max((b.offset + b.size for b in problem.buffers if b.offset is not None), default=0) // unit
@@ -203,7 +199,7 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
     if problem.capacity is not None:
         top = problem.capacity // unit
     else:
-        top = _peak(problem, start_offsets) // unit if start_offsets is not None else _horizon(problem, unit)
+        top = Solution(start_offsets).peak(problem) // unit if start_offsets is not None else _horizon(problem, unit)
         peak = model.new_int_var(-(-load // unit), top, "peak")
         if start_offsets is not None:
             model.add_hint(peak, top)
@@ -256,7 +252,7 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
     if not minimising:
         stats["optimal"] = float(status == cp_model.OPTIMAL)
         return MethodOutput("solved", offsets, f"CP-SAT {name}: placement fits capacity {problem.capacity}", stats)
-    reached = _peak(problem, offsets)
+    reached = Solution(offsets).peak(problem)
     bound = _proven_bound(solver.best_objective_bound, load, unit)
     stats["bound"] = float(bound)
     stats["optimal"] = float(status == cp_model.OPTIMAL or reached <= bound)
@@ -314,7 +310,7 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     load = lower_bound(problem)
     greedy = _greedy(problem) if minimising or hint else None
     pairs = _time_overlapping_pairs(bufs)  # quadratic in the buffers live together: TelaMalloc §3.2
-    big_m = problem.capacity // unit if problem.capacity is not None else _peak(problem, greedy or {}) // unit
+    big_m = problem.capacity // unit if problem.capacity is not None else Solution(greedy or {}).peak(problem) // unit
 
     # Offsets in units: a constant for a fixed buffer, alignment * k for a free one.
     ks: dict[int, pywraplp.Variable] = {}
@@ -339,13 +335,13 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
             solver.Add(low + b.size // unit <= peak)
         solver.Minimize(peak)
 
-    if hint and greedy is not None and chosen in _HINTED_BACKENDS and _peak(problem, greedy) <= big_m * unit:
+    if hint and greedy is not None and chosen in _HINTED_BACKENDS and Solution(greedy).peak(problem) <= big_m * unit:
         variables = [ks[i] for i in ks] + list(below.values())
         values = [float(greedy[bufs[i].id] // bufs[i].alignment) for i in ks]
         values += [float(greedy[bufs[i].id] < greedy[bufs[j].id]) for i, j in below]
         if peak is not None:
             variables.append(peak)
-            values.append(float(_peak(problem, greedy) // unit))
+            values.append(float(Solution(greedy).peak(problem) // unit))
         solver.SetHint(variables, values)
     left = _seconds_left(deadline)
     if left is not None:
@@ -382,7 +378,7 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     if not minimising:
         stats["optimal"] = float(status == pywraplp.Solver.OPTIMAL)
         return MethodOutput("solved", offsets, f"{name}: placement fits capacity {problem.capacity}", stats)
-    reached = _peak(problem, offsets)
+    reached = Solution(offsets).peak(problem)
     bound = _proven_bound(solver.Objective().BestBound(), load, unit)
     stats["bound"] = float(bound)
     stats["optimal"] = float(reached <= bound)
