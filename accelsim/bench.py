@@ -1,14 +1,21 @@
 """``accelsim bench``: allocation methods over benchmark CSV files, every solution validated.
 
-One row per instance and method: buffers, LOAD, status, peak, % over LOAD, seconds (median of
-the repeats) and search nodes. The first call of a numba-compiled method pays for loading
-(or compiling) its machine code, so every method is warmed up once on a tiny problem first and
-that time is reported separately, never mixed into the solve times.
+One row per instance, capacity and method: buffers, LOAD, status, peak, % over LOAD, seconds
+(median of the repeats), search nodes (``telamalloc``: steps) and microseconds per node. The
+first call of a numba-compiled method pays for loading (or compiling) its machine code, so
+every method is warmed up once on a tiny problem first and that time is reported separately,
+never mixed into the solve times.
+
+A method name ``telamalloc:STRATEGY`` runs ``telamalloc`` with one of the block-selection
+strategies of TelaMalloc Fig. 14 (``max-size``, ``max-area``, ``max-lifetime``,
+``lowest-position``, ``telamalloc``); ``strategy_summary`` counts their failures and the
+geometric mean of their steps, as the figure does.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import re
 import statistics
 import time
@@ -18,6 +25,7 @@ from pathlib import Path
 
 import allocator
 from allocator.minimalloc import MiniMallocOptions
+from allocator.telamalloc import STRATEGIES, TelaMallocOptions
 
 _CAPACITY_IN_NAME = re.compile(r"\.(\d+)\.csv$")
 
@@ -72,55 +80,107 @@ def capacity_from_name(path: Path) -> int:
     return int(match.group(1))
 
 
+def parse_method(spec: str) -> tuple[str, dict[str, object]]:
+    """A bench method spec as (registered method, options): ``telamalloc:max-size`` picks a strategy.
+
+    >>> parse_method("telamalloc:max-area")[1]["options"].selection
+    'area'
+    """
+    name, _, variant = spec.partition(":")
+    if name not in allocator.METHODS:
+        raise allocator.UnknownMethodError(
+            f"unknown allocator method {name!r}; known: {', '.join(sorted(allocator.METHODS))}")
+    if not variant:
+        return name, {}
+    if name != "telamalloc":
+        raise ValueError(f"method {spec!r}: only telamalloc takes a strategy after ':'")
+    if variant not in STRATEGIES:
+        raise ValueError(f"method {spec!r}: unknown strategy {variant!r}; known: {', '.join(STRATEGIES)}")
+    return name, {"options": TelaMallocOptions.strategy(variant)}
+
+
 def warm_up(methods: Sequence[str]) -> dict[str, float]:
     """Run each method once on a tiny problem; return the seconds each took (code loading/compiling)."""
     tiny = allocator.Problem([allocator.Buffer("a", 0, 2, 4), allocator.Buffer("b", 1, 3, 4)], capacity=8)
     spent = {}
     for method in methods:
         began = time.perf_counter()
-        allocator.solve(tiny, method)
-        if method == "minimalloc":
-            allocator.minimize(tiny.with_capacity(None), timeout=1.0)
+        name, extra = parse_method(method)
+        allocator.solve(tiny, name, None, **extra)
+        if name in ("minimalloc", "telamalloc"):
+            allocator.minimize(tiny.with_capacity(None), method=name, timeout=1.0)
         spent[method] = time.perf_counter() - began
     return spent
 
 
 def run(files: Sequence[Path], methods: Sequence[str], capacity: int | None = None, from_name: bool = False,
-        minimize: bool = False, timeout: float = 10.0, repeat: int = 1, threads: int = 0) -> list[BenchRow]:
+        minimize: bool = False, timeout: float = 10.0, repeat: int = 1, threads: int = 0,
+        load_fractions: Sequence[float] = ()) -> list[BenchRow]:
     """Benchmark ``methods`` on ``files``; every placement is validated (a failure raises).
 
-    ``threads`` is the number of threads of the ``minimalloc`` portfolio (0: one per core; 1
-    compares like for like with a single-threaded tool). Other methods are single-threaded.
+    The capacity is ``capacity``, the one in the file name (``from_name``), none
+    (``minimize``), or, for each of ``load_fractions``, that multiple of the instance's LOAD
+    rounded up (one row each). ``threads`` is the number of threads of the ``minimalloc``
+    portfolio (0: one per core; 1 compares like for like with a single-threaded tool). Other
+    methods are single-threaded.
     """
-    for method in methods:
-        if method not in allocator.METHODS:
-            raise allocator.UnknownMethodError(
-                f"unknown allocator method {method!r}; known: {', '.join(sorted(allocator.METHODS))}"
-            )
+    specs = {method: parse_method(method) for method in methods}
     if repeat < 1:
         raise ValueError(f"--repeat must be at least 1, got {repeat}")
     if threads < 0:
         raise ValueError(f"--threads must be 0 (one per core) or more, got {threads}")
+    for fraction in load_fractions:
+        if not fraction > 0:
+            raise ValueError(f"--load-fraction values must be positive, got {fraction!r}")
     options = MiniMallocOptions(workers=threads)
     rows = []
     for path in files:
-        cap = capacity_from_name(path) if from_name else capacity
-        problem = allocator.read_csv(path, capacity=None if minimize else cap)
+        problem = allocator.read_csv(path, capacity=None)
         load = allocator.lower_bound(problem)
-        for method in methods:
-            times: list[float] = []
-            last: allocator.MinimizeResult | allocator.AllocationResult | None = None
-            for _ in range(repeat):
-                began = time.perf_counter()
-                extra = {"options": options} if method == "minimalloc" else {}
-                if minimize:
-                    last = allocator.minimize(problem, method=method, timeout=timeout,
-                                              options=options if method == "minimalloc" else None)
-                else:
-                    last = allocator.solve(problem, method=method, timeout=timeout, **extra)
-                times.append(time.perf_counter() - began)
-            rows.append(_row(path, method, problem, load, cap, last, statistics.median(times), minimize))
+        if load_fractions:
+            capacities: list[int | None] = [math.ceil(fraction * load) for fraction in load_fractions]
+        elif minimize:
+            capacities = [None]
+        else:
+            capacities = [capacity_from_name(path) if from_name else capacity]
+        for cap in capacities:
+            instance = problem.with_capacity(cap)
+            for method in methods:
+                name, extra = specs[method]
+                if name == "minimalloc":
+                    extra = {"options": options}
+                times: list[float] = []
+                last: allocator.MinimizeResult | allocator.AllocationResult | None = None
+                for _ in range(repeat):
+                    began = time.perf_counter()
+                    if minimize:
+                        last = allocator.minimize(instance, method=name, timeout=timeout,
+                                                  options=extra.get("options"))  # type: ignore[arg-type]
+                    else:
+                        last = allocator.solve(instance, name, timeout, **extra)
+                    times.append(time.perf_counter() - began)
+                rows.append(_row(path, method, instance, load, cap, last, statistics.median(times), minimize))
     return rows
+
+
+def strategy_summary(rows: Sequence[BenchRow]) -> str:
+    """Per method: configurations without a placement, and the geometric mean of nodes (steps)
+    over the configurations that every method placed (TelaMalloc Fig. 14's two panels)."""
+    methods = list(dict.fromkeys(r.method for r in rows))
+    configs = list(dict.fromkeys((r.instance, r.capacity) for r in rows))
+    by_key = {(r.instance, r.capacity, r.method): r for r in rows}
+
+    def placed(r: BenchRow | None) -> bool:
+        return r is not None and r.status == "solved"
+
+    common = [c for c in configs if all(placed(by_key.get((*c, m))) for m in methods)]
+    lines = [f"{len(configs)} configurations; {len(common)} placed by every method"]
+    for m in methods:
+        failures = sum(1 for c in configs if not placed(by_key.get((*c, m))))
+        steps = [max(by_key[(*c, m)].nodes, 1) for c in common]
+        mean = math.exp(sum(math.log(v) for v in steps) / len(steps)) if steps else float("nan")
+        lines.append(f"{m}: {failures} failed; geomean nodes on the common ones {mean:,.0f}")
+    return "\n".join(lines)
 
 
 def _row(path: Path, method: str, problem: allocator.Problem, load: int, capacity: int | None, result: object,
@@ -148,14 +208,16 @@ def _row(path: Path, method: str, problem: allocator.Problem, load: int, capacit
 
 def format_rows(rows: Sequence[BenchRow]) -> str:
     """An aligned text table of the rows."""
-    header = ("instance", "method", "buffers", "LOAD", "status", "peak", "bound", "% over LOAD", "seconds", "nodes")
+    header = ("instance", "method", "buffers", "LOAD", "capacity", "status", "peak", "bound", "% over LOAD", "seconds",
+              "nodes", "us/node")
     lines = [header]
     for r in rows:
         lines.append((
-            r.instance, r.method, f"{r.buffers:,}", f"{r.load:,}", r.status,
+            r.instance, r.method, f"{r.buffers:,}", f"{r.load:,}", "-" if r.capacity is None else f"{r.capacity:,}",
+            r.status,
             "-" if r.peak is None else f"{r.peak:,}", "-" if r.lower_bound is None else f"{r.lower_bound:,}",
             "-" if r.over_load_percent is None else f"{r.over_load_percent:.2f}", f"{r.seconds:.3f}",
-            f"{r.nodes:,}",
+            f"{r.nodes:,}", f"{1e6 * r.seconds / r.nodes:.1f}" if r.nodes else "-",
         ))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in lines)

@@ -143,9 +143,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     warm = bench.warm_up(methods)
     print("warm-up (code loading / numba compilation, not in the times below): "
           + ", ".join(f"{m} {s:.2f} s" for m, s in warm.items()))
+    fractions = _fractions(args.load_fraction) if args.load_fraction else []
     rows = bench.run(files, methods, capacity=capacity, from_name=args.capacity_from_name, minimize=args.minimize,
-                     timeout=args.timeout, repeat=args.repeat, threads=args.threads)
+                     timeout=args.timeout, repeat=args.repeat, threads=args.threads, load_fractions=fractions)
     print(bench.format_rows(rows))
+    if args.summary:
+        print(bench.strategy_summary(rows))
     solved = sum(1 for r in rows if r.status in ("solved", "optimal", "best"))
     print(f"{solved}/{len(rows)} with a placement; total {sum(r.seconds for r in rows):.2f} s")
     if args.csv:
@@ -154,6 +157,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         bench.plot_rows(args.plot, rows)
         print(f"plot written to {args.plot}")
     return 0
+
+
+def _fractions(text: str) -> list[float]:
+    values = []
+    for part in text.split(","):
+        try:
+            values.append(float(part))
+        except ValueError:
+            raise ValueError(f"--load-fraction: {part.strip()!r} is not a number (e.g. 1.0,1.05,1.1)") from None
+    return values
 
 
 def _cmd_gen(args: argparse.Namespace) -> int:
@@ -227,15 +240,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="benchmark allocation methods over CSV instances (validated)")
     bench.add_argument("paths", nargs="+", help="CSV files or folders of them")
-    bench.add_argument("--method", default="greedy-by-size", help="method names, comma-separated")
+    bench.add_argument("--method", default="greedy-by-size",
+                       help="method names, comma-separated; telamalloc:STRATEGY picks a Fig. 14 strategy")
     mode = bench.add_mutually_exclusive_group(required=True)
     mode.add_argument("--capacity", help="one capacity for every instance (bytes or e.g. 1MiB)")
     mode.add_argument("--capacity-from-name", action="store_true", help="read it from names like A.1048576.csv")
     mode.add_argument("--minimize", action="store_true", help="minimise the peak instead")
+    mode.add_argument("--load-fraction", help="capacities as multiples of each instance's LOAD, comma-separated "
+                                              "(e.g. 1.0,1.05,1.1: one row per capacity)")
     bench.add_argument("--timeout", type=float, default=10.0, help="seconds per instance and method (default 10)")
     bench.add_argument("--repeat", type=int, default=1, help="runs per instance and method; the median is shown")
     bench.add_argument("--csv", help="also write the rows to this CSV")
     bench.add_argument("--plot", help="also draw quality versus time (%% over LOAD against seconds) to this image")
+    bench.add_argument("--summary", action="store_true",
+                       help="per method: failures and geomean nodes on the configurations all placed (Fig. 14)")
     bench.add_argument("--threads", type=int, default=0,
                        help="threads of the minimalloc portfolio (default 0: one per core)")
     bench.set_defaults(handler=_cmd_bench)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from allocator.minimalloc import MiniMallocOptions, _Prepared, canonical_search
 from allocator.problem import AllocationResult, InvalidProblemError, Problem, Solution
 from allocator.registry import METHODS, solve
+from allocator.telamalloc import TelaMallocOptions, telamalloc_minimize
 from allocator.validate import check, lower_bound
 
 #: heuristics tried for the first incumbent
@@ -59,10 +60,12 @@ def _granularity(problem: Problem) -> int:
 
 
 def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0,
-             options: MiniMallocOptions | None = None, load_share: float = 0.6) -> MinimizeResult:
+             options: MiniMallocOptions | TelaMallocOptions | None = None, load_share: float = 0.6) -> MinimizeResult:
     """Minimise the peak of ``problem`` within ``timeout`` seconds (its capacity is ignored).
 
-    ``method="minimalloc"`` runs the anytime search above; any other registered method is run
+    ``method="minimalloc"`` runs the anytime search above; ``"telamalloc"`` its own descent
+    (``allocator.telamalloc.telamalloc_minimize``: bisection with step-limited searches, so
+    its bound stays LOAD unless a probe proves a capacity infeasible); any other registered method is run
     once without a capacity and with the whole ``timeout``, and its peak reported against
     LOAD, or against the method's own proven bound when its ``stats`` have a ``"bound"``
     (the exact methods ``cpsat`` and ``mip`` do). If that method returns no placement the
@@ -92,6 +95,17 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
         if result.solution is not None and (best is None or (result.peak or 0) < best_peak):
             best, best_peak = result.solution, int(result.peak or 0)
 
+    if method == "telamalloc":
+        tela = options if isinstance(options, TelaMallocOptions) else TelaMallocOptions()
+        descent = telamalloc_minimize(problem, deadline, tela)
+        placed = Solution({b.id: int(o) for b, o in zip(free.buffers, descent.offsets, strict=True)})
+        check(free, placed)
+        seconds = time.perf_counter() - began
+        optimal = descent.peak <= descent.bound
+        return MinimizeResult(method, placed, descent.peak, descent.bound, optimal, seconds,
+                              not optimal and descent.timed_out,
+                              [(t, peak, descent.bound) for t, peak in descent.history], [],
+                              {"nodes": descent.stats["steps"], "probes": descent.stats["probes"]})
     starters = STARTING_HEURISTICS if method == "minimalloc" else (method,)
     for name in starters:
         if best is not None and time.perf_counter() - began > timeout / 3:
@@ -110,7 +124,7 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
         step = _granularity(problem)
         bound = -(-bound // step) * step
         data = _Prepared(free) if time.perf_counter() < deadline else None
-        opts = options or MiniMallocOptions()
+        opts = options if isinstance(options, MiniMallocOptions) else MiniMallocOptions()
         first = True
         target = bound
         while data is not None and best_peak > bound:

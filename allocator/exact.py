@@ -21,6 +21,7 @@ grows quickly with the number of buffers that overlap in time.
   binaries is the number of time-overlapping pairs, quadratic in the number of buffers
   live together: that is the growth TelaMalloc §3.2 blames for the ILP's long runs, and it
   is expected here too. It is solved through ``pywraplp`` with SCIP (default) or HiGHS.
+  Above ``MIP_MAX_PAIRS`` pairs the model is not built ("failed", naming the count).
 
 Two modes, chosen by ``problem.capacity``:
 
@@ -51,12 +52,16 @@ from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
 from allocator.greedy import greedy_by_size
+from allocator.heuristics import conflict_counts
 from allocator.problem import Buffer, InvalidProblemError, Problem, Solution
 from allocator.registry import MethodOutput, register
 from allocator.validate import lower_bound
 
 #: MIP backends ``mip`` accepts (``pywraplp`` solver ids that solve integer programs)
 MIP_BACKENDS = ("SCIP", "HIGHS", "CBC", "SAT")
+#: ``mip`` declines ("failed", with the count) above this many time-overlapping pairs: building
+#: the pairwise model is Python work that no time limit interrupts (pangu has 12 million pairs)
+MIP_MAX_PAIRS = 2_000_000
 #: backends given the greedy hint: OR-Tools 9.15 crashes on SetHint with HiGHS, CBC ignores it
 _HINTED_BACKENDS = frozenset({"SCIP", "SAT"})
 #: how far a MIP value may be from an integer before it counts as numerical trouble
@@ -305,6 +310,11 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     trouble = _oversized(problem) or _pinned_clash(problem)
     if trouble:
         return MethodOutput("infeasible", None, trouble)
+    starts, ends, _, _, _ = problem.arrays()
+    n_pairs = int(conflict_counts(starts, ends).sum()) // 2
+    if n_pairs > MIP_MAX_PAIRS:
+        return MethodOutput("failed", None, f"mip: {n_pairs:,} time-overlapping pairs would need as many binaries "
+                            f"and twice as many constraints; the model is built only up to {MIP_MAX_PAIRS:,}")
     minimising = problem.capacity is None
     unit = _unit(problem)
     load = lower_bound(problem)

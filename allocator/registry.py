@@ -112,4 +112,4 @@ def solve(problem: Problem, method: str = "greedy-by-size", timeout: float | Non
 
 
 # Importing the method modules registers them.
-from allocator import exact, greedy, heuristics, minimalloc  # noqa: E402,F401
+from allocator import exact, greedy, heuristics, minimalloc, telamalloc  # noqa: E402,F401

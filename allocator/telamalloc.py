@@ -1,0 +1,389 @@
+"""``telamalloc``: heuristic-guided search with propagation and smart backtracking (TelaMalloc §4–5).
+
+Our own implementation of the search of Maas et al., "TelaMalloc: Efficient On-Chip Memory
+Allocation for Production Machine Learning Accelerators" (ASPLOS 2023). The paper drives a
+CP-SAT solver one decision at a time; we do the solver's part with our own incremental
+domain reasoning, compiled with numba (``allocator._telamalloc``), which is what makes a step
+cost microseconds rather than the paper's 10 µs – 1 ms:
+
+* **decisions** (§5.1, Fig. 7): a step picks one unplaced block (a *candidate*) and places it;
+  a decision point keeps a short list of candidates, tried in turn;
+* **block selection** (§5.1): the candidates of a point are the unplaced blocks with the longest
+  lifetime, the largest size and the largest area (size x lifetime), in that order;
+* **solver-guided placement** (§5.2): a candidate goes to the lowest position of its current
+  domain, not onto the skyline, so it can slip under a block placed earlier;
+* **propagation**: every unplaced block keeps its domain of aligned start offsets as the
+  bounds ``[lb, ub]`` of the positions that collide with no obstacle (holes inside are found
+  by the gap walk). A placement narrows the domains of the blocks overlapping it in time;
+  a domain with ``ub < lb + size`` gives a *compulsory part* ``[ub, lb + size)`` that every
+  placement of that block covers, and which narrows its neighbours' domains in turn (the
+  timetable reasoning a CP solver applies to no-overlap constraints). A block whose domain
+  empties makes the step fail at once instead of many steps later;
+* **contention-based grouping** (§5.3, Fig. 9): time is split where no block crosses; in each
+  part, contiguous time ranges whose contention (live bytes) reaches a threshold, starting at
+  100 % of the capacity and lowered by ``phase_step`` each round, collect the still unassigned
+  blocks overlapping them into a *phase*. Phases are ordered by decreasing threshold (time
+  breaks ties). Candidates come first from the phase of the block placed last (or the first
+  phase with unplaced blocks), then from the other phases in order;
+* **minor and major backtracks** (§5.4): a candidate whose placement empties a domain is a minor
+  backtrack (try the next candidate). When a point runs out of candidates, a major backtrack
+  jumps to the *second-to-last* placement in the conflict set (the placements that explain the
+  failures, from the propagation's reasons) and *prepends* the failed point's candidates to the
+  target's untried ones (at most ``max_candidates`` untried, further ones dropped);
+* **stuck subtrees** (§5.4): when the choice at some point has seen more than ``stuck_limit``
+  backtracks in its subtree, the search abandons the deepest such choice. We count backtracks
+  since the choice was made (or since the last such jump, for the points above it), so the
+  rule fires again only after another ``stuck_limit`` backtracks;
+* **alignment** (§5.5): positions are multiples of the block's alignment; pinned (fixed-offset)
+  blocks are placed before the search and propagate like any placement;
+* a **step limit** (the paper's evaluation: 500,000) and a time limit.
+
+The search is incomplete (one position per block, few candidates per point, jumps that skip
+alternatives), so running out of candidates or steps is reported as ``"failed"``, not
+``"infeasible"``; only an empty domain before the first decision proves infeasibility.
+
+Without a capacity the method minimises the peak: it starts from the best of the greedy
+heuristics and bisects between LOAD and the best peak with searches of ``probe_steps`` steps,
+doubling that budget each round (``telamalloc_minimize``). Every technique has a switch in
+``TelaMallocOptions`` for ablations; ``selection`` also gives the single-strategy baselines of
+the paper's Fig. 14 (max size, max area, max lifetime, lowest position).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from allocator import _telamalloc
+from allocator.problem import InvalidProblemError, Problem
+from allocator.registry import METHODS, MethodOutput, register
+from allocator.sweep import sweep
+from allocator.validate import lower_bound
+
+SELECTIONS = {"telamalloc": _telamalloc.SEL_TELAMALLOC, "size": _telamalloc.SEL_SIZE,
+              "area": _telamalloc.SEL_AREA, "lifetime": _telamalloc.SEL_LIFETIME, "lowest": _telamalloc.SEL_LOWEST}
+#: neighbour-list entries above which the search declines (memory: 4 bytes each)
+MAX_NEIGHBOUR_ENTRIES = 200_000_000
+#: (buffer, section) memberships above which the per-section check is skipped
+MAX_SECTION_ENTRIES = 50_000_000
+#: heuristics tried for the first incumbent when minimising
+STARTING_HEURISTICS = ("greedy-by-size", "load-best-fit", "best-fit", "first-fit")
+
+
+@dataclass(frozen=True)
+class TelaMallocOptions:
+    """Switches for each technique of the search (the defaults are full TelaMalloc)."""
+
+    #: how candidates are picked: "telamalloc" (longest lifetime, largest size, largest area per
+    #: phase), or one key only: "size", "area", "lifetime", "lowest" (lowest position in its domain)
+    selection: str = "telamalloc"
+    phases: bool = True  #: contention-based grouping (§5.3); off: one phase of all blocks
+    phase_step: float = 0.05  #: the contention threshold drops by this share of the capacity per round
+    lowest_position: bool = True  #: lowest position in the domain (§5.2); off: on top of the skyline (§5.1)
+    propagate: bool = True  #: narrow the domains of unplaced blocks after every placement
+    #: after a placement, check every cross section it spans: the free gaps must be able to hold
+    #: the unplaced buffers live there (a bin-packing relaxation). Sound, but off by default: on
+    #: the challenging suite it rarely fires and costs about a third of the step rate
+    energy: bool = False
+    compulsory: bool = True  #: compulsory parts of unplaced blocks are obstacles too (needs ``propagate``)
+    backjump: bool = True  #: major backtracks jump to the second-to-last conflicting placement; off: one level
+    prepend: bool = True  #: a major backtrack's failed candidates are tried next at the target
+    stuck_limit: int = 100  #: backtracks in a choice's subtree before it is abandoned (0: never)
+    max_candidates: int = 8  #: untried candidates kept per decision point
+    #: how deep the reasons of compulsory parts are traced when explaining a failure (deeper: every
+    #: level up to the last change of that domain)
+    explain_depth: int = 8
+    step_limit: int = 500_000  #: steps (placements tried) before giving up
+    probe_steps: int = 20_000  #: when minimising: the first round's step budget per capacity probe
+
+    def __post_init__(self) -> None:
+        if self.selection not in SELECTIONS:
+            raise InvalidProblemError(
+                f"unknown telamalloc selection {self.selection!r}; known: {', '.join(SELECTIONS)}")
+        if not 0 < self.phase_step <= 1:
+            raise InvalidProblemError(f"phase_step must be in (0, 1], got {self.phase_step!r}")
+        for name in ("stuck_limit", "step_limit", "probe_steps"):
+            if getattr(self, name) < 0:
+                raise InvalidProblemError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.max_candidates < 1:
+            raise InvalidProblemError(f"max_candidates must be >= 1, got {self.max_candidates!r}")
+
+    @classmethod
+    def strategy(cls, name: str, **changes: object) -> TelaMallocOptions:
+        """The block-selection strategies compared in TelaMalloc Fig. 14.
+
+        ``"telamalloc"`` is the full search; ``"max-size"``, ``"max-area"``, ``"max-lifetime"``
+        and ``"lowest-position"`` pick blocks by that key alone, place them at their lowest
+        position and backtrack chronologically (no phases, jumps, prepending or stuck rule), as
+        the paper's baselines do.
+
+        >>> TelaMallocOptions.strategy("max-size").selection
+        'size'
+        """
+        if name == "telamalloc":
+            return cls(**changes)  # type: ignore[arg-type]
+        keys = {"max-size": "size", "max-area": "area", "max-lifetime": "lifetime", "lowest-position": "lowest"}
+        if name not in keys:
+            raise InvalidProblemError(f"unknown strategy {name!r}; known: telamalloc, {', '.join(keys)}")
+        base = {"selection": keys[name], "phases": False, "backjump": False, "prepend": False, "stuck_limit": 0}
+        base.update(changes)
+        return cls(**base)  # type: ignore[arg-type]
+
+
+STRATEGIES = ("max-size", "max-area", "max-lifetime", "lowest-position", "telamalloc")
+
+
+def contention_phases(problem: Problem, capacity: int, step: float = 0.05) -> list[np.ndarray]:
+    """Group the buffers into phases of decreasing contention (TelaMalloc §5.3, Fig. 9).
+
+    Time is first cut where no buffer is live on both sides. Within each part, for thresholds
+    ``capacity * (1 - k * step)``, k = 0, 1, ... (the last one 0), every maximal run of cross
+    sections whose live bytes reach the threshold collects the buffers not yet in a phase that
+    overlap it (a buffer overlapping several runs joins the earliest). Returns the phases as
+    arrays of buffer indices, highest threshold first, runs in time order.
+
+    >>> from allocator.problem import Buffer
+    >>> p = Problem([Buffer("a", 0, 2, 8), Buffer("b", 1, 3, 2), Buffer("c", 3, 5, 4), Buffer("d", 4, 6, 1)])
+    >>> [phase.tolist() for phase in contention_phases(p, 10, step=0.5)]
+    [[0, 1], [2, 3]]
+    """
+    n = len(problem)
+    if n == 0:
+        return []
+    cross = sweep(problem)
+    totals = cross.section_total
+    sections = cross.n_sections
+    first, last = cross.first_section, cross.last_section
+    crossing = np.zeros(sections + 1, np.int64)
+    np.add.at(crossing, first + 1, 1)
+    np.add.at(crossing, last, -1)
+    crossing = np.cumsum(crossing)  # crossing[k]: buffers live in both section k-1 and section k
+    cut = np.zeros(sections, bool)
+    cut[1:] = crossing[1:sections] == 0
+    part = np.cumsum(cut)
+    assigned = np.full(n, -1, np.int64)
+    phases: list[np.ndarray] = []
+    rounds = math.ceil(1 / step)
+    for k in range(rounds + 1):
+        threshold = max(capacity * (1 - k * step), 0.0) if k < rounds else 0.0
+        hot = totals >= threshold
+        if not hot.any():
+            continue
+        new_run = hot.copy()
+        new_run[1:] &= ~hot[:-1] | (part[1:] != part[:-1])
+        run_of = np.cumsum(new_run) - 1  # run index of each hot section
+        next_hot = np.full(sections + 1, sections, np.int64)  # first hot section at or after k
+        hot_index = np.nonzero(hot)[0]
+        next_hot[:sections] = hot_index[np.minimum(np.searchsorted(hot_index, np.arange(sections)),
+                                                   len(hot_index) - 1)]
+        next_hot[:sections][np.arange(sections) > hot_index[-1]] = sections
+        free = np.nonzero(assigned < 0)[0]
+        hit = next_hot[first[free]]
+        takes = hit < last[free]
+        chosen = free[takes]
+        if len(chosen) == 0:
+            continue
+        runs = run_of[hit[takes]]
+        for run in np.unique(runs):
+            members = chosen[runs == run]
+            assigned[members] = len(phases)
+            phases.append(members)
+        if (assigned >= 0).all():
+            break
+    return phases
+
+
+@dataclass
+class TelaMallocOutcome:
+    status: str  #: "solved", "infeasible" (proven before any decision), "failed" or "timeout"
+    offsets: np.ndarray | None
+    reason: str = ""
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+class _Prepared:
+    """A problem's flat arrays and time-overlap lists, shared by every search on it."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.starts, self.ends, self.sizes, self.aligns, self.fixed = problem.arrays()
+        self.ptr, self.nbr = _telamalloc.neighbours(self.starts, self.ends)
+        cross = sweep(problem)
+        self.first_sec, self.last_sec = cross.first_section, cross.last_section
+        spans = self.last_sec - self.first_sec
+        #: the section check needs every section's members; skipped when they are too many
+        self.sections_ok = bool(spans.sum() <= MAX_SECTION_ENTRIES)
+        if self.sections_ok and len(spans):
+            per_section = np.zeros(cross.n_sections + 1, np.int64)
+            np.add.at(per_section, self.first_sec, 1)
+            np.add.at(per_section, self.last_sec, -1)
+            self.sec_ptr = np.concatenate(([0], np.cumsum(np.cumsum(per_section)[:-1]))).astype(np.int64)
+            owner = np.repeat(np.arange(len(spans)), spans)
+            within = np.arange(len(owner)) - np.repeat(np.cumsum(spans) - spans, spans)
+            section = np.repeat(self.first_sec, spans) + within
+            self.sec_mem = owner[np.argsort(section, kind="stable")].astype(np.int64)
+        else:
+            self.sec_ptr = np.zeros(1, np.int64)
+            self.sec_mem = np.zeros(0, np.int64)
+        life = self.ends - self.starts
+        self.keys = {"life": (-self.sizes, -life), "size": (-life, -self.sizes),
+                     "area": (-self.sizes, -self.sizes * life)}
+        self._phases: dict[tuple[int, float, bool], tuple[np.ndarray, ...]] = {}
+
+    def phase_arrays(self, capacity: int, options: TelaMallocOptions) -> tuple[np.ndarray, ...]:
+        """``phase_of``, ``ph_ptr`` and the per-phase member orders by lifetime, size and area."""
+        key = (capacity, options.phase_step, options.phases)
+        if key not in self._phases:
+            n = len(self.sizes)
+            if options.phases:
+                groups = contention_phases(self.problem, capacity, options.phase_step)
+            else:
+                groups = [np.arange(n)] if n else []
+            phase_of = np.zeros(n, np.int64)
+            for index, members in enumerate(groups):
+                phase_of[members] = index
+            ph_ptr = np.zeros(len(groups) + 1, np.int64)
+            ph_ptr[1:] = np.cumsum([len(g) for g in groups])
+            ids = np.arange(n)
+            orders = [np.lexsort((ids, *self.keys[name], phase_of)).astype(np.int64)
+                      for name in ("life", "size", "area")]
+            self._phases[key] = (phase_of, ph_ptr, *orders)
+        return self._phases[key]
+
+
+def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOptions = TelaMallocOptions(),
+                      deadline: float | None = None, step_limit: int | None = None,
+                      prepared: _Prepared | None = None) -> TelaMallocOutcome:
+    """Run the search for a placement of ``problem`` within ``capacity`` bytes."""
+    data = prepared or _Prepared(problem)
+    if len(data.nbr) > MAX_NEIGHBOUR_ENTRIES:
+        return TelaMallocOutcome("failed", None, f"{len(data.nbr) // 2:,} time-overlapping pairs exceed the "
+                                 f"search's limit of {MAX_NEIGHBOUR_ENTRIES // 2:,}")
+    phase_of, ph_ptr, by_life, by_size, by_area = data.phase_arrays(capacity, options)
+    limit = options.step_limit if step_limit is None else step_limit
+    status, offsets, raw = _telamalloc.search(
+        data.sizes, data.aligns, data.fixed, data.ptr, data.nbr, capacity, phase_of, ph_ptr, by_life, by_size,
+        by_area, SELECTIONS[options.selection], options.max_candidates, options.lowest_position, options.propagate,
+        options.compulsory, options.backjump, options.prepend, options.stuck_limit, limit,
+        -1.0 if deadline is None else deadline, options.explain_depth, options.energy and data.sections_ok,
+        data.first_sec, data.last_sec, data.sec_ptr, data.sec_mem,
+    )
+    stats: dict[str, float] = {"steps": int(raw[_telamalloc.ST_STEPS]), "minor_backtracks": int(raw[_telamalloc.ST_MINOR]),
+             "major_backtracks": int(raw[_telamalloc.ST_MAJOR]), "stuck_jumps": int(raw[_telamalloc.ST_STUCK]),
+             "max_depth": int(raw[_telamalloc.ST_DEPTH]), "levels_skipped": int(raw[_telamalloc.ST_BACKJUMP_LEVELS])}
+    stats["nodes"] = stats["steps"]
+    if status == _telamalloc.SOLVED:
+        return TelaMallocOutcome("solved", offsets, stats=stats)
+    if status == _telamalloc.INFEASIBLE:
+        return TelaMallocOutcome("infeasible", None, f"no placement fits {capacity}: a buffer has no position "
+                                 "left once the pinned buffers and compulsory parts are placed", stats)
+    if status == _telamalloc.TIME_LIMIT:
+        return TelaMallocOutcome("timeout", None, "time limit reached before a placement was found", stats)
+    if status == _telamalloc.STEP_LIMIT:
+        return TelaMallocOutcome("failed", None, f"step limit {limit:,} reached without a placement", stats)
+    return TelaMallocOutcome("failed", None, "the search ran out of candidates (it is incomplete: this proves "
+                             "nothing about the capacity)", stats)
+
+
+@dataclass
+class DescentResult:
+    offsets: np.ndarray
+    peak: int
+    bound: int  #: proven lower bound (LOAD unless a probe proved a capacity infeasible)
+    history: list[tuple[float, int]]  #: (seconds, peak) each time the best peak improved
+    stats: dict[str, float]
+    timed_out: bool
+
+
+def _granularity(problem: Problem) -> int:
+    values = [b.size for b in problem.buffers] + [b.alignment for b in problem.buffers if b.alignment > 1]
+    values += [b.offset for b in problem.buffers if b.offset]
+    return math.gcd(*values) if values else 1
+
+
+def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaMallocOptions = TelaMallocOptions(),
+                        ) -> DescentResult:
+    """Lower the peak of ``problem`` (its capacity ignored) with capacity probes until ``deadline``.
+
+    The first incumbent is the best of ``STARTING_HEURISTICS``. A round bisects between LOAD
+    and the incumbent's peak: a probe at capacity C runs the search with the round's step
+    budget; a placement lowers the incumbent to its peak, a failure moves the lower end above C
+    (for this round only: the search is incomplete, a failure proves nothing). Each round
+    doubles the step budget (from ``probe_steps`` up to ``step_limit``). Without a deadline
+    the descent stops after the round with the full ``step_limit`` budget.
+    """
+    began = time.perf_counter()
+    free = problem.with_capacity(None)
+    best: np.ndarray | None = None
+    best_peak = -1
+    sizes = np.array([b.size for b in problem.buffers], np.int64)
+    for name in STARTING_HEURISTICS:
+        out = METHODS[name].function(free, None)
+        assert out.offsets is not None
+        offsets = np.array([out.offsets[b.id] for b in problem.buffers], np.int64)
+        peak = int((offsets + sizes).max()) if len(sizes) else 0
+        if best is None or peak < best_peak:
+            best, best_peak = offsets, peak
+    assert best is not None
+    load = lower_bound(free)
+    step = _granularity(problem)
+    proven = -(-load // step) * step
+    history = [(time.perf_counter() - began, best_peak)]
+    stats: dict[str, float] = {"steps": 0, "probes": 0, "rounds": 0}
+    data = _Prepared(free) if best_peak > proven else None
+    budget = max(options.probe_steps, 1)
+    timed_out = False
+    while data is not None and best_peak > proven:
+        stats["rounds"] += 1
+        low = proven
+        while low <= best_peak - step:
+            if deadline is not None and time.perf_counter() >= deadline:
+                timed_out = True
+                break
+            target = (low + best_peak - step) // (2 * step) * step
+            target = min(max(target, low), best_peak - step)
+            outcome = telamalloc_search(free, target, options, deadline, step_limit=budget, prepared=data)
+            stats["steps"] += outcome.stats.get("steps", 0)
+            stats["probes"] += 1
+            if outcome.status == "solved":
+                assert outcome.offsets is not None
+                best = outcome.offsets
+                best_peak = int((best + sizes).max())
+                history.append((time.perf_counter() - began, best_peak))
+            elif outcome.status == "infeasible":
+                proven = max(proven, target + step)
+                low = proven
+            elif outcome.status == "timeout":
+                timed_out = True
+                break
+            else:
+                low = target + step
+        if timed_out or budget >= options.step_limit:
+            break
+        budget = min(2 * budget, options.step_limit)
+    return DescentResult(best, best_peak, min(proven, best_peak), history, stats, timed_out)
+
+
+@register("telamalloc", "search with per-step block selection (longest, largest, largest area), lowest valid "
+          "position from propagation, contention phases and smart backtracking (TelaMalloc, Maas et al. "
+          "ASPLOS'23 §4-5); without a capacity, bisects the peak")
+def telamalloc(problem: Problem, deadline: float | None = None,
+               options: TelaMallocOptions | None = None) -> MethodOutput:
+    """Place ``problem`` under its capacity, or minimise its peak when it has none."""
+    opts = options or TelaMallocOptions()
+    if problem.capacity is None:
+        result = telamalloc_minimize(problem, deadline, opts)
+        stats = dict(result.stats)
+        stats["bound"] = result.bound
+        stats["nodes"] = stats["steps"]
+        return MethodOutput("solved", _placement(problem, result.offsets), stats=stats)
+    outcome = telamalloc_search(problem, problem.capacity, opts, deadline)
+    placed = _placement(problem, outcome.offsets) if outcome.status == "solved" and outcome.offsets is not None else None
+    return MethodOutput(outcome.status, placed, outcome.reason, outcome.stats)  # type: ignore[arg-type]
+
+
+def _placement(problem: Problem, offsets: np.ndarray) -> dict[str, int]:
+    return {b.id: int(o) for b, o in zip(problem.buffers, offsets, strict=True)}
