@@ -271,7 +271,8 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
         -1.0 if deadline is None else deadline, options.explain_depth, options.energy and data.sections_ok,
         data.first_sec, data.last_sec, data.sec_ptr, data.sec_mem,
     )
-    stats: dict[str, float] = {"steps": int(raw[_telamalloc.ST_STEPS]), "minor_backtracks": int(raw[_telamalloc.ST_MINOR]),
+    stats: dict[str, float] = {
+             "steps": int(raw[_telamalloc.ST_STEPS]), "minor_backtracks": int(raw[_telamalloc.ST_MINOR]),
              "major_backtracks": int(raw[_telamalloc.ST_MAJOR]), "stuck_jumps": int(raw[_telamalloc.ST_STUCK]),
              "max_depth": int(raw[_telamalloc.ST_DEPTH]), "levels_skipped": int(raw[_telamalloc.ST_BACKJUMP_LEVELS])}
     stats["nodes"] = stats["steps"]
@@ -381,7 +382,8 @@ def telamalloc(problem: Problem, deadline: float | None = None,
         stats["nodes"] = stats["steps"]
         return MethodOutput("solved", _placement(problem, result.offsets), stats=stats)
     outcome = telamalloc_search(problem, problem.capacity, opts, deadline)
-    placed = _placement(problem, outcome.offsets) if outcome.status == "solved" and outcome.offsets is not None else None
+    solved = outcome.status == "solved" and outcome.offsets is not None
+    placed = _placement(problem, outcome.offsets) if solved and outcome.offsets is not None else None
     return MethodOutput(outcome.status, placed, outcome.reason, outcome.stats)  # type: ignore[arg-type]
 
 
