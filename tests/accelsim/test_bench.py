@@ -60,3 +60,25 @@ def test_plot_draws_quality_versus_time(tmp_path, capsys):
     assert csv_out.read_text().splitlines()[0] == ",".join(bench.CSV_FIELDS)  # the trace stays out of the CSV
     rows = bench.run([folder / "tiny.csv"], ["minimalloc"], minimize=True, timeout=2)
     assert rows[0].trace and rows[0].trace[-1][1] == rows[0].over_load_percent == 0.0
+
+
+def test_load_fractions_strategies_and_summary(tmp_path, capsys):
+    path = write(tmp_path, "tiny.csv", "id,lower,upper,size\na,0,3,4\nb,3,9,4\nc,0,9,4\nd,9,21,4\ne,0,21,4\n")
+    assert main(["bench", str(path), "--method", "telamalloc:max-size,telamalloc:telamalloc", "--load-fraction",
+                 "1.0,2", "--summary"]) == 0
+    out = capsys.readouterr().out
+    assert "tiny.csv  telamalloc:max-size" in out
+    assert "2 configurations; 2 placed by every method" in out
+    assert "telamalloc:max-size: 0 failed" in out
+    rows = bench.run([path], ["telamalloc:lowest-position"], load_fractions=[1.0, 1.5])
+    assert [r.capacity for r in rows] == [12, 18]
+    assert all(r.status == "solved" and r.nodes >= 5 for r in rows)
+    summary = bench.strategy_summary([rows[0], bench.BenchRow("tiny.csv", "x", 5, 12, 12, "failed", None, None,
+                                                              None, 0.1, 500)])
+    assert "1 configurations; 0 placed by every method" in summary and "x: 1 failed" in summary
+    with pytest.raises(ValueError, match="unknown strategy"):
+        bench.parse_method("telamalloc:max-width")
+    with pytest.raises(ValueError, match="only telamalloc"):
+        bench.parse_method("first-fit:max-size")
+    assert main(["bench", str(path), "--load-fraction", "1,x"]) == 2
+    assert "'x' is not a number" in capsys.readouterr().err

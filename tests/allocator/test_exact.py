@@ -8,7 +8,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from allocator import METHODS, Buffer, InvalidProblemError, Problem, lower_bound, minimize, read_csv, solve, validate
+from allocator import (
+    METHODS,
+    Buffer,
+    InvalidProblemError,
+    Problem,
+    exact,
+    lower_bound,
+    minimize,
+    read_csv,
+    solve,
+    validate,
+)
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="shared/benchmarks not present")
@@ -196,3 +207,11 @@ def test_the_optimum_does_not_depend_on_the_hint(method):
     without = solve(problem, method, hint=False)
     assert with_hint.stats["optimal"] == without.stats["optimal"] == 1.0
     assert with_hint.peak == without.peak == with_hint.stats["bound"] > lower_bound(problem)
+
+
+def test_mip_declines_models_with_too_many_pairs(monkeypatch):
+    monkeypatch.setattr(exact, "MIP_MAX_PAIRS", 2)
+    problem = Problem([Buffer(f"b{i}", 0, 2, 1) for i in range(3)], capacity=3)
+    result = solve(problem, "mip")
+    assert result.status == "failed" and "3 time-overlapping pairs" in result.reason
+    assert minimize(problem.with_capacity(None), "mip", timeout=1).peak == 3
