@@ -276,6 +276,7 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
              "major_backtracks": int(raw[_telamalloc.ST_MAJOR]), "stuck_jumps": int(raw[_telamalloc.ST_STUCK]),
              "max_depth": int(raw[_telamalloc.ST_DEPTH]), "levels_skipped": int(raw[_telamalloc.ST_BACKJUMP_LEVELS])}
     stats["nodes"] = stats["steps"]
+    stats["backtracks"] = stats["minor_backtracks"] + stats["major_backtracks"]
     if status == _telamalloc.SOLVED:
         return TelaMallocOutcome("solved", offsets, stats=stats)
     if status == _telamalloc.INFEASIBLE:
