@@ -392,6 +392,7 @@ def search(sizes, aligns, fixed, ptr, nbr, capacity, phase_of, ph_ptr, ord_life,
     e_prefix = np.empty(max_deg + 1, np.int64)
     # phases
     n_phases = ph_ptr.shape[0] - 1
+    first_live = 0  # no phase before this one has an unplaced buffer
     ph_left = np.zeros(n_phases, np.int64)
     for ph in range(n_phases):
         for k in range(ph_ptr[ph], ph_ptr[ph + 1]):
@@ -537,6 +538,7 @@ def search(sizes, aligns, fixed, ptr, nbr, capacity, phase_of, ph_ptr, ord_life,
                         off[y] = -1
                         lvl[y] = -2
                         ph_left[phase_of[y]] += 1
+                        first_live = min(first_live, phase_of[y])
                     lb[y] = tr_lb[top]
                     ub[y] = tr_ub[top]
                     dep[y] = tr_dep[top]
@@ -563,19 +565,18 @@ def search(sizes, aligns, fixed, ptr, nbr, capacity, phase_of, ph_ptr, ord_life,
                 current = chosen_phase[d - 1]
                 if ph_left[current] == 0:
                     current = -1
-            if current < 0:
-                for ph in range(n_phases):
-                    if ph_left[ph] > 0:
-                        current = ph
-                        break
+            while first_live < n_phases and ph_left[first_live] == 0:
+                first_live += 1  # every phase before it is placed
+            if current < 0 and first_live < n_phases:
+                current = first_live
             cnt = 0
-            for turn in range(n_phases + 1):
+            for turn in range(n_phases - first_live + 1):
                 if cnt >= max_candidates:
                     break
                 if turn == 0:
                     ph = current
                 else:
-                    ph = turn - 1
+                    ph = first_live + turn - 1
                     if ph == current:
                         continue
                 if ph < 0 or ph_left[ph] == 0:
@@ -650,6 +651,7 @@ def search(sizes, aligns, fixed, ptr, nbr, capacity, phase_of, ph_ptr, ord_life,
                     off[y] = -1
                     lvl[y] = -2
                     ph_left[phase_of[y]] += 1
+                    first_live = min(first_live, phase_of[y])
                 lb[y] = tr_lb[top]
                 ub[y] = tr_ub[top]
                 dep[y] = tr_dep[top]
@@ -713,6 +715,7 @@ def search(sizes, aligns, fixed, ptr, nbr, capacity, phase_of, ph_ptr, ord_life,
                     off[y] = -1
                     lvl[y] = -2
                     ph_left[phase_of[y]] += 1
+                    first_live = min(first_live, phase_of[y])
                 lb[y] = tr_lb[top]
                 ub[y] = tr_ub[top]
                 dep[y] = tr_dep[top]

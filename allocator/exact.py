@@ -332,7 +332,10 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
             ks[i] = solver.IntVar(0, (big_m - b.size // unit) // (b.alignment // unit), f"k_{i}")
             lows.append((b.alignment // unit) * ks[i])
     below: dict[tuple[int, int], pywraplp.Variable] = {}  # z_ij = 1: i lies below j
-    for i, j in pairs:
+    for count, (i, j) in enumerate(pairs):
+        if count % 4096 == 4095 and deadline is not None and time.perf_counter() >= deadline:
+            return MethodOutput("timeout", None, f"MIP {chosen}: time limit reached while building the model "
+                                f"({count:,} of {len(pairs):,} pairs)")
         if bufs[i].offset is not None and bufs[j].offset is not None:
             continue  # both pinned: _pinned_clash has checked them
         z = below[i, j] = solver.BoolVar(f"z_{i}_{j}")
