@@ -1,7 +1,8 @@
 """More production heuristics: the orders of TensorFlow Lite, TVM and TelaMalloc over one placement loop.
 
-Every method here is an order of the buffers followed by ``greedy._place`` (lowest offset that
-fits, or best-fitting gap), so the gap walk is compiled once, for all of them:
+Every method here but ``telamalloc-heuristic`` is an order of the buffers followed by
+``greedy._place`` (lowest offset that fits, or best-fitting gap), so the gap walk is compiled
+once, for all of them:
 
 * ``greedy-in-order``: buffers in the order they are first used (start, then index), each at
   the lowest offset that fits. TensorFlow Lite's in-order ("naive") strategy, one of the five
@@ -18,8 +19,9 @@ fits, or best-fitting gap), so the gap walk is compiled once, for all of them:
   greedy-by-size's order, then seeded random moves of a buffer at the peak to earlier in the
   order, each re-placed with the lowest-offset rule, keeping any order whose peak is no worse.
 * ``telamalloc-heuristic``: the baseline heuristic of TelaMalloc (Maas et al., ASPLOS 2023, §3.1):
-  highest contention first (ties: alignment, size x lifetime^2, lifetime), lowest position on the
-  skyline of placed blocks.
+  blocks fill the skyline bottom-up, row by row; on the lowest row, the highest contention first
+  (ties: alignment, size x lifetime^2, lifetime); it is the one method here not built on
+  ``_place`` (a block never drops into a hole below the skyline: its own ``_skyline_rows``).
 
 Like ``greedy``'s methods they place fixed-offset buffers first where they are pinned, ignore
 the capacity while placing and then compare the peak with it ("failed" with the full
@@ -33,6 +35,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from numba import njit
 
 from allocator.greedy import _lexsort_order, _place, _run, _size_keys, _verdict
 from allocator.problem import Problem
@@ -135,27 +138,25 @@ def greedy_by_conflicts(problem: Problem, deadline: float | None = None) -> Meth
                 name="greedy-by-conflicts")
 
 
-@register("telamalloc-heuristic", "highest contention first (ties: alignment, size x lifetime^2, lifetime), lowest "
-          "position on the skyline (TelaMalloc §3.1 baseline)")
+@register("telamalloc-heuristic", "skyline filled bottom-up row by row: on the lowest floor, highest contention "
+          "first (ties: alignment, size x lifetime^2, lifetime) (TelaMalloc §3.1 baseline, Fig. 4)")
 def telamalloc_heuristic(problem: Problem, deadline: float | None = None) -> MethodOutput:
     """The baseline heuristic of TelaMalloc (Maas et al., ASPLOS 2023, §3.1, Figure 4).
 
     The contention of a time slot is the total size of the buffers live in it; a buffer's
-    contention is the highest contention over its lifetime. Buffers are placed in decreasing
-    contention; ties: larger alignment, larger size x lifetime^2, longer lifetime, input order.
+    contention is the highest contention over its lifetime. Priority: higher contention first;
+    ties: larger alignment, larger size x lifetime^2, longer lifetime, input order.
 
-    *Skyline* here: for every time slot, the address ranges taken by the blocks placed so far
-    (fixed buffers included). A buffer goes to the lowest aligned position that is free in
-    every slot of its lifetime, i.e. the lowest offset that fits among the placed buffers it
-    overlaps (``_place``). The paper's skyline keeps only the highest address per slot, so a
-    block there can never drop into a hole below a higher neighbour; keeping the holes can only
-    lower a block, and a pinned buffer high up no longer hides the memory below it.
-
-    The paper's Figure 4 also lets a lower-priority block take a row the next block cannot
-    use; here the contention order is the placement order, with no such look-ahead.
+    The *skyline* is the highest address in use in every time slot; a buffer can only go on
+    top of it (its *floor*: the highest skyline over its lifetime, aligned up), never into a hole
+    below. Blocks are placed bottom-up, row by row, like Tetris: each step takes the unplaced
+    buffers whose floor is lowest and places the one of highest priority there. So a
+    lower-priority block takes a row that the highest-priority block cannot use (Figure 4: with
+    (8) and (2) placed, (4) goes before (1), which does not fit on that row). Pinned buffers
+    raise the skyline over their lifetime to their top (the memory below them counts as used).
     """
     arrays = problem.arrays()
-    starts, ends, sizes, aligns, _ = arrays
+    starts, ends, sizes, aligns, fixed = arrays
     if not problem.buffers:
         return MethodOutput("solved", {})
     lifetime = ends - starts
@@ -164,8 +165,48 @@ def telamalloc_heuristic(problem: Problem, deadline: float | None = None) -> Met
     else:  # size x lifetime^2 would overflow int64: rank the exact values instead
         weight = exact_rank(sizes.astype(object) * lifetime.astype(object) ** 2)
     contention = sweep(problem).span_total()
-    return _run(problem, arrays, (-lifetime, -weight, -aligns, -contention), best_fit=False,
-                name="telamalloc-heuristic")
+    order = _lexsort_order((-lifetime, -weight, -aligns, -contention), len(sizes))
+    priority = np.empty(len(sizes), np.int64)
+    priority[order] = np.arange(len(sizes))
+    offsets = _skyline_rows(starts, ends, sizes, aligns, fixed, priority)
+    return _verdict(problem, offsets, sizes, "telamalloc-heuristic")
+
+
+@njit(cache=True)
+def _skyline_rows(starts, ends, sizes, aligns, fixed, priority):  # pragma: no cover - compiled
+    """Bottom-up skyline fill: repeatedly the lowest floor, the highest priority (lowest number) there.
+
+    A buffer's floor is the highest top of the placed buffers it overlaps in time (aligned up):
+    placing X at its floor raises the skyline over X's lifetime to X's top, so every unplaced
+    buffer overlapping X gets floor ``max(floor, top of X)``. O(n^2) in all.
+    """
+    n = sizes.shape[0]
+    offsets = np.full(n, -1, np.int64)
+    floor = np.zeros(n, np.int64)
+    left = n
+    for i in range(n):
+        if fixed[i] >= 0:
+            offsets[i] = fixed[i]
+            left -= 1
+    for i in range(n):
+        if fixed[i] >= 0:
+            top = fixed[i] + sizes[i]
+            for j in range(n):
+                if offsets[j] < 0 and starts[j] < ends[i] and starts[i] < ends[j]:
+                    floor[j] = max(floor[j], (top + aligns[j] - 1) // aligns[j] * aligns[j])
+    while left > 0:
+        best = -1
+        for j in range(n):
+            if offsets[j] < 0 and (best < 0 or floor[j] < floor[best]
+                                   or (floor[j] == floor[best] and priority[j] < priority[best])):
+                best = j
+        offsets[best] = floor[best]
+        left -= 1
+        top = floor[best] + sizes[best]
+        for j in range(n):
+            if offsets[j] < 0 and starts[j] < ends[best] and starts[best] < ends[j]:
+                floor[j] = max(floor[j], (top + aligns[j] - 1) // aligns[j] * aligns[j])
+    return offsets
 
 
 @register("hill-climb", "greedy-by-size's order, then seeded random moves of a peak buffer earlier in the order, "

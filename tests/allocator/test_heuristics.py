@@ -121,12 +121,14 @@ def test_greedy_by_breadth_visits_the_widest_step_first_and_takes_the_snuggest_g
 def test_telamalloc_heuristic_orders_by_contention_then_alignment_then_size_times_lifetime_squared():
     # Slot 0 holds al+L+a+b = 8 bytes, slot 1 holds L+big = 6: al, L, a, b have contention 8.
     # Ties: al has the larger alignment; then L (1 x 2^2 = 4) before a and b (3 x 1^2 = 3).
+    # Row by row: al takes row 0; big (last in priority) is the only block whose floor is still
+    # 0; then a and b stack on al, and L, whose floor big has raised to 5, goes on top.
     p = Problem([
         Buffer("a", 0, 1, 3), Buffer("b", 0, 1, 3), Buffer("big", 1, 2, 5),
         Buffer("L", 0, 2, 1), Buffer("al", 0, 1, 1, alignment=2),
     ])
     r = solve(p, "telamalloc-heuristic")
-    assert r.solution.offsets == {"al": 0, "L": 1, "a": 2, "b": 5, "big": 2}
+    assert r.solution.offsets == {"al": 0, "big": 0, "a": 1, "b": 4, "L": 7}
     assert r.peak == lower_bound(p) == 8
     assert solve(p, "greedy-by-size").peak == 9
 
@@ -137,14 +139,14 @@ def test_telamalloc_heuristic_breaks_the_last_tie_by_lifetime():
     assert offsets(p, "telamalloc-heuristic") == {"d": 0, "c": 1}
 
 
-def test_telamalloc_skyline_keeps_the_holes_under_higher_blocks():
-    # A (contention 11, 9 x 1) then X (11, 2 x 4) on top of it; Y (contention 5) drops into the
-    # hole under X at step 1, where a per-slot highest-address skyline would put it at 11.
+def test_telamalloc_heuristic_fills_rows_bottom_up():
+    # Figure 4's rule: A (contention 11, 9 x 1) goes first; X (11, 2 x 2^2) would be next but its
+    # floor is now 9, so Y (contention 5) takes the bottom row at step 1 first.
     p = Problem([Buffer("A", 0, 1, 9), Buffer("X", 0, 2, 2), Buffer("Y", 1, 2, 3)])
     assert offsets(p, "telamalloc-heuristic") == {"A": 0, "X": 9, "Y": 0}
-    # and the memory under a pinned buffer stays usable
+    # the skyline is the highest address per slot: nothing drops below a pinned buffer
     p = Problem([Buffer("F", 0, 4, 2, offset=10), Buffer("x", 0, 4, 3)])
-    assert offsets(p, "telamalloc-heuristic") == {"F": 10, "x": 0}
+    assert offsets(p, "telamalloc-heuristic") == {"F": 10, "x": 12}
 
 
 # Greedy-by-size: big 0, a 0, b 3, L 6, al 8 (aligned above L): peak 9 over LOAD 8.
