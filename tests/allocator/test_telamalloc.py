@@ -151,3 +151,10 @@ def test_bad_options_are_named():
     with pytest.raises(InvalidProblemError, match="strategy"):
         TelaMallocOptions.strategy("max-width")
     assert replace(TelaMallocOptions.strategy("lowest-position"), step_limit=5).selection == "lowest"
+
+
+def test_empty_and_all_pinned_problems():
+    assert solve(Problem([], capacity=4), "telamalloc").status == "solved"
+    assert solve(Problem([]), "telamalloc").peak == 0
+    pinned = Problem([Buffer("a", 0, 1, 4, offset=0), Buffer("b", 0, 1, 2, offset=4)], capacity=6)
+    assert solve(pinned, "telamalloc").solution.offsets == {"a": 0, "b": 4}
