@@ -1,8 +1,9 @@
 """Anytime peak minimisation: the best placement found so far and a proven lower bound.
 
 ``minimize(problem, timeout=...)`` ignores the problem's capacity and looks for the lowest
-peak. It starts from the best of the fast greedy heuristics (so it always has a placement to
-return), takes LOAD (the most bytes live at one step) as the lower bound, and then probes
+peak. It starts from the best of the fast greedy heuristics (``STARTING_HEURISTICS``, the
+row-by-row skyline of TelaMalloc first; so it always has a placement to return), takes LOAD
+(the most bytes live at one step) as the lower bound, and then probes
 capacities between the two with the exact canonical search:
 
 1. LOAD itself first, with a share of the time: many real instances pack perfectly, and then
@@ -25,11 +26,8 @@ from dataclasses import dataclass, field
 from allocator.minimalloc import MiniMallocOptions, _Prepared, canonical_search
 from allocator.problem import AllocationResult, InvalidProblemError, Problem, Solution
 from allocator.registry import METHODS, solve
-from allocator.telamalloc import TelaMallocOptions, telamalloc_minimize
+from allocator.telamalloc import STARTING_HEURISTICS, TelaMallocOptions, telamalloc_minimize
 from allocator.validate import check, lower_bound
-
-#: heuristics tried for the first incumbent
-STARTING_HEURISTICS = ("greedy-by-size", "load-best-fit", "best-fit", "first-fit")
 
 
 @dataclass

@@ -70,8 +70,10 @@ SELECTIONS = {"telamalloc": _telamalloc.SEL_TELAMALLOC, "size": _telamalloc.SEL_
 MAX_NEIGHBOUR_ENTRIES = 200_000_000
 #: (buffer, section) memberships above which the per-section check is skipped
 MAX_SECTION_ENTRIES = 50_000_000
-#: heuristics tried for the first incumbent when minimising
-STARTING_HEURISTICS = ("greedy-by-size", "load-best-fit", "best-fit", "first-fit")
+#: heuristics tried, in this order, for the first incumbent when minimising (also by ``minimize``
+#: for ``minimalloc``). TelaMalloc's row-by-row skyline goes first: it is the best of them on the
+#: challenging suite (16-35 % over LOAD) and packs pangu_2.6B at LOAD
+STARTING_HEURISTICS = ("telamalloc-heuristic", "greedy-by-size", "load-best-fit", "best-fit", "first-fit")
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 
 from allocator import Buffer, InvalidProblemError, Problem, lower_bound, minimize, read_csv, solve, validate
 from allocator._telamalloc import neighbours
-from allocator.telamalloc import STRATEGIES, TelaMallocOptions, contention_phases, telamalloc_search
+from allocator.telamalloc import (
+    STARTING_HEURISTICS,
+    STRATEGIES,
+    TelaMallocOptions,
+    contention_phases,
+    telamalloc_search,
+)
 from tests.allocator.test_minimalloc import cpsat_feasible, small_problems
 
 CHALLENGING = Path(__file__).resolve().parents[3] / "shared" / "benchmarks" / "minimalloc" / "challenging"
@@ -133,7 +139,7 @@ def test_phases_follow_contention():
 
 def test_minimise_improves_on_the_greedy_start_and_validates():
     problem = read_csv(CHALLENGING / "A.1048576.csv", capacity=None)
-    greedy = min(solve(problem, name).peak for name in ("greedy-by-size", "load-best-fit", "best-fit", "first-fit"))
+    greedy = min(solve(problem, name).peak for name in STARTING_HEURISTICS)
     result = minimize(problem, "telamalloc", timeout=2.0)
     assert validate(problem, result.solution).ok
     assert result.peak < greedy
