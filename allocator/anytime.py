@@ -114,6 +114,8 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
             bound = max(bound, int(result.stats["bound"]))  # an exact method's proven bound on the peak
     if best is None:  # the method ran out of time without a placement: fall back to the heuristics
         for name in STARTING_HEURISTICS:
+            if best is not None and time.perf_counter() >= deadline:
+                break  # one placement is enough once the time is up
             keep(solve(free, name))
     assert best is not None, "greedy heuristics always place every buffer"
     history.append((time.perf_counter() - began, best_peak, bound))
