@@ -250,16 +250,20 @@ def plot_rows(path: str | Path, rows: Sequence[BenchRow]) -> None:
     columns = min(4, len(instances))
     lines = -(-len(instances) // columns)
     figure, axes = plt.subplots(lines, columns, figsize=(4 * columns, 3 * lines), squeeze=False)
-    colours = plt.get_cmap("tab10")
+    many = len(methods) > 10
+    colours = plt.get_cmap("tab20" if many else "tab10")
+    markers = "osD^v<>ph*XP8d"  # with more than 10 methods, colour and marker tell them apart
     for panel, instance in enumerate(instances):
         ax = axes[panel // columns][panel % columns]
         for r in rows:
             if r.instance != instance or not r.trace or r.over_load_percent is None:
                 continue
-            colour = colours(methods.index(r.method) % 10)
+            index = methods.index(r.method)
+            colour = colours(index % 20 if many else index % 10)
+            marker = markers[index % len(markers)] if many else "o"
             xs = [max(t, 1e-3) for t, _ in r.trace] + [max(r.seconds, 1e-3)]
             ys = [v for _, v in r.trace] + [r.over_load_percent]
-            ax.step(xs, ys, where="post", color=colour, marker="o", markersize=3, label=r.method)
+            ax.step(xs, ys, where="post", color=colour, marker=marker, markersize=3, label=r.method)
         ax.set_xscale("log")
         ax.set_title(instance, fontsize=9)
         ax.set_xlabel("seconds")
