@@ -19,14 +19,13 @@ granularity. The result is ``optimal`` when the peak meets the lower bound.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
 from allocator.minimalloc import MiniMallocOptions, _Prepared, canonical_search
 from allocator.problem import AllocationResult, InvalidProblemError, Problem, Solution
 from allocator.registry import METHODS, solve
-from allocator.telamalloc import STARTING_HEURISTICS, TelaMallocOptions, telamalloc_minimize
+from allocator.telamalloc import STARTING_HEURISTICS, TelaMallocOptions, peak_granularity, telamalloc_minimize
 from allocator.validate import check, lower_bound
 
 
@@ -49,12 +48,6 @@ class MinimizeResult:
     def gap(self) -> float:
         """(peak - lower bound) / lower bound."""
         return (self.peak - self.lower_bound) / self.lower_bound if self.lower_bound else 0.0
-
-
-def _granularity(problem: Problem) -> int:
-    values = [b.size for b in problem.buffers] + [b.alignment for b in problem.buffers if b.alignment > 1]
-    values += [b.offset for b in problem.buffers if b.offset]
-    return math.gcd(*values) if values else 1
 
 
 def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0,
@@ -121,7 +114,7 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     history.append((time.perf_counter() - began, best_peak, bound))
     stats: dict[str, float] = {"nodes": 0, "backtracks": 0}
     if method == "minimalloc" and best_peak > bound and len(problem):
-        step = _granularity(problem)
+        step = peak_granularity(problem)
         bound = -(-bound // step) * step
         data = _Prepared(free) if time.perf_counter() < deadline else None
         opts = options if isinstance(options, MiniMallocOptions) else MiniMallocOptions()

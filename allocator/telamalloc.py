@@ -319,7 +319,14 @@ class DescentResult:
     timed_out: bool
 
 
-def _granularity(problem: Problem) -> int:
+def peak_granularity(problem: Problem) -> int:
+    """The step between possible peaks: every peak is a multiple of the gcd of the sizes, the
+    alignments above 1 and the fixed offsets (shared by both anytime searches' probes).
+
+    >>> from allocator.problem import Buffer
+    >>> peak_granularity(Problem([Buffer("a", 0, 1, 12), Buffer("b", 0, 1, 8, alignment=4)]))
+    4
+    """
     values = [b.size for b in problem.buffers] + [b.alignment for b in problem.buffers if b.alignment > 1]
     values += [b.offset for b in problem.buffers if b.offset]
     return math.gcd(*values) if values else 1
@@ -353,7 +360,7 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
             best, best_peak = offsets, peak
     assert best is not None
     load = lower_bound(free)
-    step = _granularity(problem)
+    step = peak_granularity(problem)
     proven = -(-load // step) * step
     history = [(time.perf_counter() - began, best_peak)]
     stats: dict[str, float] = {"steps": 0, "probes": 0, "rounds": 0}
