@@ -8,12 +8,14 @@ Public surface::
     s.residencies, s.transfers, s.offsets             # what the allocator / simulator consume
 
 ``schedule`` is the baseline of COSMA section V-A (see ``scheduler.baseline``); the types
-every scheduler returns live in ``scheduler.schedule``.
+every scheduler returns live in ``scheduler.schedule``. ``OverlapAnalysis`` bounds, from the
+graph alone, where operators and tensors can be in any order (COSMA §III-F).
 """
 
 from scheduler.baseline import REPLACEMENTS, no_spill_capacity, schedule
 from scheduler.budget import min_capacity, onchip_sizes
 from scheduler.order import ORDERS, program_order, resolve_order
+from scheduler.overlap import OverlapAnalysis
 from scheduler.schedule import (
     TRANSFER_KINDS,
     CapacityError,
@@ -29,7 +31,7 @@ from scheduler.schedule import (
 from scheduler.tiling import tile_weights
 
 __all__ = [
-    "ORDERS", "REPLACEMENTS", "TRANSFER_KINDS", "CapacityError", "Residency", "Schedule", "ScheduleError",
-    "Transfer", "bytes_by_kind", "live_bytes_over_time", "min_capacity", "no_spill_capacity", "onchip_sizes",
-    "peak_address", "peak_live_bytes", "program_order", "resolve_order", "schedule", "tile_weights",
+    "ORDERS", "REPLACEMENTS", "TRANSFER_KINDS", "CapacityError", "OverlapAnalysis", "Residency", "Schedule",
+    "ScheduleError", "Transfer", "bytes_by_kind", "live_bytes_over_time", "min_capacity", "no_spill_capacity",
+    "onchip_sizes", "peak_address", "peak_live_bytes", "program_order", "resolve_order", "schedule", "tile_weights",
 ]
