@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from allocator._canonical import _now
+from allocator.greedy import sort_by_key
 
 SOLVED, EXHAUSTED, STEP_LIMIT, TIME_LIMIT, INFEASIBLE = 0, 1, 2, 3, 4
 #: block-selection strategies (``TelaMallocOptions.selection``)
@@ -32,9 +33,6 @@ ST_STEPS, ST_MINOR, ST_MAJOR, ST_STUCK, ST_DEPTH, ST_BACKJUMP_LEVELS = 0, 1, 2, 
 N_STATS = 6
 _KC = 48  # explicit levels kept per conflict set
 _FAR = 1 << 62
-_PACK_BITS = 20
-_PACK_COUNT = 1 << _PACK_BITS
-_PACK_LOW = 1 << (62 - _PACK_BITS)
 
 
 @njit(cache=True)
@@ -83,24 +81,6 @@ def _obstacle(z, placed, off, lb, ub, sizes, use_comp):  # pragma: no cover - co
 
 
 @njit(cache=True)
-def _sort_slice(keys, m, packed, order):  # pragma: no cover - compiled
-    """``order[:m]`` = positions of ``keys[:m]`` in ascending key order (keys >= 0)."""
-    small = m < _PACK_COUNT
-    for k in range(m):
-        if keys[k] >= _PACK_LOW:
-            small = False
-            break
-    if small:
-        for k in range(m):
-            packed[k] = (keys[k] << _PACK_BITS) | k
-        sorted_keys = np.sort(packed[:m])
-        for k in range(m):
-            order[k] = sorted_keys[k] & (_PACK_COUNT - 1)
-    else:
-        order[:m] = np.argsort(keys[:m], kind="mergesort")
-
-
-@njit(cache=True)
 def _lowest_fit(y, start, ptr, nbr, placed, off, lb, ub, sizes, aligns, use_comp, s_lo, s_hi, s_key, s_pack,
                 s_ord):  # pragma: no cover - compiled
     """Lowest aligned start >= ``start`` at which ``y`` meets no obstacle (a gap walk in address order)."""
@@ -115,7 +95,7 @@ def _lowest_fit(y, start, ptr, nbr, placed, off, lb, ub, sizes, aligns, use_comp
             s_hi[m] = hi
             s_key[m] = lo
             m += 1
-    _sort_slice(s_key, m, s_pack, s_ord)
+    sort_by_key(s_key, m, s_pack, s_ord)
     for k in range(m):
         o = s_ord[k]
         if s_lo[o] >= p + s:
@@ -140,7 +120,7 @@ def _highest_fit(y, start, ptr, nbr, placed, off, lb, ub, sizes, aligns, use_com
             s_hi[m] = hi
             s_key[m] = top - hi  # descending hi
             m += 1
-    _sort_slice(s_key, m, s_pack, s_ord)
+    sort_by_key(s_key, m, s_pack, s_ord)
     for k in range(m):
         o = s_ord[k]
         if s_hi[o] <= p:
@@ -230,7 +210,7 @@ def _energy(x, first_sec, last_sec, sec_ptr, sec_mem, placed, off, sizes, capaci
         for k in range(items):
             run += e_items[k]
             e_prefix[k] = run
-        _sort_slice(e_key, m, e_pack, e_ord)
+        sort_by_key(e_key, m, e_pack, e_ord)
         cursor = 0
         room = 0
         for k in range(m + 1):
@@ -327,6 +307,52 @@ def _explain(y, d, capacity, ptr, nbr, placed, off, lb, ub, dep, lvl, sizes, ali
             if d - 1 > accb[d]:
                 accb[d] = d - 1
             return
+
+
+@njit(cache=True)
+def _enqueue_neighbours(y, lo, hi, ptr, nbr, placed, q, q_lo, q_hi, in_q, q_head, q_count):  # pragma: no cover
+    """Queue ``y``'s unplaced neighbours to be re-checked against the new obstacle ``[lo, hi)``.
+
+    A neighbour already queued keeps one entry whose interval widens to cover both. ``q`` is a
+    ring of one slot per buffer; returns the new count.
+    """
+    n = q.shape[0]
+    for k in range(ptr[y], ptr[y + 1]):
+        z = nbr[k]
+        if placed[z]:
+            continue
+        if in_q[z]:
+            q_lo[z] = min(q_lo[z], lo)
+            q_hi[z] = max(q_hi[z], hi)
+        else:
+            in_q[z] = 1
+            q_lo[z] = lo
+            q_hi[z] = hi
+            q[(q_head + q_count) % n] = z
+            q_count += 1
+    return q_count
+
+
+@njit(cache=True)
+def _undo(top, mark, tr_y, tr_lb, tr_ub, tr_dep, tr_place, placed, off, lvl, lb, ub, dep, ph_left, phase_of,
+          first_live):  # pragma: no cover - compiled
+    """Pop the trail from ``top`` down to ``mark``: restore domains, unplace placements.
+
+    Returns the new first phase that may have unplaced buffers.
+    """
+    while top > mark:
+        top -= 1
+        y = tr_y[top]
+        if tr_place[top]:
+            placed[y] = 0
+            off[y] = -1
+            lvl[y] = -2
+            ph_left[phase_of[y]] += 1
+            first_live = min(first_live, phase_of[y])
+        lb[y] = tr_lb[top]
+        ub[y] = tr_ub[top]
+        dep[y] = tr_dep[top]
+    return first_live
 
 
 @njit(cache=True)
@@ -439,19 +465,7 @@ def search(sizes, aligns, fixed, ptr, nbr, capacity, phase_of, ph_ptr, ord_life,
         if placed[i] or (use_comp and ub[i] < lb[i] + sizes[i]):
             lo = off[i] if placed[i] else ub[i]
             hi = lo + sizes[i] if placed[i] else lb[i] + sizes[i]
-            for k in range(ptr[i], ptr[i + 1]):
-                z = nbr[k]
-                if placed[z]:
-                    continue
-                if in_q[z]:
-                    q_lo[z] = min(q_lo[z], lo)
-                    q_hi[z] = max(q_hi[z], hi)
-                else:
-                    in_q[z] = 1
-                    q_lo[z] = lo
-                    q_hi[z] = hi
-                    q[(q_head + q_count) % n] = z
-                    q_count += 1
+            q_count = _enqueue_neighbours(i, lo, hi, ptr, nbr, placed, q, q_lo, q_hi, in_q, q_head, q_count)
     level = -1
     bt = 0  # backtracks so far (minor + major): the stuck-subtree counter
     d = 0
@@ -498,20 +512,8 @@ def search(sizes, aligns, fixed, ptr, nbr, capacity, phase_of, ph_ptr, ord_life,
             if nl > nu:
                 wiped = y
                 continue
-            if use_comp and nu < nl + s:
-                for k in range(ptr[y], ptr[y + 1]):
-                    z = nbr[k]
-                    if placed[z]:
-                        continue
-                    if in_q[z]:
-                        q_lo[z] = min(q_lo[z], nu)
-                        q_hi[z] = max(q_hi[z], nl + s)
-                    else:
-                        in_q[z] = 1
-                        q_lo[z] = nu
-                        q_hi[z] = nl + s
-                        q[(q_head + q_count) % n] = z
-                        q_count += 1
+            if use_comp and nu < nl + s:  # a compulsory part: an obstacle for the neighbours
+                q_count = _enqueue_neighbours(y, nu, nl + s, ptr, nbr, placed, q, q_lo, q_hi, in_q, q_head, q_count)
         if level < 0:
             if wiped >= 0:
                 return INFEASIBLE, off, stats
@@ -533,18 +535,9 @@ def search(sizes, aligns, fixed, ptr, nbr, capacity, phase_of, ph_ptr, ord_life,
                         z = sec_mem[k]
                         if placed[z] and 0 <= lvl[z] < d:
                             _acc_add(acc, accn, accb, d, lvl[z])
-                while top > mark[d]:  # undo to the level's mark
-                    top -= 1
-                    y = tr_y[top]
-                    if tr_place[top]:
-                        placed[y] = 0
-                        off[y] = -1
-                        lvl[y] = -2
-                        ph_left[phase_of[y]] += 1
-                        first_live = min(first_live, phase_of[y])
-                    lb[y] = tr_lb[top]
-                    ub[y] = tr_ub[top]
-                    dep[y] = tr_dep[top]
+                first_live = _undo(top, mark[d], tr_y, tr_lb, tr_ub, tr_dep, tr_place, placed, off, lvl, lb, ub, dep,
+                                   ph_left, phase_of, first_live)
+                top = mark[d]
                 cidx[d] += 1
             else:
                 stamp[d] = bt
@@ -646,18 +639,9 @@ def search(sizes, aligns, fixed, ptr, nbr, capacity, phase_of, ph_ptr, ord_life,
             stats[ST_STUCK] += 1
             for k in range(t):
                 stamp[k] = bt
-            while top > mark[t]:
-                top -= 1
-                y = tr_y[top]
-                if tr_place[top]:
-                    placed[y] = 0
-                    off[y] = -1
-                    lvl[y] = -2
-                    ph_left[phase_of[y]] += 1
-                    first_live = min(first_live, phase_of[y])
-                lb[y] = tr_lb[top]
-                ub[y] = tr_ub[top]
-                dep[y] = tr_dep[top]
+            first_live = _undo(top, mark[t], tr_y, tr_lb, tr_ub, tr_dep, tr_place, placed, off, lvl, lb, ub, dep,
+                               ph_left, phase_of, first_live)
+            top = mark[t]
             d = t
             if d - 1 > accb[d]:
                 accb[d] = d - 1
@@ -710,18 +694,9 @@ def search(sizes, aligns, fixed, ptr, nbr, capacity, phase_of, ph_ptr, ord_life,
                 below = min(accb[d], t - 1)
                 if below > accb[t]:
                     accb[t] = below
-            while top > mark[t]:
-                top -= 1
-                y = tr_y[top]
-                if tr_place[top]:
-                    placed[y] = 0
-                    off[y] = -1
-                    lvl[y] = -2
-                    ph_left[phase_of[y]] += 1
-                    first_live = min(first_live, phase_of[y])
-                lb[y] = tr_lb[top]
-                ub[y] = tr_ub[top]
-                dep[y] = tr_dep[top]
+            first_live = _undo(top, mark[t], tr_y, tr_lb, tr_ub, tr_dep, tr_place, placed, off, lvl, lb, ub, dep,
+                               ph_left, phase_of, first_live)
+            top = mark[t]
             d = t
             cidx[d] += 1
         if exhausted:
@@ -787,16 +762,4 @@ def search(sizes, aligns, fixed, ptr, nbr, capacity, phase_of, ph_ptr, ord_life,
         chosen_phase[d] = phase_of[x]
         level = d
         if propagate:
-            for k in range(ptr[x], ptr[x + 1]):
-                z = nbr[k]
-                if placed[z]:
-                    continue
-                if in_q[z]:
-                    q_lo[z] = min(q_lo[z], p)
-                    q_hi[z] = max(q_hi[z], p + sizes[x])
-                else:
-                    in_q[z] = 1
-                    q_lo[z] = p
-                    q_hi[z] = p + sizes[x]
-                    q[(q_head + q_count) % n] = z
-                    q_count += 1
+            q_count = _enqueue_neighbours(x, p, p + sizes[x], ptr, nbr, placed, q, q_lo, q_hi, in_q, q_head, q_count)
