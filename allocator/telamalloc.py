@@ -217,12 +217,20 @@ class _Prepared:
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
         self.starts, self.ends, self.sizes, self.aligns, self.fixed = problem.arrays()
-        self.ptr, self.nbr = _telamalloc.neighbours(self.starts, self.ends)
+        #: time-overlapping pairs, counted in O(n log n) before any list is built
+        self.pairs = int(conflict_counts(self.starts, self.ends).sum()) // 2
+        self._neighbours: tuple[np.ndarray, np.ndarray] | None = None
         life = self.ends - self.starts
         self.keys = {"life": (-self.sizes, -life), "size": (-life, -self.sizes),
                      "area": (-self.sizes, -self.sizes * life)}
         self._phases: dict[tuple[int, float, bool], tuple[np.ndarray, ...]] = {}
         self._sections: tuple[np.ndarray, ...] | None = None
+
+    def neighbour_lists(self) -> tuple[np.ndarray, np.ndarray]:
+        """The time-overlap lists (CSR ``ptr``, ``idx``), built on first use (~25 ns a pair)."""
+        if self._neighbours is None:
+            self._neighbours = _telamalloc.neighbours(self.starts, self.ends)
+        return self._neighbours
 
     def section_lists(self) -> tuple[np.ndarray, ...]:
         """Per buffer its sections, per section its members (CSR), for the section check.
@@ -273,8 +281,8 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
                       prepared: _Prepared | None = None) -> TelaMallocOutcome:
     """Run the search for a placement of ``problem`` within ``capacity`` bytes."""
     data = prepared or _Prepared(problem)
-    if len(data.nbr) > MAX_NEIGHBOUR_ENTRIES:
-        return TelaMallocOutcome("failed", None, f"{len(data.nbr) // 2:,} time-overlapping pairs exceed the "
+    if 2 * data.pairs > MAX_NEIGHBOUR_ENTRIES:
+        return TelaMallocOutcome("failed", None, f"{data.pairs:,} time-overlapping pairs exceed the "
                                  f"search's limit of {MAX_NEIGHBOUR_ENTRIES // 2:,}")
     phase_of, ph_ptr, by_life, by_size, by_area = data.phase_arrays(capacity, options)
     limit = options.step_limit if step_limit is None else step_limit
@@ -285,7 +293,7 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
         energy = False
         first_sec = last_sec = sec_ptr = sec_mem = np.zeros(1, np.int64)
     status, offsets, raw = _telamalloc.search(
-        data.sizes, data.aligns, data.fixed, data.ptr, data.nbr, capacity, phase_of, ph_ptr, by_life, by_size,
+        data.sizes, data.aligns, data.fixed, *data.neighbour_lists(), capacity, phase_of, ph_ptr, by_life, by_size,
         by_area, SELECTIONS[options.selection], options.max_candidates, options.lowest_position, options.propagate,
         options.compulsory, options.backjump, options.prepend, options.stuck_limit, limit,
         -1.0 if deadline is None else deadline, options.explain_depth, energy, first_sec, last_sec, sec_ptr, sec_mem,
@@ -367,10 +375,10 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
     left = None if deadline is None else deadline - time.perf_counter()
     # the neighbour lists cost ~25 ns a pair and cannot be interrupted: only build them when
     # they take at most half the time left (iopddl/S_1: 43 million pairs, ~1.1 s)
-    starts, ends, _, _, _ = free.arrays()
-    pairs = int(conflict_counts(starts, ends).sum()) // 2
-    out_of_time = left is not None and (left <= 0 or pairs * 25e-9 > left / 2)
-    data = _Prepared(free) if best_peak > proven and not out_of_time else None
+    data = _Prepared(free) if best_peak > proven else None
+    out_of_time = left is not None and (left <= 0 or (data is not None and data.pairs * 25e-9 > left / 2))
+    if out_of_time:
+        data = None
     budget = max(options.probe_steps, 1)
     timed_out = out_of_time and best_peak > proven
     while data is not None and best_peak > proven:
