@@ -224,7 +224,7 @@ class _Prepared:
         self.keys = {"life": (-self.sizes, -life), "size": (-life, -self.sizes),
                      "area": (-self.sizes, -self.sizes * life)}
         self._phases: dict[tuple[int, float, bool], tuple[np.ndarray, ...]] = {}
-        self._sections: tuple[np.ndarray, ...] | None = None
+        self._sections: tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def neighbour_lists(self) -> tuple[np.ndarray, np.ndarray]:
         """The time-overlap lists (CSR ``ptr``, ``idx``), built on first use (~25 ns a pair)."""
@@ -232,10 +232,11 @@ class _Prepared:
             self._neighbours = _telamalloc.neighbours(self.starts, self.ends)
         return self._neighbours
 
-    def section_lists(self) -> tuple[np.ndarray, ...]:
+    def section_lists(self) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per buffer its sections, per section its members (CSR), for the section check.
 
-        Empty when the memberships exceed ``MAX_SECTION_ENTRIES`` (the check is then skipped).
+        ``(ok, first, last, sec_ptr, sec_mem)``; ``ok`` is False, and the member lists empty, when
+        the memberships exceed ``MAX_SECTION_ENTRIES`` (the check is then skipped).
         """
         if self._sections is None:
             cross = sweep(self.problem)
@@ -252,7 +253,7 @@ class _Prepared:
                 within = np.arange(len(owner)) - np.repeat(np.cumsum(spans) - spans, spans)
                 section = np.repeat(first, spans) + within
                 sec_mem = owner[np.argsort(section, kind="stable")].astype(np.int64)
-            self._sections = (np.array([ok]), first, last, sec_ptr, sec_mem)
+            self._sections = (ok, first, last, sec_ptr, sec_mem)
         return self._sections
 
     def phase_arrays(self, capacity: int, options: TelaMallocOptions) -> tuple[np.ndarray, ...]:
@@ -287,8 +288,7 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
     phase_of, ph_ptr, by_life, by_size, by_area = data.phase_arrays(capacity, options)
     limit = options.step_limit if step_limit is None else step_limit
     if options.energy:
-        ok, first_sec, last_sec, sec_ptr, sec_mem = data.section_lists()
-        energy = bool(ok[0])
+        energy, first_sec, last_sec, sec_ptr, sec_mem = data.section_lists()
     else:
         energy = False
         first_sec = last_sec = sec_ptr = sec_mem = np.zeros(1, np.int64)
