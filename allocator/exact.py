@@ -236,7 +236,8 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
     left = _seconds_left(deadline)
     if left is not None:
         if left <= 0:
-            return MethodOutput("timeout", None, "CP-SAT not run: no time left after building the model")
+            return MethodOutput("timeout", None, "CP-SAT not run: no time left after building the model",
+                                {"optimal": 0.0})
         solver.parameters.max_time_in_seconds = left
     status = solver.solve(model)
     name = solver.status_name(status)
@@ -335,7 +336,7 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     for count, (i, j) in enumerate(pairs):
         if count % 4096 == 4095 and deadline is not None and time.perf_counter() >= deadline:
             return MethodOutput("timeout", None, f"MIP {chosen}: time limit reached while building the model "
-                                f"({count:,} of {len(pairs):,} pairs)")
+                                f"({count:,} of {len(pairs):,} pairs)", {"optimal": 0.0})
         if bufs[i].offset is not None and bufs[j].offset is not None:
             continue  # both pinned: _pinned_clash has checked them
         z = below[i, j] = solver.BoolVar(f"z_{i}_{j}")
@@ -359,7 +360,8 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     left = _seconds_left(deadline)
     if left is not None:
         if left <= 0:
-            return MethodOutput("timeout", None, f"MIP {chosen} not run: no time left after building the model")
+            return MethodOutput("timeout", None, f"MIP {chosen} not run: no time left after building the model",
+                                {"optimal": 0.0})
         solver.SetTimeLimit(max(1, int(left * 1000)))
     parameters = pywraplp.MPSolverParameters()
     parameters.SetDoubleParam(pywraplp.MPSolverParameters.RELATIVE_MIP_GAP, 0.0)  # HiGHS stops at 1e-4 otherwise
