@@ -21,7 +21,7 @@ costs O(operators x edges / 64) and the pair test O(consumers).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import networkx as nx
 
@@ -46,13 +46,19 @@ class OverlapAnalysis:
     (True, False, True)
     """
 
-    def __init__(self, graph: nx.DiGraph) -> None:
+    def __init__(self, graph: nx.DiGraph, operators: Iterable[str] | None = None) -> None:
         if not nx.is_directed_acyclic_graph(graph):
             raise ScheduleError(f"graph {graph.graph.get('name', '?')!r} has a cycle: no operator order exists")
         self.graph = graph
-        operators = list(graph.nodes)
-        self._index = {op: i for i, op in enumerate(operators)}
-        n = len(operators)
+        part = operators is not None
+        if operators is not None:
+            # A part of the graph scheduled on its own (COSMA §IV): steps count within the part,
+            # and tensors made outside it are treated like graph inputs.
+            chosen = set(operators)
+            graph = graph.subgraph([op for op in graph.nodes if op in chosen])
+        names = list(graph.nodes)
+        self._index = {op: i for i, op in enumerate(names)}
+        n = len(names)
         ancestors: dict[str, int] = {}
         for op in nx.topological_sort(graph):
             bits = 0
@@ -68,15 +74,19 @@ class OverlapAnalysis:
         self._ancestors = ancestors
         #: operator -> (earliest step, latest step) over all topological orders
         self.steps: dict[str, tuple[int, int]] = {
-            op: (ancestors[op].bit_count(), n - 1 - descendants[op].bit_count()) for op in operators
+            op: (ancestors[op].bit_count(), n - 1 - descendants[op].bit_count()) for op in names
         }
         outputs = set(graph.graph.get("outputs", ()))
         #: tensor -> (first step, last step) at which it can be live
         self.windows: dict[str, tuple[int, int]] = {}
         for name, record in graph.graph["tensors"].items():
             producer = record.get("producer")
+            if producer is not None and producer not in self.steps:
+                producer = None
+            consumers = [c for c in record.get("consumers", []) if c in self.steps]
+            if part and producer is None and not consumers and name not in outputs:
+                continue  # not touched by this part of the graph
             first = self.steps[producer][0] if producer is not None else 0
-            consumers = record.get("consumers", [])
             last = max((self.steps[c][1] for c in consumers), default=first)
             if name in outputs:
                 last = n - 1
@@ -86,8 +96,8 @@ class OverlapAnalysis:
         """Every consumer of ``a`` runs strictly before ``b``'s producer, in every order."""
         tensors = self.graph.graph["tensors"]
         producer = tensors[b].get("producer")
-        consumers = tensors[a].get("consumers", [])
-        if producer is None or not consumers or a in self.graph.graph.get("outputs", ()):
+        consumers = [c for c in tensors[a].get("consumers", []) if c in self._index]
+        if producer not in self._index or not consumers or a in self.graph.graph.get("outputs", ()):
             return False
         below = self._ancestors[producer]
         return all(below >> self._index[c] & 1 for c in consumers)

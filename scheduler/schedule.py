@@ -103,6 +103,9 @@ class Schedule:
     offsets: dict[str, int] | None = None  #: residency id -> offset, when the scheduler chose them
     method: str = ""  #: which scheduler made it, e.g. "program+belady"
     stats: dict[str, float] = field(default_factory=dict)
+    #: "optimal" / "feasible" / "timeout" for the solver-based schedulers (``scheduler.cosma``),
+    #: "heuristic" for the baselines
+    status: str = "heuristic"
 
     def problem(self, capacity: int | None = -1) -> Problem:
         """The residencies as an allocation problem (default: under this schedule's capacity)."""
@@ -113,7 +116,7 @@ class Schedule:
         """A copy whose residencies are placed at ``offsets`` (e.g. from another allocator)."""
         return Schedule(
             list(self.order), list(self.residencies), list(self.transfers), self.capacity,
-            self.alignment, dict(offsets), self.method, dict(self.stats),
+            self.alignment, dict(offsets), self.method, dict(self.stats), self.status,
         )
 
     @property

@@ -1,0 +1,166 @@
+"""An independent check of a ``Schedule`` against its graph: does it compute the graph correctly?
+
+It shares no code with the schedulers: it re-derives, from the graph and the schedule alone,
+that
+
+* the order runs every operator once, producers before readers;
+* every operator finds its inputs and outputs resident at its step;
+* a residency starts either where the tensor is made (the producer's step, first stay only)
+  or with a ``load``/``retrieve`` at its first step, and a fill reads a DRAM copy that exists:
+  a graph input or weight (``load`` the first time, ``retrieve`` afterwards) or a tensor
+  written out (``spill``/``store``) when an earlier stay ended;
+* stays of one tensor do not overlap in time, drains happen where stays end, transfers move
+  the tensor's bytes, every final output is stored exactly once;
+* the offsets, when given, keep every residency inside the capacity, aligned and apart from
+  every residency live at the same step.
+
+``check_schedule`` returns the list of problems found (empty when the schedule is correct).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+
+import networkx as nx
+
+from scheduler.schedule import Schedule
+
+
+def check_schedule(
+    graph: nx.DiGraph, schedule: Schedule, sizes: Mapping[str, int] | None = None,
+) -> list[str]:
+    """Problems of ``schedule`` as messages naming the step, operator, tensor or residency.
+
+    ``sizes`` are the byte counts the schedule was made with (default: the graph's ``nbytes``);
+    on-chip sizes are those rounded up to ``schedule.alignment``.
+
+    >>> from frontend.synthetic import chain
+    >>> from scheduler import schedule
+    >>> g = chain(3, size=10)
+    >>> check_schedule(g, schedule(g, 30))
+    []
+    """
+    problems: list[str] = []
+    tensors = graph.graph["tensors"]
+    data = {name: int(rec["nbytes"]) for name, rec in tensors.items()}
+    data.update(sizes or {})
+    align = schedule.alignment
+    onchip = {name: -(-n // align) * align for name, n in data.items()}
+    finals = set(graph.graph.get("outputs", ())) | {n for n, r in tensors.items() if r["kind"] == "output"}
+
+    order = schedule.order
+    step_of: dict[str, int] = {}
+    for s, op in enumerate(order):
+        if op not in graph:
+            problems.append(f"step {s}: {op!r} is not an operator of the graph")
+        elif op in step_of:
+            problems.append(f"step {s}: operator {op!r} runs twice (also at step {step_of[op]})")
+        else:
+            step_of[op] = s
+    for op in graph.nodes:
+        if op not in step_of:
+            problems.append(f"operator {op!r} never runs")
+    n = len(order)
+
+    stays: dict[str, list] = defaultdict(list)
+    ids: set[str] = set()
+    for r in schedule.residencies:
+        if r.id in ids:
+            problems.append(f"residency id {r.id!r} appears twice")
+        ids.add(r.id)
+        if r.tensor not in tensors:
+            problems.append(f"residency {r.id!r} holds unknown tensor {r.tensor!r}")
+            continue
+        if not 0 <= r.start < r.end <= n:
+            problems.append(f"residency {r.id!r} lives on [{r.start}, {r.end}), outside steps [0, {n}]")
+        if r.size != onchip[r.tensor]:
+            problems.append(f"residency {r.id!r} has {r.size} bytes, tensor {r.tensor!r} needs {onchip[r.tensor]}")
+        stays[r.tensor].append(r)
+
+    fills: dict[str, list] = defaultdict(list)
+    drains: dict[str, list] = defaultdict(list)
+    by_id = {r.id: r for r in schedule.residencies}
+    for t in schedule.transfers:
+        stay = by_id.get(t.residency)
+        if stay is None or stay.tensor != t.tensor:
+            problems.append(f"{t.kind} of {t.tensor!r} at step {t.step} names residency {t.residency!r}, "
+                            "which is not a stay of that tensor")
+            continue
+        r = stay
+        if t.nbytes != data[t.tensor]:
+            problems.append(f"{t.kind} of {t.tensor!r} moves {t.nbytes} bytes, the tensor has {data[t.tensor]}")
+        if t.kind in ("load", "retrieve"):
+            if t.step != r.start:
+                problems.append(f"{t.kind} of {r.id!r} at step {t.step}, but it starts at {r.start}")
+            fills[r.id].append(t)
+        else:
+            if t.step != r.end:
+                problems.append(f"{t.kind} of {r.id!r} at step {t.step}, but it ends at {r.end}")
+            drains[r.id].append(t)
+
+    for name, rs in stays.items():
+        rs.sort(key=lambda r: r.start)
+        producer = tensors[name]["producer"]
+        in_dram = producer is None  # graph inputs and weights live in DRAM
+        loaded = False
+        stores = 0
+        for i, r in enumerate(rs):
+            if i and rs[i - 1].end > r.start:
+                problems.append(f"stays {rs[i - 1].id!r} and {r.id!r} of {name!r} overlap in time")
+            fill = fills.get(r.id, [])
+            if len(fill) > 1:
+                problems.append(f"residency {r.id!r} is filled {len(fill)} times")
+            made_here = producer is not None and i == 0 and step_of.get(producer) == r.start
+            if made_here and fill:
+                problems.append(f"residency {r.id!r} is made by {producer!r} and also filled by a {fill[0].kind}")
+            if not made_here and not fill:
+                problems.append(f"residency {r.id!r} of {name!r} starts at step {r.start} with no producer and no fill")
+            if fill:
+                if not in_dram:
+                    problems.append(f"{fill[0].kind} of {r.id!r} at step {r.start}: DRAM holds no copy of {name!r}")
+                expected = "load" if producer is None and not loaded else "retrieve"
+                if fill[0].kind != expected:
+                    problems.append(f"residency {r.id!r} is filled by a {fill[0].kind}; a {expected} was due")
+                loaded = True
+            if producer is not None and i == 0 and not made_here:
+                problems.append(f"the first stay of {name!r} does not start where {producer!r} runs")
+            for d in drains.get(r.id, []):
+                if producer is None:
+                    problems.append(f"{d.kind} of graph input or weight {name!r} (it is in DRAM already)")
+                want = "store" if name in finals else "spill"
+                if d.kind != want:
+                    problems.append(f"{r.id!r} is drained by a {d.kind}; a {name!r} write is a {want}")
+                stores += d.kind == "store"
+                in_dram = True
+        if name in finals and producer is not None and stores != 1:
+            problems.append(f"final output {name!r} is stored {stores} times")
+
+    live_at: dict[int, set[str]] = defaultdict(set)
+    for r in schedule.residencies:
+        for s in range(max(r.start, 0), min(r.end, n)):
+            live_at[s].add(r.tensor)
+    for s, op in enumerate(order):
+        if op not in graph:
+            continue
+        node = graph.nodes[op]
+        for name in [*node["in_tensors"], *node["out_tensors"]]:
+            if onchip[name] and name not in live_at[s]:
+                problems.append(f"step {s}: operator {op!r} needs {name!r}, which is not resident")
+
+    if schedule.offsets is not None:
+        placed = []
+        for r in schedule.residencies:
+            where = schedule.offsets.get(r.id)
+            if where is None:
+                problems.append(f"residency {r.id!r} has no offset")
+                continue
+            if where < 0 or where + r.size > schedule.capacity or where % align:
+                problems.append(f"residency {r.id!r} at offset {where} (+{r.size}) is outside or misaligned in "
+                                f"{schedule.capacity} bytes")
+            placed.append((r, where))
+        for i, (a, x) in enumerate(placed):
+            for b, y in placed[i + 1:]:
+                if a.start < b.end and b.start < a.end and x < y + b.size and y < x + a.size:
+                    problems.append(f"residencies {a.id!r} and {b.id!r} overlap in time and address")
+    return problems

@@ -1,0 +1,764 @@
+"""COSMA: operator order, addresses and spill/retrieve chosen together by one CP-SAT model.
+
+COSMA (Cai et al., "Combined Scheduling, Memory Allocation and Tensor Replacement for
+Minimizing Off-Chip Data Accesses of DNN Accelerators", 2023) encodes the three decisions
+of a scratchpad compiler in one integer program and minimises the non-compulsory DRAM bytes
+(spills and the retrievals that bring tensors back). The paper solved it with Gurobi and
+published no code; this is our own encoding of its sections III-B to III-E on OR-Tools CP-SAT.
+
+Per tensor ``a`` and step ``t`` (one operator runs per step) the model has the booleans of
+§III-B: created ``C[a,t]`` (its producer runs at ``t``: the operator's ``run`` literal, which
+makes the sibling constraint (6) hold by construction), preserved ``P[a,t]``, spilled
+``S[a,t]`` and retrieved ``R[a,t]``, with
+
+* (1) at most one action per step; (2) preserved only if resident at ``t - 1``; (3) spilled
+  only if resident at ``t - 1`` (the spill drains it at the boundary, so it is not resident
+  at ``t``); (4) retrieved only after a spill (or when DRAM already holds it);
+* (5) an operator runs only with its inputs resident; (7) every operator runs exactly once
+  and one operator runs per step; (8) at most one spill per tensor;
+
+and the memory allocation of §III-C: an address ``L[a,t]`` for every step at which ``a`` may
+be resident, (9) inside the budget, (10) no two resident tensors overlapping -- here one
+CP-SAT ``NoOverlap`` per step over optional fixed-size intervals whose presence is
+``C + P + R``, which is the paper's pairwise above/below booleans ``u, d`` with the solver's
+own propagation -- and (11) the address kept while preserved (the paper's persistence
+``V[a,t]`` is ``P[a,t]``: (2) already makes it resident at ``t - 1``). The objective (12) is
+the DRAM bytes of every spill and retrieval.
+
+Tensors without a producer (graph inputs and weights) are always in DRAM: their first fetch
+is the compulsory ``load`` and only later fetches count, and they are never spilled (dropped
+for free). A final output's first write is its compulsory ``store``, so spilling it costs
+nothing; bringing it back costs its bytes.
+
+Variables exist only where a tensor can be live in *some* order: the windows of the tensor
+overlap analysis of §III-F (``OverlapAnalysis``). Three dominance rules (``dominance=True``,
+our addition; each leaves the optimum unchanged) shrink the search further: a tensor is
+retrieved only at a step that reads it, spilled or dropped only right after a step that made
+or read it (holding it longer cannot help), and freed once its last reader has run.
+
+Entry points: ``cosma`` (the joint model, or, with ``order=``, the fixed-schedule model of
+§III-E2 with constraint (16)), ``min_peak`` (§III-E1: the order of minimum peak footprint,
+no spills, constraints (13)-(15)), ``cosma_dnc`` (§IV divide and conquer) and ``budgets``
+(M_R, M_H, M_P of §V-A2).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+from ortools.sat.python import cp_model
+
+from scheduler.budget import check_alignment, data_bytes, min_capacity, onchip_sizes
+from scheduler.order import resolve_order
+from scheduler.overlap import OverlapAnalysis
+from scheduler.schedule import (
+    CapacityError,
+    Residency,
+    Schedule,
+    ScheduleError,
+    Transfer,
+    peak_address,
+    peak_live_bytes,
+)
+
+#: what a scheduler reports in ``Schedule.status``
+STATUSES = ("optimal", "feasible", "timeout", "heuristic")
+
+
+@dataclass(frozen=True)
+class CosmaOptions:
+    """Solver settings shared by ``cosma``, ``min_peak`` and ``cosma_dnc``."""
+
+    time_limit: float = 10.0  #: seconds for one CP-SAT solve (per part for ``cosma_dnc``)
+    workers: int = 1  #: CP-SAT workers; 1 makes the answer depend only on the input and the seed
+    seed: int = 0  #: CP-SAT random seed
+    hint: bool = True  #: start from the best baseline schedule (program order, Belady or greedy)
+    dominance: bool = True  #: the three dominance rules of the module docstring
+    capacity_cut: bool = True  #: a redundant per-step sum of resident bytes <= budget
+
+
+@dataclass
+class _State:
+    """What holds at the first step of a part of the graph (COSMA §IV): resident tensors and DRAM copies."""
+
+    resident: dict[str, int] = field(default_factory=dict)  #: tensor -> offset (bytes) of its open residency
+    copies: set[str] = field(default_factory=set)  #: tensors with a copy in DRAM (made by an operator)
+    loaded: set[str] = field(default_factory=set)  #: graph inputs and weights fetched once already
+
+
+@dataclass
+class _Timeline:
+    """Per tensor and global step: how it is resident (``"C"``, ``"P"``, ``"R"``) and where; spills."""
+
+    action: dict[str, dict[int, str]] = field(default_factory=dict)
+    offset: dict[str, dict[int, int]] = field(default_factory=dict)
+    spills: set[tuple[str, int]] = field(default_factory=set)  #: (tensor, step at which it is drained)
+
+
+class _Context:
+    """The graph's tensors as the models see them: on-chip and DRAM bytes, kinds, readers."""
+
+    def __init__(self, graph: nx.DiGraph, sizes: Mapping[str, int] | None, alignment: int) -> None:
+        check_alignment(alignment)
+        self.graph = graph
+        self.alignment = alignment
+        self.onchip = onchip_sizes(graph, sizes, alignment)
+        self.data = data_bytes(graph, sizes)
+        self.tensors = graph.graph["tensors"]
+        self.final = set(graph.graph.get("outputs", ())) | {
+            n for n, r in self.tensors.items() if r["kind"] == "output"
+        }
+        positive = [s for s in self.onchip.values() if s > 0]
+        self.unit = math.gcd(*positive) if positive else alignment  # a multiple of the alignment
+
+    def inputs(self, op: str) -> list[str]:
+        return [t for t in self.graph.nodes[op]["in_tensors"] if self.onchip[t]]
+
+    def outputs(self, op: str) -> list[str]:
+        return [t for t in self.graph.nodes[op]["out_tensors"] if self.onchip[t]]
+
+
+class _Part:
+    """The CP-SAT model of one run of consecutive steps over the operators ``ops``.
+
+    ``mode`` is ``"traffic"`` (objective (12), with addresses) or ``"peak"`` (objective (15):
+    no spills, no addresses, the largest sum of resident bytes).
+    """
+
+    def __init__(
+        self, ctx: _Context, ops: Sequence[str], capacity: int | None, state: _State, later: set[str],
+        options: CosmaOptions, mode: str = "traffic", fixed_order: Sequence[str] | None = None,
+    ) -> None:
+        self.ctx, self.ops, self.state, self.options, self.mode = ctx, list(ops), state, options, mode
+        self.n = n = len(self.ops)
+        model = self.model = cp_model.CpModel()
+        unit = ctx.unit
+        analysis = OverlapAnalysis(ctx.graph, self.ops)
+        if fixed_order is not None:
+            self.bounds = {op: (i, i) for i, op in enumerate(fixed_order)}
+        else:
+            self.bounds = dict(analysis.steps)
+
+        # Operator order: run[v][t] (constraint (7) and one operator per step).
+        self.run: dict[str, dict[int, cp_model.IntVar]] = {}
+        for v in self.ops:
+            lo, hi = self.bounds[v]
+            self.run[v] = {t: model.new_bool_var(f"run[{v},{t}]") for t in range(lo, hi + 1)}
+            model.add_exactly_one(self.run[v].values())
+        for t in range(n):
+            model.add_exactly_one([r[t] for r in self.run.values() if t in r])
+        position = {v: sum(t * x for t, x in self.run[v].items()) for v in self.ops}
+        in_part = set(self.ops)
+        for u, v in ctx.graph.subgraph(self.ops).edges:
+            model.add(position[u] + 1 <= position[v])
+
+        # The tensors this part touches and their windows (steps at which they may be resident).
+        touched: list[str] = []
+        seen: set[str] = set()
+        for v in self.ops:
+            for name in ctx.inputs(v) + ctx.outputs(v):
+                if name not in seen:
+                    seen.add(name)
+                    touched.append(name)
+        for name in state.resident:
+            if name not in seen:
+                seen.add(name)
+                touched.append(name)
+        self.tensors: list[str] = []
+        self.window: dict[str, tuple[int, int]] = {}
+        self.producer: dict[str, str | None] = {}
+        self.readers: dict[str, list[str]] = {}
+        self.live_out: dict[str, bool] = {}
+        for a in touched:
+            record = ctx.tensors[a]
+            producer = record["producer"] if record["producer"] in in_part else None
+            readers = [c for c in record["consumers"] if c in in_part]
+            live_out = a in later
+            resident0 = a in state.resident
+            if producer is not None:
+                lo = self.bounds[producer][0]
+            elif resident0:
+                lo = 0
+            elif readers:
+                lo = min(self.bounds[c][0] for c in readers)
+            else:
+                continue
+            if live_out:
+                hi = n - 1
+            elif readers:
+                hi = max(self.bounds[c][1] for c in readers)
+            elif producer is not None:
+                hi = self.bounds[producer][1]
+            else:
+                continue  # resident but never needed again: it is freed when the part starts
+            self.tensors.append(a)
+            self.window[a] = (lo, max(lo, hi))
+            self.producer[a] = producer
+            self.readers[a] = readers
+            self.live_out[a] = live_out
+
+        self.P: dict[tuple[str, int], cp_model.IntVar] = {}
+        self.R: dict[tuple[str, int], cp_model.IntVar] = {}
+        self.S: dict[tuple[str, int], cp_model.IntVar] = {}
+        self.res: dict[tuple[str, int], Any] = {}
+        self.present: dict[tuple[str, int], cp_model.IntVar] = {}
+        self.L: dict[tuple[str, int], cp_model.IntVar] = {}
+        self.spillable: dict[str, bool] = {}
+        cost: list[cp_model.LinearExprT] = []
+        self.constant = 0
+        self.first_free: set[str] = set()
+        dominance = options.dominance
+        for a in self.tensors:
+            lo, hi = self.window[a]
+            producer, readers = self.producer[a], self.readers[a]
+            is_source = ctx.tensors[a]["producer"] is None
+            resident0 = a in state.resident
+            copy0 = is_source or a in state.copies
+            spillable = mode == "traffic" and not copy0 and (producer is not None or resident0)
+            self.spillable[a] = spillable
+            read_at = {t for c in readers for t in self.run[c]}
+            made = self.run[producer] if producer is not None else {}
+
+            def reads(t: int, readers: list[str] = readers) -> list[cp_model.IntVar]:
+                return [self.run[c][t] for c in readers if t in self.run[c]]
+
+            previous: Any = 1 if resident0 and lo == 0 else 0
+            previous_used: Any = 0
+            spills: list[cp_model.IntVar] = []
+            retrievals: list[cp_model.IntVar] = []
+            for t in range(lo, hi + 1):
+                C = made.get(t)
+                P = R = S = None
+                if t > lo or resident0:
+                    P = self.P[a, t] = model.new_bool_var(f"P[{a},{t}]")
+                can_fetch = copy0 or (spillable and t > lo)
+                if mode == "peak":
+                    can_fetch = is_source
+                if can_fetch and t in read_at:
+                    R = self.R[a, t] = model.new_bool_var(f"R[{a},{t}]")
+                if spillable and (t > lo or resident0):
+                    S = self.S[a, t] = model.new_bool_var(f"S[{a},{t}]")
+                terms = [x for x in (C, P, R) if x is not None]
+                res: Any = sum(terms) if terms else 0
+                self.res[a, t] = res
+                model.add(res + (S if S is not None else 0) <= 1)  # (1)
+                if P is not None:
+                    model.add(P <= previous)  # (2)
+                if S is not None:
+                    model.add(S <= previous)  # (3)
+                    spills.append(S)
+                if R is not None:
+                    if not copy0:
+                        model.add(R <= sum(spills[:-1] if S is not None else spills))  # (4)
+                    retrievals.append(R)
+                pending = [x for c in readers for k, x in self.run[c].items() if k >= t]
+                if not self.live_out[a] and (P is not None or R is not None):
+                    model.add((P if P is not None else 0) + (R if R is not None else 0) <= sum(pending))
+                here = reads(t)
+                if dominance:
+                    if R is not None:
+                        model.add(R <= sum(here))
+                    if t > lo and S is not None:
+                        model.add(S <= previous_used)
+                    if t > lo and P is not None:
+                        model.add(previous - previous_used - (S if S is not None else 0) <= P)
+                if len(terms) > 1:
+                    present = model.new_bool_var(f"res[{a},{t}]")
+                    model.add(present == res)
+                    self.present[a, t] = present
+                elif terms:
+                    self.present[a, t] = terms[0]
+                previous = res
+                previous_used = (C if C is not None else 0) + sum(here)
+            if spillable and spills:
+                model.add(sum(spills) <= 1)  # (8)
+            if self.live_out[a] and not copy0 and mode == "traffic":
+                # Needed after this part: still resident at its last step, or copied to DRAM.
+                model.add(self.res[a, hi] + sum(spills) >= 1)
+            if mode == "traffic":
+                nbytes = ctx.data[a]
+                if retrievals:
+                    cost.append(nbytes * sum(retrievals))
+                if is_source and a not in state.loaded and readers:
+                    self.first_free.add(a)
+                    self.constant -= nbytes  # the first fetch is the compulsory load
+                if spills and a not in ctx.final:
+                    cost.append(nbytes * sum(spills))
+            elif is_source and retrievals:
+                model.add(sum(retrievals) == 1)  # (13): fetched once, never again
+
+        # (5): an operator runs only with its inputs resident.
+        for v in self.ops:
+            for b in ctx.inputs(v):
+                for t, x in self.run[v].items():
+                    ready = [y for y in (self.P.get((b, t)), self.R.get((b, t))) if y is not None]
+                    model.add(x <= sum(ready) if ready else x == 0)
+
+        if mode == "peak":
+            total = sum(ctx.onchip[a] for a in self.tensors)
+            self.peak = model.new_int_var(0, total, "peak")
+            for t in range(n):
+                model.add(sum(ctx.onchip[a] * p for (a, k), p in self.present.items() if k == t) <= self.peak)  # (14)
+            model.minimize(self.peak)  # (15)
+            return
+
+        # Memory allocation (9)-(11), in units of the gcd of the on-chip sizes.
+        assert capacity is not None
+        room = capacity // unit
+        by_step: dict[int, list[cp_model.IntervalVar]] = {t: [] for t in range(n)}
+        load_by_step: dict[int, list[cp_model.LinearExprT]] = {t: [] for t in range(n)}
+        for (a, t), present in self.present.items():
+            size = ctx.onchip[a] // unit
+            if size > room:
+                raise CapacityError(
+                    f"tensor {a!r} needs {ctx.onchip[a]} bytes, more than the whole budget of {capacity} bytes",
+                    a, ctx.onchip[a],
+                )
+            where = self.L[a, t] = model.new_int_var(0, room - size, f"L[{a},{t}]")  # (9)
+            by_step[t].append(model.new_optional_fixed_size_interval_var(where, size, present, f"I[{a},{t}]"))
+            load_by_step[t].append(size * present)
+            if (a, t) in self.P:
+                before = self.L.get((a, t - 1))
+                if t == self.window[a][0] and a in state.resident:
+                    model.add(where == state.resident[a] // unit).only_enforce_if(self.P[a, t])
+                elif before is not None:
+                    model.add(where == before).only_enforce_if(self.P[a, t])  # (11)
+        for t in range(n):
+            model.add_no_overlap(by_step[t])  # (10)
+            if options.capacity_cut and load_by_step[t]:
+                model.add(sum(load_by_step[t]) <= room)
+        self.objective = sum(cost) if cost else 0
+        model.minimize(self.objective)
+
+    # -- hints and answers -------------------------------------------------------------------
+
+    def hint(self, start: int, order: Sequence[str], timeline: _Timeline) -> None:
+        """Suggest a known schedule (``order`` from global step ``start``) as the first solution."""
+        step = {v: i - start for i, v in enumerate(order) if start <= i < start + self.n}
+        for v, run in self.run.items():
+            for t, x in run.items():
+                self.model.add_hint(x, step.get(v) == t)
+        for (a, t), x in self.P.items():
+            self.model.add_hint(x, timeline.action.get(a, {}).get(start + t) == "P")
+        for (a, t), x in self.R.items():
+            self.model.add_hint(x, timeline.action.get(a, {}).get(start + t) == "R")
+        for (a, t), x in self.S.items():
+            self.model.add_hint(x, (a, start + t) in timeline.spills)
+        for (a, t), x in self.L.items():
+            where = timeline.offset.get(a, {}).get(start + t)
+            if where is not None and where // self.ctx.unit <= x.proto.domain[-1]:
+                self.model.add_hint(x, where // self.ctx.unit)
+
+    def solve(self, deadline: float) -> tuple[cp_model.CpSolver, str]:
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = max(0.01, deadline - time.perf_counter())
+        solver.parameters.num_workers = self.options.workers
+        solver.parameters.random_seed = self.options.seed
+        code = solver.solve(self.model)
+        if code == cp_model.OPTIMAL:
+            return solver, "optimal"
+        if code == cp_model.FEASIBLE:
+            return solver, "feasible"
+        if code == cp_model.INFEASIBLE:
+            return solver, "infeasible"
+        if code == cp_model.MODEL_INVALID:
+            raise ScheduleError(f"CP-SAT rejected the model: {self.model.validate()}")
+        return solver, "timeout"
+
+    def order_of(self, solver: cp_model.CpSolver) -> list[str]:
+        at = {t: v for v, run in self.run.items() for t, x in run.items() if solver.boolean_value(x)}
+        return [at[t] for t in range(self.n)]
+
+    def record(self, solver: cp_model.CpSolver, start: int, timeline: _Timeline) -> _State:
+        """Write the answer into ``timeline`` (global steps from ``start``); return the state after the part."""
+        after = _State(copies=set(self.state.copies), loaded=set(self.state.loaded))
+        for a in self.tensors:
+            lo, hi = self.window[a]
+            producer = self.producer[a]
+            actions = timeline.action.setdefault(a, {})
+            offsets = timeline.offset.setdefault(a, {})
+            for t in range(lo, hi + 1):
+                if producer is not None and t in self.run[producer] and solver.boolean_value(self.run[producer][t]):
+                    kind = "C"
+                elif (a, t) in self.P and solver.boolean_value(self.P[a, t]):
+                    kind = "P"
+                elif (a, t) in self.R and solver.boolean_value(self.R[a, t]):
+                    kind = "R"
+                    if self.ctx.tensors[a]["producer"] is None:
+                        after.loaded.add(a)
+                else:
+                    kind = ""
+                if (a, t) in self.S and solver.boolean_value(self.S[a, t]):
+                    timeline.spills.add((a, start + t))
+                    after.copies.add(a)
+                if kind:
+                    actions[start + t] = kind
+                    offsets[start + t] = (
+                        solver.value(self.L[a, t]) * self.ctx.unit if (a, t) in self.L else 0
+                    )
+            if self.live_out[a] and hi == self.n - 1 and actions.get(start + hi):
+                after.resident[a] = offsets[start + hi]
+        return after
+
+
+# -- turning timelines into schedules and back ---------------------------------------------------
+
+
+def _assemble(ctx: _Context, order: list[str], timeline: _Timeline, capacity: int, method: str) -> Schedule:
+    """The ``Schedule`` a timeline describes: residencies, loads, stores, spills and retrievals."""
+    residencies: list[Residency] = []
+    transfers: list[Transfer] = []
+    offsets: dict[str, int] = {}
+    for a, actions in timeline.action.items():
+        stays, stored, loaded = 0, False, False
+        steps = sorted(actions)
+        i = 0
+        while i < len(steps):
+            s = steps[i]
+            kind = actions[s]
+            if kind == "P":
+                raise ScheduleError(f"tensor {a!r} is preserved at step {s} without being resident before")
+            e = s + 1
+            i += 1
+            while i < len(steps) and steps[i] == e and actions[e] == "P":
+                e += 1
+                i += 1
+            rid = a if stays == 0 else f"{a}#{stays}"
+            stays += 1
+            residencies.append(Residency(rid, a, s, e, ctx.onchip[a]))
+            offsets[rid] = timeline.offset[a][s]
+            nbytes = ctx.data[a]
+            if kind == "R":
+                first = ctx.tensors[a]["producer"] is None and not loaded
+                transfers.append(Transfer("load" if first else "retrieve", a, rid, s, nbytes))
+                loaded = True
+            if (a, e) in timeline.spills:
+                transfers.append(Transfer("store" if a in ctx.final else "spill", a, rid, e, nbytes))
+                stored = True
+            elif a in ctx.final and not stored and i == len(steps):
+                transfers.append(Transfer("store", a, rid, e, nbytes))
+                stored = True
+    transfers.sort(key=lambda t: (t.step, t.kind, t.residency))
+    result = Schedule(
+        order=list(order),
+        residencies=sorted(residencies, key=lambda r: (r.start, r.end, r.id)),
+        transfers=transfers,
+        capacity=capacity,
+        alignment=ctx.alignment,
+        offsets=offsets,
+        method=method,
+    )
+    return result
+
+
+def _timeline_of(schedule: Schedule) -> _Timeline:
+    """A schedule's residencies as per-step actions (the form hints take)."""
+    timeline = _Timeline()
+    fills = {t.residency for t in schedule.transfers if t.to_chip}
+    offsets = schedule.offsets or {}
+    for r in schedule.residencies:
+        actions = timeline.action.setdefault(r.tensor, {})
+        where = timeline.offset.setdefault(r.tensor, {})
+        for s in range(r.start, r.end):
+            actions[s] = "P" if s > r.start else ("R" if r.id in fills else "C")
+            where[s] = offsets.get(r.id, 0)
+    for t in schedule.transfers:
+        if t.kind in ("spill", "store"):
+            timeline.spills.add((t.tensor, t.step))
+    return timeline
+
+
+# -- public entry points --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MinPeak:
+    """The answer of ``min_peak``: an order and its peak footprint (bytes resident at once)."""
+
+    order: list[str]  #: operator names, one per step
+    peak: int  #: the largest sum of on-chip bytes resident at one step in this order
+    bound: int  #: a proven lower bound on the minimum (``== peak`` when ``status == "optimal"``)
+    status: str  #: ``"optimal"``, ``"feasible"`` (time limit hit) or ``"timeout"`` (program order kept)
+    seconds: float  #: wall time of the solve
+
+
+def footprint(graph: nx.DiGraph, order: str | Sequence[str] = "program", sizes: Mapping[str, int] | None = None,
+              alignment: int = 1) -> int:
+    """The peak footprint of ``order`` without spills: max over steps of the on-chip bytes resident.
+
+    At step ``t`` the resident tensors are the operator's inputs and outputs and every tensor
+    made (or, for graph inputs and weights, first read) before ``t`` and read at or after ``t``
+    -- the quantity COSMA's (14) bounds. A graph output stays until its last reader.
+
+    >>> from frontend.synthetic import chain
+    >>> footprint(chain(3, size=10))
+    30
+    """
+    names = resolve_order(graph, order)
+    onchip = onchip_sizes(graph, sizes, alignment)
+    step = {v: i for i, v in enumerate(names)}
+    delta = [0] * (len(names) + 1)
+    for name, record in graph.graph["tensors"].items():
+        if not onchip[name]:
+            continue
+        uses = [step[c] for c in record["consumers"] if c in step]
+        if record["producer"] is not None:
+            first = step[record["producer"]]
+        elif uses:
+            first = min(uses)
+        else:
+            continue
+        last = max(uses, default=first)
+        delta[first] += onchip[name]
+        delta[last + 1] -= onchip[name]
+    peak = live = 0
+    for change in delta[:-1]:
+        live += change
+        peak = max(peak, live)
+    return peak
+
+
+def min_peak(
+    graph: nx.DiGraph, sizes: Mapping[str, int] | None = None, alignment: int = 1,
+    options: CosmaOptions = CosmaOptions(),
+) -> MinPeak:
+    """The operator order of minimum peak memory footprint, MPMF (COSMA §III-E1, (13)-(15)).
+
+    No tensor is spilled or fetched twice ((13)); ``peak`` bounds the bytes resident at every
+    step ((14)) and is minimised ((15)). Addresses are not modelled (the paper's choice): the
+    peak is a sum of sizes, so placing the tensors may need more (see ``cosma``). The program
+    order is the hint; if the solver finds nothing within ``options.time_limit`` it is
+    returned with ``status="timeout"``.
+
+    >>> from frontend.graph import new_graph, add_tensor, add_operator
+    >>> g = new_graph("fork", dtype="int8")
+    >>> add_tensor(g, "x", (1,), kind="input")
+    >>> add_operator(g, "big", "relu", inputs=["x"], outputs={"b": (100,)})
+    >>> add_operator(g, "small", "relu", inputs=["x"], outputs={"s": (1,)})
+    >>> add_operator(g, "shrink", "relu", inputs=["b"], outputs={"c": (1,)})
+    >>> add_operator(g, "join", "add", inputs=["c", "s"], outputs={"y": (1,)})
+    >>> g.graph["outputs"] = ["y"]
+    >>> footprint(g), min_peak(g).peak, min_peak(g).order
+    (102, 101, ['small', 'big', 'shrink', 'join'])
+    """
+    began = time.perf_counter()
+    ctx = _Context(graph, sizes, alignment)
+    part = _Part(ctx, list(graph.nodes), None, _State(), set(), options, mode="peak")
+    program = list(graph.nodes)
+    if options.hint:
+        for v, run in part.run.items():
+            for t, x in run.items():
+                part.model.add_hint(x, program.index(v) == t)
+    solver, status = part.solve(began + options.time_limit)
+    if status not in ("optimal", "feasible"):
+        peak = footprint(graph, program, sizes, alignment)
+        return MinPeak(program, peak, 0, "timeout", time.perf_counter() - began)
+    order = part.order_of(solver)
+    peak = footprint(graph, order, sizes, alignment)
+    return MinPeak(order, peak, int(solver.best_objective_bound), status, time.perf_counter() - began)
+
+
+def budgets(
+    graph: nx.DiGraph, sizes: Mapping[str, int] | None = None, alignment: int = 1,
+    options: CosmaOptions = CosmaOptions(),
+) -> dict[str, int]:
+    """The three memory budgets of COSMA §V-A2: ``"MR"``, ``"MH"`` and ``"MP"`` (bytes).
+
+    M_R is the largest single-operator footprint (``min_capacity``), M_P the minimum peak
+    footprint (``min_peak``; if that is not proven optimal the best order found is used), M_H
+    their mean rounded up to the alignment.
+    """
+    mr = min_capacity(graph, sizes, alignment)[0]
+    mp = max(mr, min_peak(graph, sizes, alignment, options).peak)
+    mh = -(-((mr + mp) // 2) // alignment) * alignment
+    return {"MR": mr, "MH": mh, "MP": mp}
+
+
+def _check_budget(graph: nx.DiGraph, capacity: int, sizes: Mapping[str, int] | None, alignment: int) -> int:
+    if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity <= 0:
+        raise ScheduleError(f"capacity_bytes must be a positive integer, got {capacity!r}")
+    need, operator = min_capacity(graph, sizes, alignment)
+    if capacity < need:
+        raise CapacityError(
+            f"capacity {capacity} bytes is below M_R = {need} bytes: operator {operator!r} needs its "
+            f"inputs and outputs on chip at once; the smallest budget that works is {need} bytes",
+            operator, need,
+        )
+    return need
+
+
+def _best_baseline(graph: nx.DiGraph, capacity: int, order: str | Sequence[str], sizes: Mapping[str, int] | None,
+                   alignment: int) -> Schedule:
+    """The baseline (Belady or greedy replacement) that moves the fewest non-compulsory bytes."""
+    from scheduler.baseline import REPLACEMENTS, schedule
+
+    runs = [schedule(graph, capacity, order, r, sizes, alignment) for r in REPLACEMENTS if r != "none"]
+    return min(runs, key=lambda s: s.noncompulsory_bytes)
+
+
+def _finish(schedule: Schedule, need: int, status: str, objective: int, bound: int, seconds: float,
+            extra: Mapping[str, float] | None = None) -> Schedule:
+    schedule.status = status
+    gap = 0.0 if objective == bound else (objective - bound) / max(objective, 1)
+    schedule.stats = {
+        "min_capacity": need, "objective": objective, "bound": bound, "gap": gap, "solve_seconds": seconds,
+        "peak_live_bytes": peak_live_bytes(schedule), "peak_address": peak_address(schedule), **(extra or {}),
+    }
+    return schedule
+
+
+def cosma(
+    graph: nx.DiGraph, capacity_bytes: int, order: str | Sequence[str] | None = None,
+    sizes: Mapping[str, int] | None = None, alignment: int = 1, options: CosmaOptions = CosmaOptions(),
+) -> Schedule:
+    """Order, addresses and spills that minimise the non-compulsory DRAM bytes (COSMA §III-B to §III-D).
+
+    Parameters
+    ----------
+    graph:
+        a ``DataflowGraph``.
+    capacity_bytes:
+        the on-chip budget, at least M_R (``min_capacity``).
+    order:
+        ``None`` chooses the order too (``cosma``); ``"program"`` or a list of operators fixes it
+        (``cosma-fs``, §III-E2, constraint (16)).
+    sizes, alignment:
+        as for ``scheduler.schedule`` (e.g. per-PE bytes; weights at 0 for activations only).
+    options:
+        time limit, workers, seed, hint and the model's switches (``CosmaOptions``).
+
+    Returns
+    -------
+    Schedule
+        with the solver's addresses in ``offsets``, ``method`` ``"cosma"`` or ``"cosma-fs"``,
+        ``status`` ``"optimal"`` or ``"feasible"`` (time limit hit with a solution) and
+        ``stats`` holding ``objective`` (the non-compulsory bytes, equal to the schedule's
+        ``noncompulsory_bytes``), ``bound`` (proven lower bound), ``gap``, ``solve_seconds``,
+        ``variables`` and ``constraints``. If the solver finds no solution in time, the best
+        baseline schedule is returned with ``status="timeout"`` (``method`` names it).
+
+    Raises ``CapacityError`` below M_R and ``ScheduleError`` for a bad order or option.
+
+    COSMA's Fig. 1 situation in small: a branch ``a -> b`` and a long-lived ``s``; at a budget
+    where ``s`` cannot stay, the model spills it once and brings it back once.
+
+    >>> from frontend.synthetic import chain
+    >>> g = chain(4, size=10)
+    >>> s = cosma(g, 20)
+    >>> s.status, s.noncompulsory_bytes, s.order
+    ('optimal', 0, ['op0', 'op1', 'op2', 'op3'])
+    """
+    began = time.perf_counter()
+    need = _check_budget(graph, capacity_bytes, sizes, alignment)
+    ctx = _Context(graph, sizes, alignment)
+    fixed = resolve_order(graph, order) if order is not None else None
+    method = "cosma" if fixed is None else "cosma-fs"
+    part = _Part(ctx, list(graph.nodes), capacity_bytes, _State(), set(), options, fixed_order=fixed)
+    baseline = _best_baseline(graph, capacity_bytes, fixed or "program", sizes, alignment)
+    if options.hint:
+        part.hint(0, baseline.order, _timeline_of(baseline))
+    solver, status = part.solve(began + options.time_limit)
+    proto = part.model.proto
+    size = {"variables": float(len(proto.variables)), "constraints": float(len(proto.constraints))}
+    if status not in ("optimal", "feasible"):
+        baseline.method = f"{method} ({status}; {baseline.method} kept)"
+        bound = int(solver.best_objective_bound) + part.constant if status == "timeout" else 0
+        return _finish(baseline, need, status, baseline.noncompulsory_bytes, max(0, bound),
+                       time.perf_counter() - began, size)
+    timeline = _Timeline()
+    part.record(solver, 0, timeline)
+    result = _assemble(ctx, part.order_of(solver), timeline, capacity_bytes, method)
+    objective = int(round(solver.objective_value)) + part.constant
+    bound = int(math.ceil(solver.best_objective_bound - 1e-6)) + part.constant
+    return _finish(result, need, status, objective, min(objective, max(0, bound)), time.perf_counter() - began, size)
+
+
+def break_nodes(graph: nx.DiGraph, part_size: int = 40, sizes: Mapping[str, int] | None = None,
+                alignment: int = 1) -> list[str]:
+    """Operators after which ``cosma_dnc`` cuts the graph (COSMA §IV), chosen automatically.
+
+    The paper picks break nodes by hand. Here the graph is cut into runs of consecutive
+    operators in program order, at most ``part_size`` long, and each cut goes after the
+    operator, among the last ``part_size`` ones, after which the fewest bytes are live in
+    program order (ties: the latest) -- the cheapest place to hand tensors from one part to
+    the next. The last operator is never a break node.
+    """
+    names = list(graph.nodes)
+    if part_size < 1:
+        raise ScheduleError(f"part_size must be at least 1, got {part_size}")
+    onchip = onchip_sizes(graph, sizes, alignment)
+    step = {v: i for i, v in enumerate(names)}
+    live_after = [0] * len(names)  # bytes live across the boundary after each step
+    for name, record in graph.graph["tensors"].items():
+        uses = [step[c] for c in record["consumers"]]
+        first = step[record["producer"]] if record["producer"] is not None else min(uses, default=0)
+        for s in range(first, max(uses, default=first)):
+            live_after[s] += onchip[name]
+    cuts: list[int] = []
+    begin = 0
+    while len(names) - begin > part_size:
+        window = range(begin, begin + part_size)
+        cut = min(window, key=lambda s: (live_after[s], -s))
+        cuts.append(cut)
+        begin = cut + 1
+    return [names[c] for c in cuts]
+
+
+def cosma_dnc(
+    graph: nx.DiGraph, capacity_bytes: int, part_size: int = 40, sizes: Mapping[str, int] | None = None,
+    alignment: int = 1, options: CosmaOptions = CosmaOptions(), breaks: Sequence[str] | None = None,
+) -> Schedule:
+    """COSMA's divide and conquer for large, irregular graphs (§IV).
+
+    The program order is cut after the ``breaks`` (default: ``break_nodes``); each part is
+    solved by the joint model in turn, starting from what the previous part left: tensors still
+    resident keep their addresses and may be kept, dropped or spilled; tensors read by later
+    parts must end resident or in DRAM. The order within a part is free, across parts it
+    follows the cuts, so the answer is optimal per part given the earlier ones, not globally.
+    ``options.time_limit`` is the total budget, shared evenly among the parts still to solve.
+    ``status`` is ``"optimal"`` only if every part is; ``stats["bound"]`` is the sum of the
+    parts' bounds (a bound for the cut problem, not the whole graph).
+    """
+    began = time.perf_counter()
+    need = _check_budget(graph, capacity_bytes, sizes, alignment)
+    ctx = _Context(graph, sizes, alignment)
+    names = list(graph.nodes)
+    cut_after = list(breaks) if breaks is not None else break_nodes(graph, part_size, sizes, alignment)
+    where = {v: i for i, v in enumerate(names)}
+    for b in cut_after:
+        if b not in where:
+            raise ScheduleError(f"break node {b!r} is not an operator of the graph")
+    bounds = sorted({where[b] + 1 for b in cut_after if where[b] + 1 < len(names)})
+    parts = [names[i:j] for i, j in zip([0, *bounds], [*bounds, len(names)], strict=True)]
+    baseline = _best_baseline(graph, capacity_bytes, "program", sizes, alignment)
+    hint = _timeline_of(baseline)
+    state, timeline = _State(), _Timeline()
+    order: list[str] = []
+    statuses: list[str] = []
+    objective = bound = 0
+    deadline = began + options.time_limit
+    for i, ops in enumerate(parts):
+        later = {t for p in parts[i + 1:] for v in p for t in ctx.inputs(v)}
+        share = (deadline - time.perf_counter()) / (len(parts) - i)
+        part = _Part(ctx, ops, capacity_bytes, state, later, options)
+        if options.hint:
+            part.hint(len(order), baseline.order, hint)
+        solver, status = part.solve(time.perf_counter() + share)
+        if status not in ("optimal", "feasible"):
+            baseline.method = f"cosma-dnc ({status} in part {i + 1} of {len(parts)}; {baseline.method} kept)"
+            return _finish(baseline, need, "timeout", baseline.noncompulsory_bytes, 0,
+                           time.perf_counter() - began, {"parts": float(len(parts))})
+        statuses.append(status)
+        objective += int(round(solver.objective_value)) + part.constant
+        bound += int(math.ceil(solver.best_objective_bound - 1e-6)) + part.constant
+        state = part.record(solver, len(order), timeline)
+        order += part.order_of(solver)
+    result = _assemble(ctx, order, timeline, capacity_bytes, "cosma-dnc")
+    status = "optimal" if all(s == "optimal" for s in statuses) else "feasible"
+    return _finish(result, need, status, objective, min(objective, max(0, bound)), time.perf_counter() - began,
+                   {"parts": float(len(parts))})
