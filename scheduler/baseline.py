@@ -1,4 +1,4 @@
-"""The baseline of COSMA section V-A: a fixed order, a TensorFlow Lite style arena, Belady replacement.
+"""The baseline of COSMA section V-A: a fixed order, a TensorFlow Lite style arena, Belady or greedy replacement.
 
 COSMA (Cai et al., "Combined Scheduling, Memory Allocation and Tensor Replacement for
 Minimizing Off-Chip Data Accesses of DNN Accelerators", section V-A2) compares itself with
@@ -8,7 +8,23 @@ schemes built from three choices made one after the other, online, operator by o
 * **memory allocation** -- TensorFlow Lite's linear arena: a tensor goes at the lowest offset
   where it fits among the tensors resident at that moment (first fit by address);
 * **tensor replacement** -- when a tensor does not fit, evict resident tensors the current
-  operator does not use, the one needed furthest in the future first (Belady).
+  operator does not use: either the one needed furthest in the future first, until first fit
+  succeeds (Belady), or the tensors under the one address window that costs the fewest
+  non-compulsory bytes (greedy, COSMA's "ILP-based greedy algorithm which provides a locally
+  optimal decision that generates the least off-chip data accesses each time replacement is
+  needed").
+
+Greedy replacement, for a tensor of ``s`` on-chip bytes at step ``t``: every window
+``[x, x + s)`` inside the budget with ``x`` = 0 or the end of a resident tensor is a candidate
+(any other window slides down to one of these without covering more tensors, so nothing is
+missed); a window covering one of the operator's own tensors is invalid. Evicting a tensor
+costs 0 bytes if it is not read at or after ``t``, else its bytes once (the later retrieve)
+plus once more if it has no DRAM copy yet and is not a final output (the spill; a final
+output's first write is its compulsory store). The window with the lowest total cost wins
+(ties: fewer evicted on-chip bytes, then lower ``x``); exactly the tensors it covers are
+evicted and the tensor is placed at ``x``, which is where first fit would now put it. The
+choice is optimal for this one eviction only, not over the whole schedule: it ignores where
+the evicted tensors will fit when they come back and what later placements will need.
 
 Events within step ``t`` (operator ``order[t]``), in this order:
 
@@ -26,9 +42,10 @@ an activation is ``spill``-ed; a final output is ``store``-d -- that write *is* 
 store, so it is counted once, as compulsory, and no second store happens when its last
 residency ends; a graph input or weight is simply dropped.
 
-If a placement still fails after every other tensor has been evicted, the arena is
-fragmented by the operator's own tensors; they are then compacted towards offset 0 in address
-order. A tensor already at its compacted offset stays; one filled at this very step is just
+If a placement still fails after every other tensor has been evicted (with greedy: if no
+window avoids the operator's own tensors, every other tensor is evicted as Belady would), the
+arena is fragmented by the operator's own tensors; they are then compacted towards offset 0
+in address order. A tensor already at its compacted offset stays; one filled at this very step is just
 placed at the new offset (nothing was computed in it yet); any other is evicted (written back
 first when it has no DRAM copy) and retrieved at the new offset. The operator's tensors sum
 to at most M_R, so at any budget >= M_R the schedule always completes.
@@ -55,8 +72,9 @@ from scheduler.schedule import (
     peak_live_bytes,
 )
 
-#: replacement policies ``schedule`` accepts: Belady (furthest next use first), or none (fail instead)
-REPLACEMENTS = ("belady", "none")
+#: replacement policies ``schedule`` accepts: Belady (furthest next use first), greedy (the cheapest
+#: address window), or none (fail instead)
+REPLACEMENTS = ("belady", "greedy", "none")
 
 _NEVER = sys.maxsize  # "next use" of a tensor that is not read again
 
@@ -69,7 +87,7 @@ def schedule(
     sizes: Mapping[str, int] | None = None,
     alignment: int = 1,
 ) -> Schedule:
-    """Schedule ``graph`` in a fixed order with a first-fit arena and Belady replacement (COSMA section V-A).
+    """Schedule ``graph`` in a fixed order with a first-fit arena and Belady or greedy replacement (COSMA section V-A).
 
     Parameters
     ----------
@@ -83,8 +101,14 @@ def schedule(
         topological order.
     replacement:
         ``"belady"`` evicts the resident tensor not used by the current operator whose next
-        use is furthest (never used again first; ties: larger, then by name); ``"none"``
-        never evicts and raises ``ScheduleError`` when a tensor does not fit.
+        use is furthest (never used again first; ties: larger, then by name), one at a time
+        until first fit succeeds. ``"greedy"`` evicts, in one go, the resident tensors under
+        the address window ``[x, x + size)`` whose eviction moves the fewest non-compulsory
+        bytes (a retrieve for a tensor read again, plus a spill if it has no DRAM copy and is
+        not a final output; ties: fewer evicted bytes, then lower ``x``), never covering the
+        current operator's tensors, and places the tensor at ``x``; that is locally optimal
+        for each eviction, not globally optimal for the schedule (see the module docstring).
+        ``"none"`` never evicts and raises ``ScheduleError`` when a tensor does not fit.
     sizes:
         optional tensor name -> bytes, overriding the graph's ``nbytes`` (e.g. per-PE sizes
         on the Pixel 6). Tensors of 0 bytes take no residency and no transfer.
@@ -142,7 +166,7 @@ def schedule(
             f"inputs and outputs on chip at once; the smallest budget that works is {need} bytes",
             operator, need,
         )
-    arena = _Arena(graph, names, capacity_bytes, onchip, data_bytes(graph, sizes), evict=replacement == "belady")
+    arena = _Arena(graph, names, capacity_bytes, onchip, data_bytes(graph, sizes), replacement)
     arena.run()
     order_name = order if isinstance(order, str) else "custom"
     result = Schedule(
@@ -196,14 +220,14 @@ class _Arena:
 
     def __init__(
         self, graph: nx.DiGraph, order: list[str], capacity: int, onchip: dict[str, int], data: dict[str, int],
-        evict: bool,
+        replacement: str,
     ) -> None:
         self.graph = graph
         self.order = order
         self.capacity = capacity
         self.onchip = onchip  # tensor -> aligned on-chip bytes
         self.data = data  # tensor -> bytes a transfer moves
-        self.evict = evict
+        self.replacement = replacement  # one of REPLACEMENTS
         tensors = graph.graph["tensors"]
         final = set(graph.graph["outputs"])
         self.uses: dict[str, list[int]] = {}  # tensor -> steps that read it, ascending
@@ -325,24 +349,73 @@ class _Arena:
         """Give ``tensor`` a residency starting at ``step``, evicting or compacting as needed."""
         size = self.onchip[tensor]
         offset = self._first_fit(size)
-        if offset is None and not self.evict:
+        if offset is None and self.replacement == "none":
             raise self._no_room(tensor, step)
+        if offset is None and self.replacement == "greedy":
+            offset = self._evict_window(size, step, protected)
         if offset is None:
-            victims = sorted(
-                (t for _, t in self.resident if t not in protected),
-                key=lambda t: (-self._next_use(t, step), -self.onchip[t], t),
-            )
-            for victim in victims:
-                self._drop(victim, step)
-                self.evictions += 1
-                offset = self._first_fit(size)
-                if offset is not None:
-                    break
+            # Belady; for greedy, no window avoids the protected tensors, so no eviction lets first
+            # fit succeed and this evicts every unprotected tensor, as compaction requires.
+            offset = self._evict_furthest(size, step, protected)
         if offset is None:
             self._compact(step)
             offset = self._first_fit(size)
             assert offset is not None, "compaction must make room at any budget >= M_R"
         return self._open(tensor, step, offset)
+
+    def _evict_furthest(self, size: int, step: int, protected: set[str]) -> int | None:
+        """Belady: evict unprotected tensors, furthest next use first, until ``size`` bytes fit; the offset or None."""
+        victims = sorted(
+            (t for _, t in self.resident if t not in protected),
+            key=lambda t: (-self._next_use(t, step), -self.onchip[t], t),
+        )
+        for victim in victims:
+            self._drop(victim, step)
+            self.evictions += 1
+            offset = self._first_fit(size)
+            if offset is not None:
+                return offset
+        return None
+
+    def _eviction_cost(self, tensor: str, step: int) -> int:
+        """Non-compulsory bytes that evicting ``tensor`` at ``step`` causes: its spill and its retrieve."""
+        if self._next_use(tensor, step) == _NEVER:
+            return 0  # dropped for good (a final output's store then is compulsory)
+        spill = tensor not in self.in_dram and tensor not in self.final
+        return self.data[tensor] * (2 if spill else 1)
+
+    def _evict_window(self, size: int, step: int, protected: set[str]) -> int | None:
+        """Greedy: evict the tensors under the cheapest window of ``size`` bytes; its offset, or None if none is valid.
+
+        Candidates, cost and ties are those of the module docstring; the drops record the transfers.
+        """
+        best: tuple[int, int, int] | None = None  # (cost, evicted on-chip bytes, x)
+        for x in [0] + [offset + self.onchip[t] for offset, t in self.resident]:
+            if x + size > self.capacity:
+                continue
+            covered = self._covered(x, size)
+            if any(t in protected for t in covered):
+                continue
+            key = (sum(self._eviction_cost(t, step) for t in covered), sum(self.onchip[t] for t in covered), x)
+            if best is None or key < best:
+                best = key
+        if best is None:
+            return None
+        x = best[2]
+        for t in self._covered(x, size):
+            self._drop(t, step)
+            self.evictions += 1
+        return x
+
+    def _covered(self, x: int, size: int) -> list[str]:
+        """The resident tensors overlapping ``[x, x + size)``, where ``x`` is 0 or a resident tensor's end."""
+        # No resident tensor straddles such an x, so the covered ones are those starting in [x, x + size).
+        covered = []
+        for offset, tensor in self.resident[bisect_left(self.resident, (x, "")):]:
+            if offset >= x + size:
+                break
+            covered.append(tensor)
+        return covered
 
     def _compact(self, step: int) -> None:
         """Slide the (all protected) resident tensors down to offset 0, in address order."""

@@ -260,7 +260,7 @@ def test_explicit_topological_order_is_followed(check_schedule):
         ({"order": ["a", "b", "c"]}, "leaves out 1 operator.*'d'"),
         ({"order": ["a", "a", "b", "c", "d"]}, "operator 'a' twice"),
         ({"order": ["a", "b", "c", "d", "zz"]}, "'zz', which is not an operator"),
-        ({"replacement": "lru"}, "unknown replacement 'lru'; valid values: 'belady', 'none'"),
+        ({"replacement": "lru"}, "unknown replacement 'lru'; valid values: 'belady', 'greedy', 'none'"),
         ({"alignment": 0}, "alignment must be a positive integer"),
         ({"sizes": {"nope": 3}}, "sizes names tensor 'nope'"),
         ({"sizes": {"y": -1}}, r"sizes\['y'\] = -1"),
