@@ -538,13 +538,15 @@ def min_peak(
     >>> from frontend.graph import new_graph, add_tensor, add_operator
     >>> g = new_graph("fork", dtype="int8")
     >>> add_tensor(g, "x", (1,), kind="input")
-    >>> add_operator(g, "big", "relu", inputs=["x"], outputs={"b": (100,)})
-    >>> add_operator(g, "small", "relu", inputs=["x"], outputs={"s": (1,)})
-    >>> add_operator(g, "shrink", "relu", inputs=["b"], outputs={"c": (1,)})
-    >>> add_operator(g, "join", "add", inputs=["c", "s"], outputs={"y": (1,)})
+    >>> add_operator(g, "a", "relu", inputs=["x"], outputs={"a1": (100,)})
+    >>> add_operator(g, "c", "relu", inputs=["x"], outputs={"c1": (50,)})
+    >>> add_operator(g, "b", "relu", inputs=["a1"], outputs={"b1": (1,)})
+    >>> add_operator(g, "d", "relu", inputs=["c1"], outputs={"d1": (1,)})
+    >>> add_operator(g, "join", "add", inputs=["b1", "d1"], outputs={"y": (1,)})
     >>> g.graph["outputs"] = ["y"]
-    >>> footprint(g), min_peak(g).peak, min_peak(g).order
-    (102, 101, ['small', 'big', 'shrink', 'join'])
+    >>> best = min_peak(g)
+    >>> footprint(g), best.peak, best.order, best.status
+    (151, 102, ['a', 'b', 'c', 'd', 'join'], 'optimal')
     """
     began = time.perf_counter()
     ctx = _Context(graph, sizes, alignment)
@@ -644,14 +646,21 @@ def cosma(
 
     Raises ``CapacityError`` below M_R and ``ScheduleError`` for a bad order or option.
 
-    COSMA's Fig. 1 situation in small: a branch ``a -> b`` and a long-lived ``s``; at a budget
-    where ``s`` cannot stay, the model spills it once and brings it back once.
+    A skip connection ``s`` that cannot stay while ``c`` runs (M_R = 30 bytes, but ``u``, ``v``
+    and ``s`` need 40 at step 2): the model spills ``s`` once and brings it back once.
 
-    >>> from frontend.synthetic import chain
-    >>> g = chain(4, size=10)
-    >>> s = cosma(g, 20)
-    >>> s.status, s.noncompulsory_bytes, s.order
-    ('optimal', 0, ['op0', 'op1', 'op2', 'op3'])
+    >>> from frontend.graph import new_graph, add_tensor, add_operator
+    >>> g = new_graph("skip", dtype="int8")
+    >>> add_tensor(g, "x", (10,), kind="input")
+    >>> add_operator(g, "a", "relu", inputs=["x"], outputs={"s": (10,)})
+    >>> add_operator(g, "b", "relu", inputs=["s"], outputs={"u": (10,)})
+    >>> add_operator(g, "c", "relu", inputs=["u"], outputs={"v": (20,)})
+    >>> add_operator(g, "d", "relu", inputs=["v"], outputs={"w": (10,)})
+    >>> add_operator(g, "e", "add", inputs=["w", "s"], outputs={"y": (10,)})
+    >>> g.graph["outputs"] = ["y"]
+    >>> s = cosma(g, 30)
+    >>> s.status, s.noncompulsory_bytes, [(t.kind, t.tensor, t.step) for t in s.transfers if not t.compulsory]
+    ('optimal', 20, [('spill', 's', 2), ('retrieve', 's', 4)])
     """
     began = time.perf_counter()
     need = _check_budget(graph, capacity_bytes, sizes, alignment)
