@@ -27,6 +27,9 @@ from typing import TYPE_CHECKING
 from accelsim.hw import format_bytes, list_configs, load_hw, parse_bytes
 from accelsim.pipeline import CompileError
 
+#: ``scheduler.SCHEDULERS``, repeated so that ``accelsim --help`` does not import the solvers
+_SCHEDULERS = ("program", "min-peak", "cosma", "cosma-fs", "cosma-dnc")
+
 if TYPE_CHECKING:
     import allocator
 
@@ -41,6 +44,13 @@ def _parse_shape(text: str) -> tuple[int, ...]:
     return shape
 
 
+def _parse_budget(text: str) -> int | str:
+    """``MR``, ``MH``, ``MP`` or a byte count such as ``2MiB``."""
+    if text.upper() in ("MR", "MH", "MP"):
+        return text.upper()
+    return parse_bytes(text, "--budget (MR, MH, MP or bytes)")
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from accelsim.pipeline import compile_and_simulate
     from accelsim.report import format_summary
@@ -51,7 +61,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     report = compile_and_simulate(
         args.model, hw=hw, sram=args.sram, allocator=args.allocator, dtype=args.dtype,
         input_shape=_parse_shape(args.input_shape) if args.input_shape else None, out_dir=out,
-        timeout=args.timeout,
+        timeout=args.timeout, scheduler_method=args.scheduler, replacement=args.replacement,
+        budget=_parse_budget(args.budget) if args.budget else None, weights=args.weights,
+        time_limit=args.time_limit, fixed_order=args.order,
     )
     print(format_summary(report))
     if not report.ok:
@@ -225,6 +237,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="report folder (default: ./accelsim-out/MODEL-HW/)")
     run.add_argument("--dtype", help="storage dtype (default: the config's, e.g. int8 on pixel6)")
     run.add_argument("--input-shape", help="input shape, e.g. 1,3,224,224 (default: the zoo's)")
+    run.add_argument("--scheduler", default="program", choices=_SCHEDULERS,
+                     help="program (default) or min-peak order with a replacement policy, or a COSMA model: "
+                          "cosma (joint), cosma-fs (fixed order), cosma-dnc (divide and conquer)")
+    run.add_argument("--replacement", default="belady", choices=("belady", "greedy"),
+                     help="replacement policy of the program / min-peak schedulers (default belady)")
+    run.add_argument("--order", default="program", choices=("program", "min-peak"),
+                     help="the fixed order of cosma-fs (default program)")
+    run.add_argument("--budget", help="schedule in MR, MH, MP (COSMA's budgets) or this many bytes per PE "
+                                      "instead of the whole scratchpad")
+    run.add_argument("--weights", action=argparse.BooleanOptionalAction, default=True,
+                     help="--no-weights gives weights no memory and no traffic (activations only)")
+    run.add_argument("--time-limit", type=float, help="seconds for a solver-based scheduler (default 10)")
     run.set_defaults(handler=_cmd_run)
 
     alloc = sub.add_parser("alloc", help="solve a static allocation problem from a MiniMalloc CSV")

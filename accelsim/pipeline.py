@@ -9,8 +9,12 @@ numbers and returns a ``SimReport``:
    (``scheduler.tile_weights``: output-feature tiles plus a concat), as a compiler would;
 3. **size** every tensor on chip: per PE on a ``per_pe`` target (``ceil(nbytes / n_pe)``),
    whole on a ``chip`` target, rounded up to the config's alignment by the scheduler;
-4. **schedule** it (``scheduler.schedule``: program order, Belady spilling) under the
-   scratchpad capacity; a capacity below M_R raises the scheduler's ``CapacityError``;
+4. **schedule** it under the scratchpad capacity, or under a COSMA budget (M_R, M_H, M_P or
+   bytes): ``scheduler.make_schedule`` with the program-order baseline (Belady spilling) by
+   default, or the MPMF order, COSMA's joint model, its fixed-order or divide-and-conquer
+   variants; a capacity below M_R raises the scheduler's ``CapacityError``. With
+   ``weights=False`` weights take no memory and no traffic (activations only, as in COSMA's
+   first setting);
 5. **place** the residencies: the scheduler's own online first-fit arena by default, or any
    ``allocator`` method re-placing the schedule's residencies under the same capacity;
 6. **validate** the placement with ``allocator.validate`` (never simulate an invalid one);
@@ -94,6 +98,9 @@ class SimReport:
     memory_check: str  #: "ok" or the memory violation
     ops: list[dict[str, Any]]  #: {name, op, start_cycle, end_cycle} in schedule order
     stage_seconds: dict[str, float]  #: wall time of trace, schedule, allocate, validate, simulate
+    scheduler_status: str = "heuristic"  #: "optimal" / "feasible" / "timeout" for the solver-based schedulers
+    scheduler_stats: dict[str, float] = field(default_factory=dict)  #: e.g. objective, bound, gap, solve_seconds
+    weights_on_chip: bool = True  #: False when the run considered activations only
     out_dir: str | None = None
     # the objects behind the numbers, for plots and further analysis (not in report.json)
     graph: Any = field(default=None, repr=False)
@@ -154,6 +161,8 @@ def place(schedule: Schedule, method: str | None, timeout: float | None = None) 
     import allocator
 
     if method is None and schedule.offsets is not None:
+        if schedule.method.startswith("cosma") and schedule.status in ("optimal", "feasible"):
+            return "cosma (CP-SAT addresses)", dict(schedule.offsets)
         return ONLINE_ALLOCATOR, dict(schedule.offsets)
     problem = schedule.problem()
     result = allocator.solve(problem, method=method, timeout=timeout) if method else allocator.solve(problem)
@@ -181,6 +190,11 @@ def compile_and_simulate(
     replacement: str = "belady",
     timeout: float | None = None,
     raise_on_violation: bool = False,
+    scheduler_method: str = "program",
+    budget: int | str | None = None,
+    weights: bool = True,
+    time_limit: float | None = None,
+    fixed_order: str = "program",
 ) -> SimReport:
     """Compile ``model_or_name`` for ``hw`` and simulate it.
 
@@ -203,11 +217,22 @@ def compile_and_simulate(
     out_dir:
         when given, write report.json, layout.png, memory.png and trace.json there.
     order, replacement:
-        passed to ``scheduler.schedule``.
+        the program-order baseline's order (a list of operators is accepted) and the baseline's
+        replacement policy (``"belady"`` or ``"greedy"``, also used by ``"min-peak"``).
     timeout:
         seconds for the allocator.
     raise_on_violation:
         raise ``MemoryViolation`` instead of reporting it in ``memory_check``.
+    scheduler_method:
+        one of ``scheduler.SCHEDULERS``: ``"program"``, ``"min-peak"``, ``"cosma"``,
+        ``"cosma-fs"`` (with ``fixed_order`` ``"program"`` or ``"min-peak"``), ``"cosma-dnc"``.
+    budget:
+        ``"MR"``, ``"MH"``, ``"MP"`` or bytes (per PE on a ``per_pe`` target) to schedule in,
+        instead of the whole scratchpad; it must not exceed the scratchpad.
+    weights:
+        ``False`` gives weights no memory and no traffic (activations only).
+    time_limit:
+        seconds for a solver-based scheduler (default 10).
 
     Raises
     ------
@@ -232,11 +257,28 @@ def compile_and_simulate(
     tile_limit = config.weight_tile_bytes * (config.n_pe if config.capacity_scope == "per_pe" else 1)
     graph, tiled = scheduler.tile_weights(graph, tile_limit)
     sizes = tensor_shares(graph, config)
+    if not weights:
+        sizes = dict(sizes or {name: rec["nbytes"] for name, rec in graph.graph["tensors"].items()})
+        sizes.update({name: 0 for name, rec in graph.graph["tensors"].items() if rec["kind"] == "weight"})
     capacity = config.sram_bytes_per_pe
+    options = scheduler.CosmaOptions() if time_limit is None else scheduler.CosmaOptions(time_limit=time_limit)
+    if budget is not None:
+        wanted = scheduler.resolve_budget(graph, budget, sizes, config.alignment, options)
+        if wanted > capacity:
+            raise ValueError(
+                f"budget {budget!r} = {wanted:,} bytes exceeds the scratchpad of {capacity:,} bytes "
+                f"{config.capacity_label}; raise it with sram="
+            )
+        capacity = wanted
     need, need_op = scheduler.min_capacity(graph, sizes=sizes, alignment=config.alignment)
-    sched = scheduler.schedule(
-        graph, capacity, order=order, replacement=replacement, sizes=sizes, alignment=config.alignment,
-    )
+    if scheduler_method == "program" and replacement in scheduler.REPLACEMENTS:
+        sched = scheduler.schedule(
+            graph, capacity, order=order, replacement=replacement, sizes=sizes, alignment=config.alignment,
+        )
+    else:
+        sched = scheduler.make_schedule(
+            graph, capacity, scheduler_method, replacement, sizes, config.alignment, options, fixed_order,
+        )
     stage["schedule"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
@@ -254,7 +296,7 @@ def compile_and_simulate(
     stage["validate"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    result = simulate(graph, sched, offsets, config, raise_on_violation=raise_on_violation)
+    result = simulate(graph, sched, offsets, config, capacity=capacity, raise_on_violation=raise_on_violation)
     stage["simulate"] = time.perf_counter() - clock
 
     tensors = graph.graph["tensors"]
@@ -300,6 +342,9 @@ def compile_and_simulate(
             for o in result.ops
         ],
         stage_seconds=stage,
+        scheduler_status=sched.status,
+        scheduler_stats=dict(sched.stats),
+        weights_on_chip=weights,
         graph=graph,
         schedule=sched,
         offsets=offsets,

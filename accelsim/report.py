@@ -57,7 +57,7 @@ def format_summary(report: SimReport) -> str:
     r = report
     traffic = r.dram_read_bytes + r.dram_write_bytes
     rows = [
-        ("scheduler", r.scheduler, ""),
+        ("scheduler", r.scheduler, _solver_note(r)),
         ("allocator", r.allocator, ""),
         ("capacity", format_bytes(r.capacity_bytes), f"{r.capacity_bytes:,} B {r.capacity_scope}"),
         ("M_R (min capacity)", format_bytes(r.min_capacity_bytes),
@@ -86,6 +86,16 @@ def format_summary(report: SimReport) -> str:
         rows.append(("report", r.out_dir, ""))
     title = f"accelsim: {r.model} on {r.hw} ({r.dtype})"
     return title + "\n" + _table(rows)
+
+
+def _solver_note(r: SimReport) -> str:
+    """The scheduler's status and, for a solver, its objective, bound and time."""
+    note = r.scheduler_status + ("" if r.weights_on_chip else ", activations only")
+    stats = r.scheduler_stats
+    if "objective" in stats:
+        note += (f", objective {format_bytes(int(stats['objective']))}, bound {format_bytes(int(stats['bound']))}, "
+                 f"{stats['solve_seconds']:.2f} s")
+    return note
 
 
 def _seconds(s: float) -> str:

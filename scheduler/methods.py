@@ -1,0 +1,89 @@
+"""Every scheduler by name, and the memory budgets they are compared at (COSMA §V-A2).
+
+``SCHEDULERS`` lists the methods ``make_schedule`` and ``accelsim run --scheduler`` accept:
+
+* ``"program"`` -- the program order with the TensorFlow Lite arena and a replacement policy
+  (``"belady"`` or ``"greedy"``; ``scheduler.baseline``);
+* ``"min-peak"`` -- the same with the order of minimum peak footprint (MPMF, ``min_peak``);
+* ``"cosma"`` -- the joint CP-SAT model (``scheduler.cosma.cosma``);
+* ``"cosma-fs"`` -- addresses and replacement for a fixed order, ``fixed_order`` =
+  ``"program"`` or ``"min-peak"`` (COSMA §III-E2);
+* ``"cosma-dnc"`` -- divide and conquer over automatic break nodes (COSMA §IV).
+
+A budget is ``"MR"`` (the largest single-operator footprint), ``"MP"`` (the minimum peak
+footprint), ``"MH"`` (their mean) or a number of bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import networkx as nx
+
+from scheduler.baseline import schedule
+from scheduler.cosma import DEFAULTS, CosmaOptions, budgets, cosma, cosma_dnc, min_peak
+from scheduler.schedule import Schedule, ScheduleError
+
+#: scheduler names ``make_schedule`` accepts
+SCHEDULERS = ("program", "min-peak", "cosma", "cosma-fs", "cosma-dnc")
+
+#: named budgets ``resolve_budget`` accepts
+BUDGETS = ("MR", "MH", "MP")
+
+
+def resolve_budget(
+    graph: nx.DiGraph, budget: int | str, sizes: Mapping[str, int] | None = None, alignment: int = 1,
+    options: CosmaOptions = DEFAULTS,
+) -> int:
+    """Bytes of ``budget``: ``"MR"``, ``"MH"``, ``"MP"`` (see ``cosma.budgets``) or a positive integer.
+
+    >>> from frontend.synthetic import chain
+    >>> resolve_budget(chain(3, size=10), "MR"), resolve_budget(chain(3, size=10), 64)
+    (30, 64)
+    """
+    if isinstance(budget, str) and budget.upper() in BUDGETS:
+        return budgets(graph, sizes, alignment, options)[budget.upper()]
+    if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
+        return budget
+    raise ScheduleError(f"budget {budget!r} is neither one of {', '.join(BUDGETS)} nor a positive number of bytes")
+
+
+def make_schedule(
+    graph: nx.DiGraph, capacity_bytes: int, method: str = "program", replacement: str = "belady",
+    sizes: Mapping[str, int] | None = None, alignment: int = 1, options: CosmaOptions = DEFAULTS,
+    fixed_order: str = "program", part_size: int = 40,
+) -> Schedule:
+    """Schedule ``graph`` in ``capacity_bytes`` with the scheduler called ``method`` (see ``SCHEDULERS``).
+
+    ``replacement`` applies to ``"program"`` and ``"min-peak"``; ``fixed_order`` to
+    ``"cosma-fs"``; ``part_size`` to ``"cosma-dnc"``; ``options`` (time limit, workers, seed)
+    to every solver-based method, including the MPMF order of ``"min-peak"``. The result's
+    ``status`` says whether a solver proved its answer (``"optimal"``), stopped at its time
+    limit with one (``"feasible"``) or without (``"timeout"``: the best baseline is returned),
+    or whether it is a heuristic. Unknown names raise ``ScheduleError`` listing the valid ones.
+
+    >>> from frontend.synthetic import chain
+    >>> make_schedule(chain(3, size=10), 30, "cosma").noncompulsory_bytes
+    0
+    """
+    if method not in SCHEDULERS:
+        raise ScheduleError(f"unknown scheduler {method!r}; valid values: {', '.join(map(repr, SCHEDULERS))}")
+    if fixed_order not in ("program", "min-peak"):
+        raise ScheduleError(f"unknown fixed order {fixed_order!r}; valid values: 'program', 'min-peak'")
+    if method == "program":
+        return schedule(graph, capacity_bytes, "program", replacement, sizes, alignment)
+    if method == "min-peak":
+        best = min_peak(graph, sizes, alignment, options)
+        result = schedule(graph, capacity_bytes, best.order, replacement, sizes, alignment)
+        result.method = f"min-peak+{replacement}"
+        result.stats["order_peak"] = best.peak
+        result.stats["order_status_optimal"] = float(best.status == "optimal")
+        return result
+    if method == "cosma":
+        return cosma(graph, capacity_bytes, None, sizes, alignment, options)
+    if method == "cosma-fs":
+        order = "program" if fixed_order == "program" else min_peak(graph, sizes, alignment, options).order
+        result = cosma(graph, capacity_bytes, order, sizes, alignment, options)
+        result.method = result.method.replace("cosma-fs", f"cosma-fs[{fixed_order}]", 1)
+        return result
+    return cosma_dnc(graph, capacity_bytes, part_size, sizes, alignment, options)

@@ -1,0 +1,301 @@
+"""COSMA's models on tiny graphs with hand-checked optima, one constraint family at a time, and
+against the baselines and brute force on random graphs."""
+
+from __future__ import annotations
+
+import itertools
+
+import networkx as nx
+import pytest
+
+import scheduler
+from frontend.graph import add_operator, add_tensor, new_graph
+from frontend.synthetic import nas_cells, random_dag
+from scheduler import CosmaOptions, cosma, cosma_dnc, footprint, make_schedule, min_peak
+from scheduler.check import check_schedule as independent_check
+
+
+def mark_outputs(graph: nx.DiGraph, *names: str) -> None:
+    for name in names:
+        graph.graph["tensors"][name]["kind"] = "output"
+        graph.graph["outputs"].append(name)
+
+
+def _ok(graph: nx.DiGraph, s: scheduler.Schedule, sizes=None) -> None:
+    """The independent checker finds nothing and the reported objective is the schedule's traffic."""
+    assert independent_check(graph, s, sizes) == []
+    if s.status in ("optimal", "feasible"):
+        assert s.stats["objective"] == s.noncompulsory_bytes
+        assert s.stats["bound"] <= s.stats["objective"]
+
+
+def _extra(s: scheduler.Schedule) -> list[tuple[str, str, int]]:
+    return [(t.kind, t.tensor, t.step) for t in s.transfers if not t.compulsory]
+
+
+@pytest.fixture
+def skip_spill() -> nx.DiGraph:
+    """The skip ``s`` cannot stay while ``c`` runs: u (10) + v (20) + s (10) > M_R = 30."""
+    g = new_graph("skip", dtype="int8")
+    add_tensor(g, "x", (10,), kind="input")
+    add_operator(g, "a", "relu", ["x"], {"s": (10,)})
+    add_operator(g, "b", "relu", ["s"], {"u": (10,)})
+    add_operator(g, "c", "relu", ["u"], {"v": (20,)})
+    add_operator(g, "d", "relu", ["v"], {"w": (10,)})
+    add_operator(g, "e", "add", ["w", "s"], {"y": (10,)})
+    mark_outputs(g, "y")
+    return g
+
+
+def test_spill_and_retrieve_of_a_skip_connection(skip_spill):
+    # (1)-(4): spilled when it must go (step 2), retrieved where it is read (step 4), once each.
+    s = cosma(skip_spill, 30)
+    _ok(skip_spill, s)
+    assert s.status == "optimal" and s.noncompulsory_bytes == 20
+    assert _extra(s) == [("spill", "s", 2), ("retrieve", "s", 4)]
+    assert cosma(skip_spill, 40).noncompulsory_bytes == 0
+
+
+def test_one_spill_serves_every_later_retrieval():
+    # (4) and (8): s is read at steps 1, 4 and 7 and has no room at steps 2 and 5 (20 + 20 + 10 > 40).
+    g = new_graph("thrice", dtype="int8")
+    add_tensor(g, "x", (10,), kind="input")
+    add_operator(g, "a", "relu", ["x"], {"s": (10,)})
+    add_operator(g, "b", "relu", ["s"], {"u": (20,)})
+    add_operator(g, "c", "relu", ["u"], {"u2": (20,)})
+    add_operator(g, "d", "relu", ["u2"], {"v": (10,)})
+    add_operator(g, "e", "add", ["v", "s"], {"w": (20,)})
+    add_operator(g, "f", "relu", ["w"], {"w2": (20,)})
+    add_operator(g, "g", "relu", ["w2"], {"p": (10,)})
+    add_operator(g, "h", "add", ["p", "s"], {"y": (10,)})
+    mark_outputs(g, "y")
+    assert scheduler.min_capacity(g)[0] == 40
+    s = cosma(g, 40)
+    _ok(g, s)
+    assert s.status == "optimal" and s.noncompulsory_bytes == 30
+    assert _extra(s) == [("spill", "s", 2), ("retrieve", "s", 4), ("retrieve", "s", 7)]
+    assert cosma(g, 50).noncompulsory_bytes == 0
+
+
+def test_weights_are_fetched_again_not_spilled():
+    # A weight read twice with no room in between: its second fetch is a retrieve (non-compulsory),
+    # it is never written back, and its first fetch is the compulsory load.
+    g = new_graph("shared-weight", dtype="int8")
+    add_tensor(g, "x", (10,), kind="input")
+    add_tensor(g, "w", (10,), kind="weight")
+    add_operator(g, "a", "linear", ["x", "w"], {"h": (10,)})
+    add_operator(g, "b", "relu", ["h"], {"u": (30,)})
+    add_operator(g, "c", "relu", ["u"], {"v": (10,)})
+    add_operator(g, "d", "linear", ["v", "w"], {"y": (10,)})
+    mark_outputs(g, "y")
+    assert scheduler.min_capacity(g)[0] == 40
+    s = cosma(g, 50)  # at b: h + u = 40 and w (10) fits beside them; at 40 it cannot stay
+    assert s.noncompulsory_bytes == 0
+    s = cosma(g, 40)
+    _ok(g, s)
+    assert s.noncompulsory_bytes == 10
+    assert [(t.kind, t.tensor) for t in s.transfers if t.tensor == "w"] == [("load", "w"), ("retrieve", "w")]
+
+
+def test_a_final_output_spilled_costs_only_its_retrieval():
+    # A final output also read later: writing it out is its compulsory store.
+    g = new_graph("output-read-later", dtype="int8")
+    add_tensor(g, "x", (10,), kind="input")
+    add_operator(g, "a", "relu", ["x"], {"o": (10,)})
+    add_operator(g, "b", "relu", ["o"], {"u": (20,)})
+    add_operator(g, "c", "relu", ["u"], {"v": (20,)})
+    add_operator(g, "d", "add", ["v", "o"], {"y": (10,)})
+    mark_outputs(g, "o", "y")
+    s = cosma(g, 40)  # at c: u + v = 40 leaves no room for o
+    _ok(g, s)
+    assert s.noncompulsory_bytes == 10
+    assert [(t.kind, t.tensor) for t in s.transfers if t.tensor == "o"] == [("store", "o"), ("retrieve", "o")]
+
+
+def test_addresses_avoid_the_fragmentation_first_fit_pays_for():
+    # (9)-(11): at c, B (10) and C (20) fill the 30-byte budget exactly, so B must sit at an
+    # edge. First fit put x at 0, A at 5 and B at 15 and has to move B; the model places B well.
+    g = new_graph("fragment", dtype="int8")
+    add_tensor(g, "x", (5,), kind="input")
+    add_operator(g, "a", "relu", ["x"], {"A": (10,)})
+    add_operator(g, "b", "relu", ["A"], {"B": (10,)})
+    add_operator(g, "c", "relu", ["B"], {"C": (20,)})
+    add_operator(g, "d", "relu", ["C"], {"y": (10,)})
+    mark_outputs(g, "y")
+    baseline = scheduler.schedule(g, 30)
+    assert baseline.noncompulsory_bytes > 0
+    for s in (cosma(g, 30), cosma(g, 30, order="program")):
+        _ok(g, s)
+        assert s.status == "optimal" and s.noncompulsory_bytes == 0
+        assert s.offsets is not None and s.offsets["B"] in (0, 20)
+
+
+@pytest.fixture
+def two_branches() -> nx.DiGraph:
+    """Branch a -> b is big (100), branch c -> d medium (50); running a branch to its end first wins."""
+    g = new_graph("fork", dtype="int8")
+    add_tensor(g, "x", (1,), kind="input")
+    add_operator(g, "a", "relu", ["x"], {"a1": (100,)})
+    add_operator(g, "c", "relu", ["x"], {"c1": (50,)})
+    add_operator(g, "b", "relu", ["a1"], {"b1": (1,)})
+    add_operator(g, "d", "relu", ["c1"], {"d1": (1,)})
+    add_operator(g, "join", "add", ["b1", "d1"], {"y": (1,)})
+    mark_outputs(g, "y")
+    return g
+
+
+def test_the_joint_model_reorders_where_a_fixed_order_must_spill(two_branches):
+    # (5)-(7) and the order: program order holds a1 and c1 together (151 bytes at c).
+    g = two_branches
+    assert scheduler.min_capacity(g)[0] == 101
+    fixed = cosma(g, 120, order="program")
+    joint = cosma(g, 120)
+    _ok(g, fixed)
+    _ok(g, joint)
+    # c1 is made at step 1 while a1 waits for b: a1 must leave (spill) and come back (retrieve)...
+    # ... and at b, a1 + c1 + b1 = 151 again, so c1 leaves and comes back too.
+    assert fixed.noncompulsory_bytes == 300
+    assert _extra(fixed) == [("spill", "a1", 1), ("retrieve", "a1", 2), ("spill", "c1", 2), ("retrieve", "c1", 3)]
+    assert joint.noncompulsory_bytes == 0 and joint.order.index("b") < joint.order.index("c")
+
+
+def test_min_peak_reorders_the_branches(two_branches):
+    best = min_peak(two_branches)
+    assert footprint(two_branches) == 151
+    assert (best.peak, best.status, best.bound) == (102, "optimal", 102)
+    assert footprint(two_branches, best.order) == 102
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_min_peak_matches_brute_force(seed, random_graph):
+    g = random_graph(seed, n_ops=7)
+    orders = list(nx.all_topological_sorts(g))
+    brute = min(footprint(g, list(o)) for o in orders)
+    best = min_peak(g)
+    assert best.status == "optimal" and best.peak == brute
+    scheduler.resolve_order(g, best.order)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_cosma_beats_or_ties_every_baseline(seed, random_graph):
+    g = random_graph(seed, n_ops=12)  # small enough for CP-SAT to prove every optimum in well under a second
+    mr = scheduler.min_capacity(g)[0]
+    top = scheduler.no_spill_capacity(g)
+    for budget in sorted({mr, (mr + top) // 2, top}):
+        joint = cosma(g, budget)
+        fixed = cosma(g, budget, order="program")
+        _ok(g, joint)
+        _ok(g, fixed)
+        assert joint.status == fixed.status == "optimal"
+        assert joint.noncompulsory_bytes <= fixed.noncompulsory_bytes
+        for replacement in ("belady", "greedy"):
+            base = scheduler.schedule(g, budget, "program", replacement)
+            assert fixed.noncompulsory_bytes <= base.noncompulsory_bytes
+        if budget == top:
+            assert fixed.noncompulsory_bytes == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dominance_rules_keep_the_optimum(seed, random_graph):
+    g = random_graph(seed + 100, n_ops=10)
+    budget = scheduler.min_capacity(g)[0]
+    plain = cosma(g, budget, options=CosmaOptions(dominance=False, capacity_cut=False, hint=False))
+    assert plain.status == "optimal"
+    _ok(g, plain)
+    assert cosma(g, budget).noncompulsory_bytes == plain.noncompulsory_bytes
+
+
+def test_joint_optimum_equals_the_best_fixed_order_on_small_graphs():
+    # Brute force over every order with cosma-fs: the joint model must find the best of them.
+    for seed in range(4):
+        g = random_dag(6, seed=seed)
+        budget = scheduler.min_capacity(g)[0]
+        best = min(cosma(g, budget, order=list(o)).noncompulsory_bytes for o in nx.all_topological_sorts(g))
+        assert cosma(g, budget).noncompulsory_bytes == best
+
+
+def test_alignment_and_sizes_are_honoured(random_graph):
+    g = random_graph(7)
+    sizes = {name: rec["nbytes"] * 3 for name, rec in g.graph["tensors"].items()}
+    budget = scheduler.min_capacity(g, sizes, 16)[0]
+    s = cosma(g, budget, sizes=sizes, alignment=16)
+    _ok(g, s, sizes)
+    assert all(offset % 16 == 0 for offset in s.offsets.values())
+
+
+def test_divide_and_conquer_gives_valid_schedules():
+    g = nas_cells(cells=3, nodes=3, seed=1, size=64)
+    budget = scheduler.min_capacity(g)[0]
+    parts = scheduler.break_nodes(g, 12)
+    assert parts and all(p in g for p in parts)
+    dnc = cosma_dnc(g, budget, part_size=12)
+    _ok(g, dnc)
+    assert dnc.stats["parts"] == len(parts) + 1
+    whole = cosma(g, budget)
+    _ok(g, whole)
+    assert whole.noncompulsory_bytes <= dnc.noncompulsory_bytes
+    one_part = cosma_dnc(g, budget, part_size=g.number_of_nodes())
+    assert one_part.stats["parts"] == 1 and one_part.noncompulsory_bytes == whole.noncompulsory_bytes
+
+
+def test_divide_and_conquer_with_explicit_breaks(skip_spill):
+    s = cosma_dnc(skip_spill, 30, breaks=["b"])
+    _ok(skip_spill, s)
+    assert s.noncompulsory_bytes == 20 and s.stats["parts"] == 2
+    with pytest.raises(scheduler.ScheduleError, match="'nope' is not an operator"):
+        cosma_dnc(skip_spill, 30, breaks=["nope"])
+
+
+def test_time_out_returns_the_best_baseline_and_says_so():
+    g = nas_cells(cells=6, nodes=5, seed=2, size=256)
+    budget = scheduler.min_capacity(g)[0]
+    s = cosma(g, budget, options=CosmaOptions(time_limit=0.05))
+    assert s.status in ("feasible", "timeout")
+    assert independent_check(g, s) == []
+    if s.status == "timeout":
+        assert "kept" in s.method
+    assert s.stats["bound"] <= s.noncompulsory_bytes
+
+
+def test_same_input_same_answer(random_graph):
+    g = random_graph(3)
+    budget = scheduler.min_capacity(g)[0]
+    a, b = cosma(g, budget), cosma(g, budget)
+    assert (a.order, a.offsets, a.transfers) == (b.order, b.offsets, b.transfers)
+
+
+def test_errors_name_the_problem(skip_spill):
+    with pytest.raises(scheduler.CapacityError, match="below M_R = 30"):
+        cosma(skip_spill, 29)
+    with pytest.raises(scheduler.ScheduleError, match="unknown scheduler 'cosmo'"):
+        make_schedule(skip_spill, 30, "cosmo")
+    with pytest.raises(scheduler.ScheduleError, match="budget 'MQ'"):
+        scheduler.resolve_budget(skip_spill, "MQ")
+    with pytest.raises(scheduler.ScheduleError, match="not topological"):
+        cosma(skip_spill, 30, order=["b", "a", "c", "d", "e"])
+
+
+def test_budgets_are_ordered(two_branches):
+    b = scheduler.budgets(two_branches)
+    assert b == {"MR": 101, "MH": 101, "MP": 102}
+    g = random_dag(20, seed=5)
+    b = scheduler.budgets(g)
+    assert b["MR"] <= b["MH"] <= b["MP"] and b["MP"] == min_peak(g).peak
+
+
+@pytest.mark.parametrize("method", scheduler.SCHEDULERS)
+def test_every_scheduler_by_name(method, skip_spill):
+    for replacement in ("belady", "greedy"):
+        s = make_schedule(skip_spill, 30, method, replacement)
+        assert independent_check(skip_spill, s) == []
+        assert s.noncompulsory_bytes >= 20  # the optimum
+        if method.startswith("cosma"):
+            assert s.status == "optimal" and s.noncompulsory_bytes == 20
+
+
+def test_brute_force_orders_of_the_fork_agree(two_branches):
+    # Every order of the fork, placed by cosma-fs: the joint optimum is the best of them.
+    costs = {tuple(o): cosma(two_branches, 120, order=list(o)).noncompulsory_bytes
+             for o in nx.all_topological_sorts(two_branches)}
+    assert min(costs.values()) == 0 and max(costs.values()) == 300
+    assert len(costs) == len(list(itertools.islice(nx.all_topological_sorts(two_branches), 100)))
