@@ -66,15 +66,12 @@ from scheduler.schedule import (
     peak_live_bytes,
 )
 
-#: what a scheduler reports in ``Schedule.status``
-STATUSES = ("optimal", "feasible", "timeout", "heuristic")
-
 
 @dataclass(frozen=True)
 class CosmaOptions:
     """Solver settings shared by ``cosma``, ``min_peak`` and ``cosma_dnc``."""
 
-    time_limit: float = 10.0  #: seconds for one CP-SAT solve (per part for ``cosma_dnc``)
+    time_limit: float = 10.0  #: seconds per call (``cosma_dnc`` shares it among its parts)
     workers: int = 1  #: CP-SAT workers; 1 makes the answer depend only on the input and the seed
     seed: int = 0  #: CP-SAT random seed
     hint: bool = True  #: start from the best baseline schedule (program order, Belady or greedy)
@@ -150,11 +147,10 @@ class _Part:
         self.n = n = len(self.ops)
         model = self.model = cp_model.CpModel()
         unit = ctx.unit
-        analysis = OverlapAnalysis(ctx.graph, self.ops)
         if fixed_order is not None:
             self.bounds = {op: (i, i) for i, op in enumerate(fixed_order)}
         else:
-            self.bounds = dict(analysis.steps)
+            self.bounds = dict(OverlapAnalysis(ctx.graph, self.ops).steps)
 
         # Operator order: run[v][t] (constraint (7) and one operator per step).
         self.run: dict[str, dict[int, cp_model.IntVar]] = {}
@@ -223,7 +219,6 @@ class _Part:
         self.spillable: dict[str, bool] = {}
         cost: list[cp_model.LinearExprT] = []
         self.again: dict[str, cp_model.IntVar] = {}  # graph inputs / weights: fetches after the first
-        self.first_free: set[str] = set()
         dominance = options.dominance
         for a in self.tensors:
             lo, hi = self.window[a]
@@ -296,7 +291,6 @@ class _Part:
                 nbytes = ctx.data[a]
                 if is_source and a not in state.loaded and readers:
                     # The first fetch is the compulsory load: count only the fetches after it.
-                    self.first_free.add(a)
                     again = self.again[a] = model.new_int_var(0, max(0, len(retrievals) - 1), f"again[{a}]")
                     model.add(again == sum(retrievals) - 1)
                     cost.append(nbytes * again)

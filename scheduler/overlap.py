@@ -31,6 +31,10 @@ from scheduler.schedule import ScheduleError
 class OverlapAnalysis:
     """Step bounds of every operator and live windows of every tensor of a dataflow graph.
 
+    With ``operators``, the analysis covers that part of the graph scheduled on its own (steps
+    count within the part; tensors made outside it are treated like graph inputs; tensors the
+    part does not touch have no window), as ``cosma_dnc`` needs.
+
     >>> from frontend.graph import new_graph, add_tensor, add_operator
     >>> g = new_graph("diamond")
     >>> add_tensor(g, "x", (4,), kind="input")
