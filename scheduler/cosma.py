@@ -384,15 +384,18 @@ class _Part:
         """Run CP-SAT until ``deadline`` (see ``CosmaOptions.core_after``); the solver and its verdict."""
         # Core-based search bounds sums of cost literals; the peak objective (15) is one integer.
         switch = self.options.core_after if self.mode == "traffic" else None
-        if switch is not None and deadline - time.perf_counter() > switch:
-            solver, status = self._solve(time.perf_counter() + switch, core=False)
-            if status != "feasible":
-                return solver, status
-            self.model.clear_hints()
-            for i in range(len(self.model.proto.variables)):
-                variable = self.model.get_int_var_from_proto_index(i)
-                self.model.add_hint(variable, solver.value(variable))
-        return self._solve(deadline, core=switch is not None)
+        if switch is None or deadline - time.perf_counter() <= switch:
+            return self._solve(deadline, core=False)
+        solver, status = self._solve(time.perf_counter() + switch, core=False)
+        if status in ("optimal", "infeasible"):
+            return solver, status
+        if status == "timeout":  # nothing found yet: core search is poor at finding solutions
+            return self._solve(deadline, core=False)
+        self.model.clear_hints()
+        for i in range(len(self.model.proto.variables)):
+            variable = self.model.get_int_var_from_proto_index(i)
+            self.model.add_hint(variable, solver.value(variable))
+        return self._solve(deadline, core=True)
 
     def _solve(self, deadline: float, core: bool) -> tuple[cp_model.CpSolver, str]:
         solver = cp_model.CpSolver()

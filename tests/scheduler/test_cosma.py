@@ -299,3 +299,15 @@ def test_brute_force_orders_of_the_fork_agree(two_branches):
              for o in nx.all_topological_sorts(two_branches)}
     assert min(costs.values()) == 0 and max(costs.values()) == 300
     assert len(costs) == len(list(itertools.islice(nx.all_topological_sorts(two_branches), 100)))
+
+
+@pytest.mark.parametrize("core_after", [None, 0.0, 0.05])
+def test_the_core_switch_keeps_the_answer(core_after):
+    # With a switch after 0 s the first phase finds nothing and the search must go on (not stop);
+    # after 0.05 s it may have a solution to hand to the core-based phase. Same proven optimum.
+    g = nas_cells(cells=2, nodes=3, seed=4, size=256)
+    budget = scheduler.min_capacity(g)[0]
+    s = cosma(g, budget, options=CosmaOptions(core_after=core_after, warm_start=False))
+    _ok(g, s)
+    assert s.status == "optimal"
+    assert s.noncompulsory_bytes == cosma(g, budget, options=CosmaOptions(core_after=None)).noncompulsory_bytes
