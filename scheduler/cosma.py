@@ -318,8 +318,11 @@ class _Part:
         if mode == "peak":
             total = sum(ctx.onchip[a] for a in self.tensors)
             self.peak = model.new_int_var(0, total, "peak")
+            resident_bytes: dict[int, list[cp_model.LinearExprT]] = {t: [] for t in range(n)}
+            for (a, t), p in self.present.items():
+                resident_bytes[t].append(ctx.onchip[a] * p)
             for t in range(n):
-                model.add(sum(ctx.onchip[a] * p for (a, k), p in self.present.items() if k == t) <= self.peak)  # (14)
+                model.add(sum(resident_bytes[t]) <= self.peak)  # (14)
             model.minimize(self.peak)  # (15)
             return
 
