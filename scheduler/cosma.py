@@ -85,13 +85,14 @@ class CosmaOptions:
     #: optima where 1 proved 19, and was faster) searches without the LP relaxation, 1 (CP-SAT's default)
     #: keeps a light one, 2 adds cuts
     linearization: int = 0
-    #: after this many seconds without a proof of the traffic optimum (not for ``min_peak``,
-    #: whose objective is one integer), spend the rest of the time limit in CP-SAT's
-    #: core-based search (``optimize_with_core``, which raises the bound by unsatisfiable cores of
-    #: the cost literals), starting from the best solution so far; ``None`` never switches. On
-    #: the COSMA comparison the ordinary search proves most optima in a few seconds while core
-    #: search proves DeepLabV3's M_R optimum 3x faster but densenet's 4-8x slower.
-    core_after: float | None = 4.0
+    #: after this much deterministic time (CP-SAT's machine-independent measure of work, about
+    #: a second each) without a proof of the traffic optimum, spend the rest of the time limit in
+    #: CP-SAT's core-based search (``optimize_with_core``: it raises the bound by unsatisfiable
+    #: cores of the cost literals), starting from the best solution so far; ``None`` never
+    #: switches, and ``min_peak`` (one integer objective) never does. On the COSMA comparison the
+    #: ordinary search proves most optima quickly, while core search proves DeepLabV3's M_R
+    #: optimum 3x faster but densenet's 4-8x slower.
+    core_after: float | None = 3.0
 
 
 #: the default settings
@@ -387,10 +388,14 @@ class _Part:
         """Run CP-SAT until ``deadline`` (see ``CosmaOptions.core_after``); the solver and its verdict."""
         # Core-based search bounds sums of cost literals; the peak objective (15) is one integer.
         switch = self.options.core_after if self.mode == "traffic" else None
-        if switch is None or deadline - time.perf_counter() <= switch:
+        if switch is None:
             return self._solve(deadline, core=False)
-        solver, status = self._solve(time.perf_counter() + switch, core=False)
+        # The switch is measured in CP-SAT's deterministic time, so where it happens, and hence
+        # the answer, does not depend on the machine's speed or load.
+        solver, status = self._solve(deadline, core=False, work=switch)
         if status in ("optimal", "infeasible"):
+            return solver, status
+        if time.perf_counter() >= deadline:
             return solver, status
         if status == "timeout":  # nothing found yet: core search is poor at finding solutions
             return self._solve(deadline, core=False)
@@ -400,9 +405,11 @@ class _Part:
             self.model.add_hint(variable, solver.value(variable))
         return self._solve(deadline, core=True)
 
-    def _solve(self, deadline: float, core: bool) -> tuple[cp_model.CpSolver, str]:
+    def _solve(self, deadline: float, core: bool, work: float | None = None) -> tuple[cp_model.CpSolver, str]:
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = max(0.01, deadline - time.perf_counter())
+        if work is not None:
+            solver.parameters.max_deterministic_time = work
         solver.parameters.num_workers = self.options.workers
         solver.parameters.random_seed = self.options.seed
         solver.parameters.linearization_level = self.options.linearization
