@@ -59,10 +59,9 @@ from collections.abc import Mapping, Sequence
 
 import networkx as nx
 
-from scheduler.budget import check_alignment, data_bytes, min_capacity, onchip_sizes
+from scheduler.budget import check_alignment, check_capacity, data_bytes, onchip_sizes
 from scheduler.order import resolve_order
 from scheduler.schedule import (
-    CapacityError,
     Residency,
     Schedule,
     ScheduleError,
@@ -146,6 +145,7 @@ def schedule(
     >>> s = schedule(g, 30)
     >>> [(t.kind, t.tensor, t.step) for t in s.transfers]
     [('load', 'x', 0), ('store', 'out', 3)]
+    >>> from scheduler import CapacityError
     >>> try:
     ...     schedule(g, 20)
     ... except CapacityError as error:
@@ -159,13 +159,7 @@ def schedule(
     check_alignment(alignment)
     names = resolve_order(graph, order)
     onchip = onchip_sizes(graph, sizes, alignment)
-    need, operator = min_capacity(graph, sizes, alignment)
-    if capacity_bytes < need:
-        raise CapacityError(
-            f"capacity {capacity_bytes} bytes is below M_R = {need} bytes: operator {operator!r} needs its "
-            f"inputs and outputs on chip at once; the smallest budget that works is {need} bytes",
-            operator, need,
-        )
+    need = check_capacity(graph, capacity_bytes, sizes, alignment)
     arena = _Arena(graph, names, capacity_bytes, onchip, data_bytes(graph, sizes), replacement)
     arena.run()
     order_name = order if isinstance(order, str) else "custom"

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import networkx as nx
 
-from scheduler.schedule import ScheduleError
+from scheduler.schedule import CapacityError, ScheduleError
 
 
 def data_bytes(graph: nx.DiGraph, sizes: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -88,3 +88,23 @@ def min_capacity(graph: nx.DiGraph, sizes: Mapping[str, int] | None = None, alig
         if need > best or not best_op:
             best, best_op = need, op
     return best, best_op
+
+
+def check_capacity(
+    graph: nx.DiGraph, capacity_bytes: int, sizes: Mapping[str, int] | None = None, alignment: int = 1,
+) -> int:
+    """M_R, after checking that ``capacity_bytes`` is a positive integer of at least M_R.
+
+    Raises ``ScheduleError`` for a capacity that is not a positive integer and
+    ``CapacityError`` (naming the operator and M_R) for one below M_R.
+    """
+    if not isinstance(capacity_bytes, int) or isinstance(capacity_bytes, bool) or capacity_bytes <= 0:
+        raise ScheduleError(f"capacity_bytes must be a positive integer, got {capacity_bytes!r}")
+    need, operator = min_capacity(graph, sizes, alignment)
+    if capacity_bytes < need:
+        raise CapacityError(
+            f"capacity {capacity_bytes} bytes is below M_R = {need} bytes: operator {operator!r} needs its "
+            f"inputs and outputs on chip at once; the smallest budget that works is {need} bytes",
+            operator, need,
+        )
+    return need

@@ -53,7 +53,7 @@ from typing import Any
 import networkx as nx
 from ortools.sat.python import cp_model
 
-from scheduler.budget import check_alignment, data_bytes, min_capacity, onchip_sizes
+from scheduler.budget import check_alignment, check_capacity, data_bytes, min_capacity, onchip_sizes
 from scheduler.order import resolve_order
 from scheduler.overlap import OverlapAnalysis
 from scheduler.schedule import (
@@ -636,19 +636,6 @@ def budgets(
     return {"MR": mr, "MH": mh, "MP": mp}
 
 
-def _check_budget(graph: nx.DiGraph, capacity: int, sizes: Mapping[str, int] | None, alignment: int) -> int:
-    if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity <= 0:
-        raise ScheduleError(f"capacity_bytes must be a positive integer, got {capacity!r}")
-    need, operator = min_capacity(graph, sizes, alignment)
-    if capacity < need:
-        raise CapacityError(
-            f"capacity {capacity} bytes is below M_R = {need} bytes: operator {operator!r} needs its "
-            f"inputs and outputs on chip at once; the smallest budget that works is {need} bytes",
-            operator, need,
-        )
-    return need
-
-
 def _best_baseline(graph: nx.DiGraph, capacity: int, order: str | Sequence[str], sizes: Mapping[str, int] | None,
                    alignment: int) -> Schedule:
     """The baseline (Belady or greedy replacement) that moves the fewest non-compulsory bytes."""
@@ -718,7 +705,7 @@ def cosma(
     ('optimal', 20, [('spill', 's', 2), ('retrieve', 's', 4)])
     """
     began = time.perf_counter()
-    need = _check_budget(graph, capacity_bytes, sizes, alignment)
+    need = check_capacity(graph, capacity_bytes, sizes, alignment)
     ctx = _Context(graph, sizes, alignment)
     fixed = resolve_order(graph, order) if order is not None else None
     method = "cosma" if fixed is None else "cosma-fs"
@@ -806,7 +793,7 @@ def cosma_dnc(
     parts' bounds (a bound for the cut problem, not the whole graph).
     """
     began = time.perf_counter()
-    need = _check_budget(graph, capacity_bytes, sizes, alignment)
+    need = check_capacity(graph, capacity_bytes, sizes, alignment)
     ctx = _Context(graph, sizes, alignment)
     names = list(graph.nodes)
     cut_after = list(breaks) if breaks is not None else break_nodes(graph, part_size, sizes, alignment)
