@@ -21,6 +21,7 @@ from collections.abc import Mapping
 import networkx as nx
 
 from scheduler.baseline import schedule
+from scheduler.budget import min_capacity
 from scheduler.cosma import DEFAULTS, CosmaOptions, budgets, cosma, cosma_dnc, min_peak
 from scheduler.schedule import Schedule, ScheduleError
 
@@ -37,10 +38,14 @@ def resolve_budget(
 ) -> int:
     """Bytes of ``budget``: ``"MR"``, ``"MH"``, ``"MP"`` (see ``cosma.budgets``) or a positive integer.
 
+    ``"MR"`` needs no solver; ``"MH"`` and ``"MP"`` solve for the minimum peak order.
+
     >>> from frontend.synthetic import chain
     >>> resolve_budget(chain(3, size=10), "MR"), resolve_budget(chain(3, size=10), 64)
     (30, 64)
     """
+    if isinstance(budget, str) and budget.upper() == "MR":
+        return min_capacity(graph, sizes, alignment)[0]
     if isinstance(budget, str) and budget.upper() in BUDGETS:
         return budgets(graph, sizes, alignment, options)[budget.upper()]
     if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
