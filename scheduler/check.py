@@ -12,7 +12,7 @@ that
 * stays of one tensor do not overlap in time, drains happen where stays end, transfers move
   the tensor's bytes, every final output is stored exactly once;
 * the offsets, when given, keep every residency inside the capacity, aligned and apart from
-  every residency live at the same step.
+  every residency live at the same step (``allocator.validate`` on ``schedule.problem()``).
 
 ``check_schedule`` returns the list of problems found (empty when the schedule is correct).
 """
@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 import networkx as nx
 
+from allocator import InvalidProblemError, Solution, validate
 from scheduler.schedule import Schedule
 
 
@@ -149,18 +150,11 @@ def check_schedule(
                 problems.append(f"step {s}: operator {op!r} needs {name!r}, which is not resident")
 
     if schedule.offsets is not None:
-        placed = []
-        for r in schedule.residencies:
-            where = schedule.offsets.get(r.id)
-            if where is None:
-                problems.append(f"residency {r.id!r} has no offset")
-                continue
-            if where < 0 or where + r.size > schedule.capacity or where % align:
-                problems.append(f"residency {r.id!r} at offset {where} (+{r.size}) is outside or misaligned in "
-                                f"{schedule.capacity} bytes")
-            placed.append((r, where))
-        for i, (a, x) in enumerate(placed):
-            for b, y in placed[i + 1:]:
-                if a.start < b.end and b.start < a.end and x < y + b.size and y < x + a.size:
-                    problems.append(f"residencies {a.id!r} and {b.id!r} overlap in time and address")
+        # The placement: the allocator's independent validator on the schedule's own problem.
+        try:
+            report = validate(schedule.problem(), Solution(schedule.offsets))
+        except InvalidProblemError as error:  # residencies already reported above as malformed
+            problems.append(f"the residencies do not form an allocation problem: {error}")
+        else:
+            problems.extend(v.message for v in report.violations)
     return problems
