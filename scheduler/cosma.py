@@ -425,6 +425,17 @@ class _Part:
             raise ScheduleError(f"CP-SAT rejected the model: {self.model.validate()}")
         return solver, "timeout"
 
+    def size(self) -> dict[str, float]:
+        """The model's numbers of variables and constraints, for ``Schedule.stats``."""
+        proto = self.model.proto
+        return {"variables": float(len(proto.variables)), "constraints": float(len(proto.constraints))}
+
+    def answer(self, solver: cp_model.CpSolver, capacity: int, method: str) -> Schedule:
+        """The solution of a part that is the whole graph, as a ``Schedule``."""
+        timeline = _Timeline()
+        self.record(solver, 0, timeline)
+        return _assemble(self.ctx, self.order_of(solver), timeline, capacity, method)
+
     def order_of(self, solver: cp_model.CpSolver) -> list[str]:
         at = {t: v for v, run in self.run.items() for t, x in run.items() if solver.boolean_value(x)}
         return [at[t] for t in range(self.n)]
@@ -719,28 +730,22 @@ def cosma(
             warm.hint(0, baseline.order, _timeline_of(baseline))
         solver, status = warm.solve(began + options.warm_fraction * options.time_limit)
         if status in ("optimal", "feasible"):
-            timeline = _Timeline()
-            warm.record(solver, 0, timeline)
-            start = _assemble(ctx, warm.order_of(solver), timeline, capacity_bytes, method)
+            start = warm.answer(solver, capacity_bytes, method)
             if start.noncompulsory_bytes == 0:
-                proto = warm.model.proto
-                size = {"variables": float(len(proto.variables)), "constraints": float(len(proto.constraints))}
-                return _finish(start, need, "optimal", 0, 0, time.perf_counter() - began, {"warm_start": 1.0, **size})
+                return _finish(start, need, "optimal", 0, 0, time.perf_counter() - began,
+                               {"warm_start": 1.0, **warm.size()})
     part = _Part(ctx, list(graph.nodes), capacity_bytes, _State(), set(), options, fixed_order=fixed)
     if options.hint:
         part.hint(0, start.order, _timeline_of(start))
     solver, status = part.solve(began + options.time_limit)
-    proto = part.model.proto
-    size = {"variables": float(len(proto.variables)), "constraints": float(len(proto.constraints))}
+    size = part.size()
     if status not in ("optimal", "feasible"):
         bound = max(0, int(solver.best_objective_bound)) if status == "timeout" else 0
         if start is not baseline:
             return _finish(start, need, "feasible", start.noncompulsory_bytes, bound, time.perf_counter() - began, size)
         baseline.method = f"{method} ({status}; {baseline.method} kept)"
         return _finish(baseline, need, status, baseline.noncompulsory_bytes, bound, time.perf_counter() - began, size)
-    timeline = _Timeline()
-    part.record(solver, 0, timeline)
-    result = _assemble(ctx, part.order_of(solver), timeline, capacity_bytes, method)
+    result = part.answer(solver, capacity_bytes, method)
     objective = int(round(solver.objective_value))
     bound = int(math.ceil(solver.best_objective_bound - 1e-6))
     return _finish(result, need, status, objective, min(objective, max(0, bound)), time.perf_counter() - began, size)
