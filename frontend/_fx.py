@@ -346,6 +346,7 @@ class _Op:
     outputs: list[str]
     macs: int
     elements: int
+    gemm: list[tuple[int, int, int, int]]
     live_outputs: list[str] = field(default_factory=list)
 
 
@@ -659,7 +660,7 @@ class _Converter:
         outputs = [tname for tname, _ in flat]
         self.env[node] = structure
         self.ops.append(_Op(node.name, kind, target, list(dict.fromkeys(reads)), outputs,
-                            cost.macs(call), cost.elements(call)))
+                            cost.macs(call), cost.elements(call), cost.gemms(call)))
         if self.is_inplace(node, module, arguments) and len(outputs) == 1:
             mutated = self.names_in(node.args[:1])
             if mutated and mutated[0] not in self.weights:
@@ -695,7 +696,7 @@ class _Converter:
             for tname in op.live_outputs:
                 declare(tname, "activation")
             add_operator(graph, op.name, op.kind, op.inputs, op.live_outputs, target=op.target,
-                         macs=op.macs, elements=op.elements)
+                         macs=op.macs, elements=op.elements, gemm=op.gemm)
         tensors = graph.graph["tensors"]
         for tname in self.outputs:
             declare(tname, "weight" if tname in self.weights else "activation")

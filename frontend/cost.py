@@ -1,6 +1,6 @@
-"""What an operator is, and what it costs: kind normalisation and multiply-accumulate counts.
+"""What an operator is, and what it costs: kind normalisation, multiply-accumulate counts and GEMM shapes.
 
-Two small tables drive everything here, so supporting a new operator is one line:
+Three small tables drive everything here, so supporting a new operator is one line each:
 
 * ``MODULE_KINDS`` / ``FUNCTION_KINDS`` map a leaf module class name, or a function / method
   name, to a **normalised kind** (``"conv2d"``, ``"linear"``, ``"add"``, ...). Unknown names
@@ -8,6 +8,10 @@ Two small tables drive everything here, so supporting a new operator is one line
 * ``MAC_RULES`` maps a kind to a function ``OpCall -> int`` counting its multiply-accumulates.
   Kinds without a rule (elementwise, pooling, normalisation, softmax, cat, permute, ...) have
   ``macs = 0`` and are costed by ``elements``: the number of output elements they write.
+* ``GEMM_RULES`` maps the same kinds to a function ``OpCall -> list[Gemm]`` lowering the
+  operator onto matrix multiplications, the shape a systolic array or SIMD model maps (see
+  "GEMM lowering" below). Every kind with a MAC rule has a GEMM rule, and their MACs agree
+  exactly.
 
 Counting conventions (the ones torchvision, fvcore and ptflops use, so the numbers compare):
 
@@ -23,6 +27,37 @@ Counting conventions (the ones torchvision, fvcore and ptflops use, so the numbe
   out-projection (the extra key slot of ``add_bias_kv`` / ``add_zero_attn`` is ignored).
 * torchvision's ``shifted_window_attention`` (Swin): qkv projection, ``Q K^T`` and ``A V`` inside
   each (padded) window, and the output projection.
+
+GEMM lowering (``gemms``): a ``Gemm`` ``(t, k, n, count)`` is ``count`` independent products
+``(t x k) @ (k x n)``: ``t`` rows of the streamed operand (batch x output positions), ``k`` the
+reduction, ``n`` output columns (the stationary operand is ``k x n``, the weight of a layer).
+An operator's GEMMs sum to its MACs: ``sum(t * k * n * count) == macs(call)``.
+
+* convolution, weight ``(C_out, C_in/g, *kernel)``, ``g`` groups (the input's channels over
+  ``weight.shape[1]``): im2col, one GEMM per group, ``t = out_elements / C_out``,
+  ``k = prod(weight.shape[1:])``, ``n = C_out / g``, ``count = g`` (depthwise: ``n = 1``).
+* transposed convolution, weight ``(C_in, C_out/g, *kernel)``: every input position times the
+  group's weight slice, then a col2im scatter, ``t = in_elements / C_in``, ``k = C_in / g``,
+  ``n = prod(weight.shape[1:])``, ``count = g``.
+* linear: ``t = out_elements / out_features`` (the leading dimensions folded), ``k = in_features``,
+  ``n = out_features``.
+* matmul / bmm / addmm / baddbmm, ``A (..., M, K) @ B (..., K, N)``: a 2-D ``B`` acts as a weight,
+  so ``A``'s batch dimensions fold into ``t`` and there is one GEMM; a batched ``B`` gives
+  ``count = prod(output batch dims)`` GEMMs of ``M x K x N``. A 1-D ``A`` is one row (``M = 1``),
+  a 1-D ``B`` one column (``N = 1``).
+* scaled_dot_product_attention: ``Q K^T`` (``L x E x S``) and ``A V`` (``L x S x E_v``), each
+  ``batch * heads`` times.
+* nn.MultiheadAttention: the q, k and v in-projections, ``Q K^T`` and ``A V`` per head
+  (``count = batch * num_heads``, ``k`` or ``n`` the head dimension ``embed / num_heads``) and the
+  out-projection: six GEMMs.
+* Swin window attention: the qkv projection, ``Q K^T`` and ``A V`` per window and head
+  (``count = windows * num_heads``, head dimension ``C / num_heads``) and the output projection.
+* einsum (an approximation of the mapping, exact in MACs): one GEMM with ``n`` the output's last
+  dimension, ``t`` the rest of the output, ``k`` the product of the contracted sizes.
+
+A rule that cannot make sense of unusual shapes falls back to one GEMM per output element
+(``t = out_elements``, ``k = macs / t``, ``n = 1``; ``(1, macs, 1, 1)`` if that does not divide),
+so the sum is exact whatever the shapes.
 
 Everything is computed from shapes alone; this module does not import torch.
 
@@ -193,11 +228,11 @@ def _first_string(values: Sequence[Any]) -> str | None:
     return None
 
 
-def _einsum(call: OpCall) -> int:
-    """``out_elements * prod(contracted index sizes)``, from the equation and operand shapes."""
+def _einsum_contracted(call: OpCall) -> int | None:
+    """Product of the sizes of the indices an einsum sums over (``None`` without an equation)."""
     equation = _first_string(list(call.arguments.values()))
     if equation is None:
-        return 0
+        return None
     equation = equation.replace(" ", "")
     lhs, _, rhs = equation.partition("->")
     terms = lhs.split(",")
@@ -213,7 +248,13 @@ def _einsum(call: OpCall) -> int:
         letters = [c for c in lhs if c.isalpha()]
         rhs = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
     contracted = set(sizes) - set(rhs)
-    return numel(call.outputs[0]) * math.prod(sizes[c] for c in contracted)
+    return math.prod(sizes[c] for c in contracted)
+
+
+def _einsum(call: OpCall) -> int:
+    """``out_elements * prod(contracted index sizes)``, from the equation and operand shapes."""
+    contracted = _einsum_contracted(call)
+    return 0 if contracted is None else numel(call.outputs[0]) * contracted
 
 
 def _sdpa(call: OpCall) -> int:
@@ -279,6 +320,205 @@ def macs(call: OpCall) -> int:
     """Multiply-accumulates of ``call`` (0 for kinds without a rule in ``MAC_RULES``)."""
     rule = MAC_RULES.get(call.kind)
     return int(rule(call)) if rule is not None else 0
+
+
+# --------------------------------------------------------------------------- GEMM rules
+
+#: ``(t, k, n, count)``: ``count`` independent GEMMs ``(t x k) @ (k x n)``
+Gemm = tuple[int, int, int, int]
+
+
+def _conv_gemm(call: OpCall) -> list[Gemm]:
+    """im2col per group: ``t = out_elements / C_out``, ``k = prod(weight[1:])``, ``n = C_out / g``, ``count = g``.
+
+    The channel axis is 1 for a batched input and 0 for an unbatched one (the input has one
+    dimension fewer than the weight); ``g`` is the input's channels over ``weight.shape[1]``.
+    """
+    weight = _weight(call, 1)
+    source = call.operands[0]
+    out_channels = int(weight[0])
+    channel_axis = len(source) - len(weight) + 1
+    groups = int(source[channel_axis]) // int(weight[1])
+    out_positions = numel(call.outputs[0]) // out_channels
+    return [(out_positions, numel(weight[1:]), out_channels // groups, groups)]
+
+
+def _conv_transpose_gemm(call: OpCall) -> list[Gemm]:
+    """Per group: ``t = in_elements / C_in``, ``k = C_in / g``, ``n = prod(weight[1:])``, ``count = g``.
+
+    The weight is ``(C_in, C_out/g, *kernel)``, so ``g`` is the output's channels over
+    ``weight.shape[1]``; each input position's ``n`` products are then scattered (col2im).
+    """
+    weight = _weight(call, 1)
+    in_channels = int(weight[0])
+    output = call.outputs[0]
+    channel_axis = len(output) - len(weight) + 1
+    groups = int(output[channel_axis]) // int(weight[1])
+    in_positions = numel(call.operands[0]) // in_channels
+    return [(in_positions, in_channels // groups, numel(weight[1:]), groups)]
+
+
+def _linear_gemm(call: OpCall) -> list[Gemm]:
+    """``t = out_elements / out_features``, ``k = in_features``, ``n = out_features``, one GEMM."""
+    weight = _weight(call, 1)
+    out_features = int(weight[0]) if len(weight) == 2 else 1  # a 1-D weight gives one feature
+    return [(numel(call.outputs[0]) // out_features, int(weight[-1]), out_features, 1)]
+
+
+def _matmul_gemm_from(first: int) -> Callable[[OpCall], list[Gemm]]:
+    """GEMMs of ``operands[first] @ operands[first + 1]`` (a 2-D second operand is a weight)."""
+
+    def rule(call: OpCall) -> list[Gemm]:
+        a, b = tuple(call.operands[first]), tuple(call.operands[first + 1])
+        out_elements = numel(call.outputs[0])
+        depth = int(a[-1]) if a else 1
+        if len(b) <= 1:  # matrix-vector (or dot): every output element is one row of A times b
+            return [(out_elements, depth, 1, 1)]
+        columns = int(b[-1])
+        if len(b) == 2:  # weight-like: A's batch dimensions fold into the rows
+            return [(out_elements // columns, depth, columns, 1)]
+        rows = int(a[-2]) if len(a) >= 2 else 1
+        return [(rows, depth, columns, out_elements // (rows * columns))]
+
+    rule.__doc__ = (f"``operands[{first}] @ operands[{first + 1}]``: one GEMM folding the batch into ``t`` "
+                    "when the second is 2-D, else ``prod(batch)`` GEMMs of ``M x K x N``.")
+    return rule
+
+
+def _einsum_gemm(call: OpCall) -> list[Gemm]:
+    """One GEMM: ``n`` = the output's last dimension, ``t`` = the rest, ``k`` = the contracted sizes.
+
+    An approximation of how an accelerator maps a general contraction (which indices are batch
+    and which are rows is not recovered), exact in MACs.
+    """
+    contracted = _einsum_contracted(call)
+    if contracted is None:
+        return []
+    output = call.outputs[0]
+    columns = int(output[-1]) if output else 1
+    return [(numel(output) // columns, contracted, columns, 1)]
+
+
+def _sdpa_gemm(call: OpCall) -> list[Gemm]:
+    """``Q K^T`` (``L x E x S``) and ``A V`` (``L x S x E_v``), ``batch * heads`` of each."""
+    query, key, value = call.operands[0], call.operands[1], call.operands[2]
+    q_len = int(query[-2]) if len(query) >= 2 else 1
+    rows = numel(call.outputs[0]) // int(value[-1])  # batch * heads * L
+    count = rows // q_len
+    keys = int(key[-2])
+    return [(q_len, int(query[-1]), keys, count), (q_len, keys, int(value[-1]), count)]
+
+
+def _mha_gemm(call: OpCall) -> list[Gemm]:
+    """nn.MultiheadAttention: q, k, v in-projections, per-head ``Q K^T`` and ``A V``, out-projection."""
+    attrs = call.attributes
+    embed = int(attrs["embed_dim"])
+    kdim = int(attrs.get("kdim") or embed)
+    vdim = int(attrs.get("vdim") or embed)
+    heads = int(attrs.get("num_heads") or 1)
+    if embed % heads:
+        heads = 1  # nn.MultiheadAttention refuses this; keep the sum exact anyway
+    head_dim = embed // heads
+    query = call.arguments.get("query", call.operands[0])
+    key = call.arguments.get("key", call.operands[1])
+    if len(query) == 2:
+        batch, q_len, k_len = 1, int(query[0]), int(key[0])
+    elif attrs.get("batch_first"):
+        batch, q_len, k_len = int(query[0]), int(query[1]), int(key[1])
+    else:
+        batch, q_len, k_len = int(query[1]), int(query[0]), int(key[0])
+    return [
+        (batch * q_len, embed, embed, 1),  # q projection
+        (batch * k_len, kdim, embed, 1),  # k projection
+        (batch * k_len, vdim, embed, 1),  # v projection
+        (q_len, head_dim, k_len, batch * heads),  # Q K^T
+        (q_len, k_len, head_dim, batch * heads),  # A V
+        (batch * q_len, embed, embed, 1),  # out projection
+    ]
+
+
+def _shifted_window_attention_gemm(call: OpCall) -> list[Gemm]:
+    """Swin: qkv projection, per window and head ``Q K^T`` and ``A V`` (``N x C/h x N``), projection."""
+    args = call.arguments
+    batch, height, width, channels = (int(d) for d in args.get("input", call.operands[0]))
+    qkv_weight = tuple(args.get("qkv_weight", call.operands[1]))
+    proj_weight = tuple(args.get("proj_weight", call.operands[2]))
+    win_h, win_w = (int(w) for w in args["window_size"])
+    heads = int(args.get("num_heads") or 1)
+    if channels % heads:
+        heads = 1
+    head_dim = channels // heads
+    windows = batch * -(-height // win_h) * -(-width // win_w)
+    window_tokens = win_h * win_w
+    tokens = windows * window_tokens
+    return [
+        (tokens, numel(qkv_weight[1:]), int(qkv_weight[0]), 1),
+        (window_tokens, head_dim, window_tokens, windows * heads),
+        (window_tokens, window_tokens, head_dim, windows * heads),
+        (tokens, numel(proj_weight[1:]), int(proj_weight[0]), 1),
+    ]
+
+
+#: kind -> GEMM lowering; exactly the kinds of ``MAC_RULES``, each summing to its MAC count
+GEMM_RULES: dict[str, Callable[[OpCall], list[Gemm]]] = {
+    "conv1d": _conv_gemm, "conv2d": _conv_gemm, "conv3d": _conv_gemm,
+    "conv_transpose1d": _conv_transpose_gemm, "conv_transpose2d": _conv_transpose_gemm,
+    "conv_transpose3d": _conv_transpose_gemm,
+    "linear": _linear_gemm,
+    "matmul": _matmul_gemm_from(0), "bmm": _matmul_gemm_from(0),
+    "addmm": _matmul_gemm_from(1), "baddbmm": _matmul_gemm_from(1),
+    "einsum": _einsum_gemm,
+    "scaled_dot_product_attention": _sdpa_gemm,
+    "multi_head_attention": _mha_gemm,
+    "shifted_window_attention": _shifted_window_attention_gemm,
+}
+
+
+def gemm_macs(gemm: Sequence[Sequence[int]]) -> int:
+    """MACs of a list of ``(t, k, n, count)`` GEMMs: ``sum(t * k * n * count)``."""
+    return sum(math.prod(int(d) for d in entry) for entry in gemm)
+
+
+def gemms(call: OpCall) -> list[Gemm]:
+    """The GEMMs ``call`` lowers to, as ``(t, k, n, count)``: ``count`` products ``(t x k) @ (k x n)``.
+
+    ``t`` is the rows of the streamed operand (batch x output positions), ``k`` the reduction
+    and ``n`` the output columns; the rules are listed in the module docstring. Kinds without a
+    rule in ``GEMM_RULES``, and operators of 0 MACs, give ``[]``. Otherwise the result sums to
+    ``macs(call)`` exactly; shapes a rule cannot lower give the one-GEMM-per-output-element
+    fallback described in the module docstring.
+
+    A convolution with 2 groups: 16 x 16 output positions, each group a ``256 x 36 @ 36 x 8``:
+
+    >>> conv = OpCall("conv2d", operands=[(1, 8, 16, 16)], outputs=[(1, 16, 16, 16)],
+    ...               params={"weight": (16, 4, 3, 3)})
+    >>> gemms(conv)
+    [(256, 36, 8, 2)]
+    >>> gemm_macs(gemms(conv)) == macs(conv)
+    True
+
+    A linear layer on ``(batch 2, 5 tokens, 32 features)``: the tokens fold into the rows.
+
+    >>> gemms(OpCall("linear", operands=[(2, 5, 32)], outputs=[(2, 5, 10)], params={"weight": (10, 32)}))
+    [(10, 32, 10, 1)]
+    >>> gemms(OpCall("relu", operands=[(2, 3)], outputs=[(2, 3)]))
+    []
+    """
+    rule = GEMM_RULES.get(call.kind)
+    total = macs(call)
+    if rule is None or total == 0:
+        return []
+    try:
+        lowered = [tuple(int(d) for d in entry) for entry in rule(call)]
+    except (ArithmeticError, IndexError, KeyError, TypeError, ValueError):
+        lowered = []
+    lowered = [entry for entry in lowered if all(d > 0 for d in entry)]
+    if lowered and all(len(entry) == 4 for entry in lowered) and gemm_macs(lowered) == total:
+        return [(entry[0], entry[1], entry[2], entry[3]) for entry in lowered]
+    rows = numel(call.outputs[0]) if call.outputs else 0
+    if rows > 0 and total % rows == 0:
+        return [(rows, total // rows, 1, 1)]
+    return [(1, total, 1, 1)]
 
 
 def elements(call: OpCall) -> int:

@@ -6,8 +6,16 @@ A dataflow graph is an ordinary ``networkx.DiGraph``:
   order). Attributes: ``op`` (normalised kind: ``"conv2d"``, ``"linear"``, ``"add"``, ...),
   ``target`` (the torch.fx target as a string), ``macs`` (multiply-accumulates, 0 for ops
   without a MAC array), ``elements`` (elements processed, the cost of non-MAC ops),
-  ``in_tensors`` (names read, activations and weights, in argument order, no repeats) and
-  ``out_tensors`` (names written).
+  ``in_tensors`` (names read, activations and weights, in argument order, no repeats),
+  ``out_tensors`` (names written) and ``gemm`` (the GEMM shape of the MACs, below).
+* ``gemm`` is a list of ``[t, k, n, count]`` lists of positive ints: ``count`` independent
+  matrix products ``(t x k) @ (k x n)``, with ``t`` the rows of the streamed operand (batch x
+  output positions), ``k`` the reduction and ``n`` the output columns (the lowering of each
+  kind is ``frontend.cost.gemms``). A non-empty ``gemm`` sums to the node's MACs,
+  ``sum(t * k * n * count) == macs``. ``[]`` means no GEMM shape is recorded: operators
+  without MACs, and hand-built graphs that give only ``macs``. Graphs saved before the
+  attribute existed have no ``gemm`` at all; they still load (read it as
+  ``data.get("gemm", [])``).
 * **edges** ``u -> v`` exist when ``v`` reads a tensor ``u`` writes; attribute ``tensors``
   lists those tensor names.
 * ``graph.graph`` holds ``name`` (model name), ``dtype`` (storage dtype of the run),
@@ -24,17 +32,18 @@ Everything is JSON-serialisable, so ``save_graph`` / ``load_graph`` round-trip e
 >>> g = new_graph("tiny", dtype="int8")
 >>> add_tensor(g, "x", (1, 4), kind="input")
 >>> add_tensor(g, "w", (4, 4), kind="weight")
->>> add_operator(g, "fc", "linear", inputs=["x", "w"], outputs={"y": (1, 4)}, macs=16)
+>>> add_operator(g, "fc", "linear", inputs=["x", "w"], outputs={"y": (1, 4)}, macs=16, gemm=[(1, 4, 4, 1)])
 >>> g.graph["outputs"] = ["y"]; g.graph["tensors"]["y"]["kind"] = "output"
 >>> check_graph(g)
->>> g.graph["tensors"]["y"]["producer"], g.graph["tensors"]["w"]["consumers"]
-('fc', ['fc'])
+>>> g.graph["tensors"]["y"]["producer"], g.graph["tensors"]["w"]["consumers"], g.nodes["fc"]["gemm"]
+('fc', ['fc'], [[1, 4, 4, 1]])
 """
 
 from __future__ import annotations
 
 import json
 import math
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -91,19 +100,50 @@ def add_tensor(
         graph.graph["inputs"].append(name)
 
 
+def _gemm_error(name: str, gemm: Any, macs: Any) -> str | None:
+    """Why ``gemm`` is not a valid ``gemm`` attribute of operator ``name`` with ``macs`` MACs (``None``: it is)."""
+    def positive(d: Any) -> bool:
+        return isinstance(d, int) and not isinstance(d, bool) and d > 0
+
+    if isinstance(gemm, (str, bytes)) or not isinstance(gemm, (list, tuple)) or not all(
+        isinstance(e, (list, tuple)) and len(e) == 4 and all(positive(d) for d in e) for e in gemm
+    ):
+        return f"operator {name!r}: gemm {gemm!r} is not a list of [t, k, n, count] lists of 4 positive ints"
+    total = sum(math.prod(e) for e in gemm)
+    if gemm and total != macs:
+        return f"operator {name!r}: gemm {gemm!r} sums to {total} MACs, but the operator has {macs}"
+    return None
+
+
+def _int_list(entry: Any) -> Any:
+    """``entry`` as a list of plain ints (numpy integers too); anything else comes back for the check to name."""
+    if not isinstance(entry, (list, tuple)):
+        return entry
+    try:
+        return [d if isinstance(d, bool) else operator.index(d) for d in entry]
+    except TypeError:
+        return list(entry)
+
+
 def add_operator(
     graph: nx.DiGraph, name: str, op: str, inputs: Iterable[str],
     outputs: Mapping[str, Sequence[int]] | Iterable[str], target: str | None = None,
-    macs: int = 0, elements: int | None = None,
+    macs: int = 0, elements: int | None = None, gemm: Iterable[Sequence[int]] | None = None,
 ) -> None:
     """Append an operator (program order = insertion order).
 
     ``inputs`` must already be registered tensors. ``outputs`` is either a mapping of new
     tensor names to shapes (registered here as activations) or names of tensors already
-    registered without a producer.
+    registered without a producer. ``gemm`` is the operator's ``(t, k, n, count)`` GEMMs
+    (``frontend.cost.gemms``), stored as lists; ``None`` stores ``[]`` (no shape recorded).
+    Raises ``GraphFormatError`` if a non-empty ``gemm`` is malformed or does not sum to ``macs``.
     """
     if name in graph:
         raise GraphFormatError(f"operator {name!r} defined twice")
+    gemm_lists = [_int_list(entry) for entry in gemm] if gemm is not None else []
+    error = _gemm_error(name, gemm_lists, int(macs))
+    if error is not None:
+        raise GraphFormatError(error)
     tensors = graph.graph["tensors"]
     in_names = list(dict.fromkeys(inputs))
     for t in in_names:
@@ -123,7 +163,7 @@ def add_operator(
         elements = sum(math.prod(tensors[t]["shape"]) for t in out_names)
     graph.add_node(
         name, op=op, target=target or op, macs=int(macs), elements=int(elements),
-        in_tensors=in_names, out_tensors=out_names,
+        in_tensors=in_names, out_tensors=out_names, gemm=gemm_lists,
     )
     for t in in_names:
         tensors[t]["consumers"].append(name)
@@ -165,6 +205,10 @@ def check_graph(graph: nx.DiGraph) -> None:
         for t in list(data["in_tensors"]) + list(data["out_tensors"]):
             if t not in tensors:
                 raise GraphFormatError(f"operator {n!r} refers to unknown tensor {t!r}")
+        if "gemm" in data:  # absent from graphs saved before the attribute existed
+            error = _gemm_error(n, data["gemm"], data["macs"])
+            if error is not None:
+                raise GraphFormatError(error)
     for t in list(graph.graph["inputs"]) + list(graph.graph["outputs"]):
         if t not in tensors:
             raise GraphFormatError(f"graph input/output {t!r} is not a tensor")

@@ -4,7 +4,8 @@ Every generator returns a checked ``DataflowGraph`` (see ``frontend.graph``) wit
 input ``"x"``, one final output, and a weight read by every compute operator. Tensors are
 one-dimensional ``int8`` vectors, so a tensor's ``nbytes`` is its length: the ``size``
 arguments are bytes. Compute operators are ``"linear"`` with one MAC per output byte (a
-convention, not a model of a real layer); joins are ``"add"`` (elementwise) or ``"cat"``.
+convention, not a model of a real layer) and the matching GEMM shape ``[[1, 1, size, 1]]``: one
+row, a reduction of 1, one output column per byte; joins are ``"add"`` (elementwise) or ``"cat"``.
 ``nas_cells`` also has pooling operators (``"max_pool2d"`` / ``"avg_pool2d"``), which read no
 weight.
 
@@ -29,10 +30,14 @@ DTYPE = "int8"  # one byte per element: sizes are bytes
 
 def _compute(graph: nx.DiGraph, name: str, inputs: Sequence[str], out: str, size: int,
              weight_size: int | None) -> None:
-    """A ``linear`` operator reading ``inputs`` and its own weight, writing ``out`` (``size`` bytes)."""
+    """A ``linear`` operator reading ``inputs`` and its own weight, writing ``out`` (``size`` bytes).
+
+    One MAC per output byte, as the GEMM ``(1 x 1) @ (1 x size)``.
+    """
     weight = f"{name}.weight"
     add_tensor(graph, weight, (weight_size or size,), kind="weight")
-    add_operator(graph, name, "linear", inputs=[*inputs, weight], outputs={out: (size,)}, macs=size)
+    add_operator(graph, name, "linear", inputs=[*inputs, weight], outputs={out: (size,)}, macs=size,
+                 gemm=[(1, 1, size, 1)])
 
 
 def _finish(graph: nx.DiGraph, output: str) -> nx.DiGraph:
@@ -208,7 +213,7 @@ def nas_cells(cells: int = 4, nodes: int = 4, seed: int = 0, size: int = 1024, r
     * **classifier** reads the last cell's output and writes ``y`` (``classes`` bytes).
 
     Compute operators follow the module's convention (``"linear"``, a weight as large as the
-    output, one MAC per output byte).
+    output, one MAC per output byte, ``gemm`` ``[[1, 1, size, 1]]``).
 
     Three cells of two nodes, cell 2 a reduction cell: 32 operators, and the reduction halves
     the cell output from 2 x 64 to 2 x 32 bytes.

@@ -6,7 +6,8 @@ operators and tensors:
 
 * **operators** are the FX ``call_module`` / ``call_function`` / ``call_method`` nodes that
   compute tensors, named after their FX node, with a normalised ``op`` kind and their cost
-  (``macs`` or ``elements``, see ``frontend.cost``); ``target`` is the FX target as a string
+  (``macs`` or ``elements``, see ``frontend.cost``) and, for MAC-carrying kinds, the GEMM shape
+  of those MACs (``gemm``, ``frontend.cost.gemms``); ``target`` is the FX target as a string
   (the qualified class name for ``call_module``).
 * **weights** are the parameters and buffers of the leaf modules an operator calls, and the
   tensors read by ``get_attr`` nodes (ViT's ``class_token``, a ``layer_scale``), named by their

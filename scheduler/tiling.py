@@ -15,9 +15,13 @@ Rules (deterministic, independent of the capacity):
   left whole;
 * tile ``t`` is operator ``<op>.tile<t>``: it reads the op's activations and the weight slices
   ``<weight>[a:b]``, writes ``<output>.tile<t>`` (the feature dimension, last for ``linear``,
-  1 for convolutions, cut to ``b - a``), and carries ``b - a`` / ``out`` of the MACs;
+  1 for convolutions, cut to ``b - a``), and carries ``b - a`` / ``out`` of the MACs and its
+  share of the GEMM: the op's ``[t, k, n, count]`` entries (one, as a split op has one group)
+  with ``n`` cut to ``b - a``, so ``t * k * (b - a) * count`` are the tile's MACs (an op
+  without a ``gemm``, or with one whose ``n`` is not the output features, gives tiles ``[]``);
 * operator ``<op>.concat`` (kind ``concat``, a real copy) reads the tiles and writes the
-  original output tensor, so consumers are unchanged.
+  original output tensor, so consumers are unchanged; it has no MACs and ``gemm`` ``[]``.
+  Operators left whole keep their ``gemm``.
 
 The weight bytes of the graph are unchanged (slices partition the weights), so DRAM traffic
 for weights stays the same.
@@ -67,6 +71,13 @@ def _tile_count(graph: nx.DiGraph, node: str, max_weight_bytes: int) -> int:
     return min(shape[0], math.ceil(tensors[largest]["nbytes"] / max_weight_bytes))
 
 
+def _tile_gemm(gemm: list[list[int]], features: int, width: int) -> list[list[int]]:
+    """The GEMM of a tile of ``width`` of the ``features`` output features: ``n`` cut to ``width``."""
+    if not gemm or any(entry[2] != features for entry in gemm):
+        return []
+    return [[t, k, width, count] for t, k, _, count in gemm]
+
+
 def tile_weights(graph: nx.DiGraph, max_weight_bytes: int) -> tuple[nx.DiGraph, list[str]]:
     """A copy of ``graph`` with every oversized operator split into weight tiles (rules above).
 
@@ -76,13 +87,15 @@ def tile_weights(graph: nx.DiGraph, max_weight_bytes: int) -> tuple[nx.DiGraph, 
     >>> g = new_graph("fc", dtype="int8")
     >>> add_tensor(g, "x", (1, 8), kind="input")
     >>> add_tensor(g, "w", (6, 8), kind="weight")
-    >>> add_operator(g, "fc", "linear", ["x", "w"], {"y": (1, 6)}, macs=48)
+    >>> add_operator(g, "fc", "linear", ["x", "w"], {"y": (1, 6)}, macs=48, gemm=[(1, 8, 6, 1)])
     >>> g.graph["outputs"] = ["y"]; g.graph["tensors"]["y"]["kind"] = "output"
     >>> tiled, split = tile_weights(g, max_weight_bytes=16)
     >>> split, list(tiled.nodes)
     (['fc'], ['fc.tile0', 'fc.tile1', 'fc.tile2', 'fc.concat'])
     >>> [tiled.graph["tensors"][f"w[{a}:{b}]"]["nbytes"] for a, b in [(0, 2), (2, 4), (4, 6)]]
     [16, 16, 16]
+    >>> tiled.nodes["fc.tile0"]["gemm"], tiled.nodes["fc.tile0"]["macs"], tiled.nodes["fc.concat"]["gemm"]
+    ([[1, 8, 2, 1]], 16, [])
     """
     if max_weight_bytes <= 0:
         raise ValueError(f"max_weight_bytes must be positive, got {max_weight_bytes}")
@@ -110,7 +123,7 @@ def tile_weights(graph: nx.DiGraph, max_weight_bytes: int) -> tuple[nx.DiGraph, 
                 ensure(t)
             outputs = {t: old[t]["shape"] for t in data["out_tensors"]}
             add_operator(out, node, data["op"], data["in_tensors"], outputs, target=data["target"],
-                         macs=data["macs"], elements=data["elements"])
+                         macs=data["macs"], elements=data["elements"], gemm=data.get("gemm"))
             for t in data["out_tensors"]:
                 out.graph["tensors"][t].update(kind=old[t]["kind"], dtype=old[t]["dtype"], nbytes=old[t]["nbytes"])
             continue
@@ -137,7 +150,8 @@ def tile_weights(graph: nx.DiGraph, max_weight_bytes: int) -> tuple[nx.DiGraph, 
             shape[feature_dim] = b - a
             piece_out = f"{result}.tile{t}"
             add_operator(out, f"{node}.tile{t}", data["op"], inputs, {piece_out: shape}, target=data["target"],
-                         macs=data["macs"] * (b - a) // features, elements=data["elements"] * (b - a) // features)
+                         macs=data["macs"] * (b - a) // features, elements=data["elements"] * (b - a) // features,
+                         gemm=_tile_gemm(data.get("gemm", []), features, b - a))
             out.graph["tensors"][piece_out].update(dtype=old[result]["dtype"], nbytes=per_feature * (b - a))
             tile_outputs.append(piece_out)
         add_operator(out, f"{node}.concat", "concat", tile_outputs, {result: out_shape}, target="concat",

@@ -71,3 +71,20 @@ def test_synthetic_sizes_are_bytes():
     graph = synthetic.chain(2, size=77)
     assert graph.graph["dtype"] == "int8"
     assert all(rec["nbytes"] == math.prod(rec["shape"]) for rec in graph.graph["tensors"].values())
+
+
+@pytest.mark.parametrize(
+    "graph",
+    [synthetic.chain(3, size=40), synthetic.diamond(2, size=8, branch_size=4), synthetic.residual_block(2, size=16),
+     synthetic.random_dag(30, seed=4), synthetic.nas_cell(4, seed=1, size=32),
+     synthetic.nas_cells(cells=4, nodes=3, seed=2, size=64)],
+    ids=["chain", "diamond", "residual", "random_dag", "nas_cell", "nas_cells"],
+)
+def test_compute_operators_have_a_gemm_of_their_macs(graph):
+    tensors = graph.graph["tensors"]
+    for name, data in graph.nodes(data=True):
+        if data["op"] == "linear":  # one MAC per output byte: a 1 x 1 @ 1 x size product
+            size = tensors[data["out_tensors"][0]]["nbytes"]
+            assert data["gemm"] == [[1, 1, size, 1]] and data["macs"] == size, name
+        else:
+            assert data["gemm"] == [] and data["macs"] == 0, name

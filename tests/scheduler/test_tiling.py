@@ -6,12 +6,13 @@ from frontend.graph import add_operator, add_tensor, check_graph, new_graph
 from scheduler import min_capacity, schedule, tile_weights
 
 
-def fc_graph(in_features=64, out_features=48, conv_groups=None):
+def fc_graph(in_features=64, out_features=48, conv_groups=None, gemm=True):
     g = new_graph("fc", dtype="int8")
     add_tensor(g, "x", (1, in_features), kind="input")
     add_tensor(g, "w", (out_features, in_features), kind="weight")
     add_tensor(g, "b", (out_features,), kind="weight")
-    add_operator(g, "fc", "linear", ["x", "w", "b"], {"y": (1, out_features)}, macs=in_features * out_features)
+    add_operator(g, "fc", "linear", ["x", "w", "b"], {"y": (1, out_features)}, macs=in_features * out_features,
+                 gemm=[(1, in_features, out_features, 1)] if gemm else None)
     add_operator(g, "act", "relu", ["y"], {"z": (1, out_features)})
     g.graph["outputs"] = ["z"]
     g.graph["tensors"]["z"]["kind"] = "output"
@@ -22,7 +23,8 @@ def conv_graph(groups):
     g = new_graph("conv", dtype="int8")
     add_tensor(g, "x", (1, 8, 4, 4), kind="input")
     add_tensor(g, "w", (16, 8 // groups, 3, 3), kind="weight")
-    add_operator(g, "conv", "conv2d", ["x", "w"], {"y": (1, 16, 4, 4)}, macs=16 * 16 * 8 // groups * 9)
+    add_operator(g, "conv", "conv2d", ["x", "w"], {"y": (1, 16, 4, 4)}, macs=16 * 16 * 8 // groups * 9,
+                 gemm=[(16, 8 // groups * 9, 16 // groups, groups)])
     g.graph["outputs"] = ["y"]
     g.graph["tensors"]["y"]["kind"] = "output"
     return g
@@ -61,6 +63,44 @@ def test_small_layers_and_grouped_convolutions_are_left_whole():
     assert split == []
     dense, split = tile_weights(conv_graph(groups=1), max_weight_bytes=400)  # 1152 bytes -> 3 tiles
     assert split == ["conv"] and dense.graph["tensors"]["y.tile0"]["shape"] == [1, 5, 4, 4]
+
+
+def assert_gemms_sum_to_macs(graph):
+    for node, data in graph.nodes(data=True):
+        assert sum(t * k * n * count for t, k, n, count in data["gemm"]) in (0, data["macs"]), node
+
+
+def test_tiles_carry_their_share_of_the_gemm():
+    tiled, _ = tile_weights(fc_graph(), max_weight_bytes=1024)  # 3 tiles of 16 of the 48 features
+    assert [tiled.nodes[f"fc.tile{t}"]["gemm"] for t in range(3)] == [[[1, 64, 16, 1]]] * 3
+    assert tiled.nodes["fc.concat"]["gemm"] == [] and tiled.nodes["act"]["gemm"] == []
+    assert_gemms_sum_to_macs(tiled)
+    dense, _ = tile_weights(conv_graph(groups=1), max_weight_bytes=400)  # 16 channels as 5 + 5 + 6
+    assert [dense.nodes[f"conv.tile{t}"]["gemm"] for t in range(3)] == [[[16, 72, 5, 1]], [[16, 72, 5, 1]],
+                                                                         [[16, 72, 6, 1]]]
+    assert sum(dense.nodes[f"conv.tile{t}"]["macs"] for t in range(3)) == conv_graph(groups=1).nodes["conv"]["macs"]
+    assert_gemms_sum_to_macs(dense)
+    grouped, _ = tile_weights(conv_graph(groups=2), max_weight_bytes=64)  # left whole, gemm kept
+    assert grouped.nodes["conv"]["gemm"] == [[16, 36, 8, 2]]
+
+
+def test_tiles_of_an_operator_without_gemm_have_none():
+    tiled, _ = tile_weights(fc_graph(gemm=False), max_weight_bytes=1024)
+    assert all(tiled.nodes[n]["gemm"] == [] for n in tiled)
+    check_graph(tiled)
+
+
+def test_tiling_a_traced_model_keeps_every_gemm_consistent():
+    from frontend import trace_model
+
+    graph = trace_model("resnet18", dtype="int8")
+    tiled, split = tile_weights(graph, max_weight_bytes=256 * 1024)
+    assert "fc" in split and "layer4_1_conv2" in split
+    check_graph(tiled)
+    for node, data in tiled.nodes(data=True):
+        assert sum(t * k * n * count for t, k, n, count in data["gemm"]) == data["macs"], node
+    assert sum(d["macs"] for _, d in tiled.nodes(data=True)) == sum(d["macs"] for _, d in graph.nodes(data=True))
+    assert tiled.nodes["conv1"]["gemm"] == graph.nodes["conv1"]["gemm"]
 
 
 def test_tile_limit_must_be_positive():
