@@ -3,11 +3,11 @@
 Subcommands::
 
     accelsim run MODEL [--hw NAME|FILE.yaml] [--sram 8MiB] [--allocator M] [--out DIR]
-                       [--dtype D] [--input-shape 1,3,224,224]
+                       [--dtype D] [--input-shape 1,3,224,224] [--set KEY=VALUE ...]
     accelsim alloc FILE.csv [--capacity 1MiB] [--method M] [--timeout S] [--output OUT.csv]
     accelsim alloc --methods
     accelsim models
-    accelsim configs
+    accelsim configs [--fields]
 
 Exit status: 0 success; 1 the run or allocation did not succeed (memory check failed, the
 allocator could not fit, a search timed out or was infeasible); 2 bad input (unknown model,
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from accelsim.hw import format_bytes, list_configs, load_hw, parse_bytes
+from accelsim.hw import describe_fields, format_bytes, list_configs, load_hw, parse_bytes, parse_overrides
 from accelsim.pipeline import CompileError
 
 #: ``scheduler.SCHEDULERS``, repeated so that ``accelsim --help`` does not import the solvers
@@ -32,6 +32,7 @@ _SCHEDULERS = ("program", "min-peak", "cosma", "cosma-fs", "cosma-dnc")
 
 if TYPE_CHECKING:
     import allocator
+    from accelsim.hw import HardwareConfig
 
 
 def _parse_shape(text: str) -> tuple[int, ...]:
@@ -52,19 +53,21 @@ def _parse_budget(text: str) -> int | str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from accelsim.pipeline import compile_and_simulate
+    from accelsim.pipeline import RunOptions, compile_and_simulate
     from accelsim.report import format_summary
 
-    hw = load_hw(args.hw)
+    overrides = parse_overrides(args.set or [])
+    hw = load_hw(args.hw, overrides)
     model_label = Path(args.model).stem if args.model.endswith(".json") else args.model
     out = Path(args.out) if args.out else Path("accelsim-out") / f"{model_label}-{hw.name}"
-    report = compile_and_simulate(
-        args.model, hw=hw, sram=args.sram, allocator=args.allocator, dtype=args.dtype,
-        input_shape=_parse_shape(args.input_shape) if args.input_shape else None, out_dir=out,
-        timeout=args.timeout, scheduler_method=args.scheduler, replacement=args.replacement,
+    options = RunOptions(
+        sram=args.sram, allocator=args.allocator, dtype=args.dtype,
+        input_shape=_parse_shape(args.input_shape) if args.input_shape else None,
+        timeout=args.timeout, scheduler=args.scheduler, replacement=args.replacement,
         budget=_parse_budget(args.budget) if args.budget else None, weights=args.weights,
         time_limit=args.time_limit, fixed_order=args.order,
     )
+    report = compile_and_simulate(args.model, hw, options, out_dir=out)
     print(format_summary(report))
     if not report.ok:
         print(f"error: memory check failed: {report.memory_check}", file=sys.stderr)
@@ -200,15 +203,21 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_configs(args: argparse.Namespace) -> int:
-    header = ("name", "scope", "PEs", "SRAM/PE", "SRAM total", "align", "clock", "MACs/cycle", "DRAM BW", "DRAM",
-              "dtype")
+    if args.fields:
+        rows_f = [("field", "type", "meaning")] + describe_fields()
+        width = [max(len(r[i]) for r in rows_f) for i in range(2)]
+        for key, kind, doc in rows_f:
+            print(f"{key:<{width[0]}}  {kind:<{width[1]}}  {doc}")
+        return 0
+    header = ("name", "scope", "PEs", "SRAM/PE", "SRAM total", "align", "clock", "compute", "MACs/cycle", "DRAM BW",
+              "DRAM", "dtype")
     rows = [header]
     for name in list_configs():
         hw = load_hw(name)
         rows.append((
             hw.name, hw.capacity_scope, str(hw.n_pe), format_bytes(hw.sram_bytes_per_pe),
             format_bytes(hw.sram_bytes_total), f"{hw.alignment} B", f"{hw.clock_hz / 1e6:g} MHz",
-            f"{hw.macs_per_cycle:,}",
+            _compute_label(hw), f"{hw.peak_macs_per_cycle:,}",
             f"{hw.dram_bandwidth_bytes_per_s / 1e9:g} GB/s", format_bytes(hw.dram_bytes), hw.dtype,
         ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
@@ -218,6 +227,15 @@ def _cmd_configs(args: argparse.Namespace) -> int:
         hw = load_hw(name)
         print(f"\n{hw.name}: {hw.description}\n  {hw.source}")
     return 0
+
+
+def _compute_label(hw: HardwareConfig) -> str:
+    c = hw.compute
+    if c.kind == "systolic":
+        return f"{c.units}x {c.rows}x{c.cols} {c.dataflow}"
+    if c.kind == "lanes":
+        return f"{c.units}x{c.cores_per_unit}x{c.lanes_per_core} lanes"
+    return "ideal"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -249,6 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--weights", action=argparse.BooleanOptionalAction, default=True,
                      help="--no-weights gives weights no memory and no traffic (activations only)")
     run.add_argument("--time-limit", type=float, help="seconds for a solver-based scheduler (default 10)")
+    run.add_argument("--set", action="append", metavar="KEY=VALUE",
+                     help="replace a hardware field (repeatable; dotted keys for blocks), e.g. --set compute.rows=256 "
+                          "--set dram_bandwidth_bytes_per_s=25.6e9 --set sram_bytes_per_pe=8MiB; "
+                          "`accelsim configs --fields` lists them")
     run.set_defaults(handler=_cmd_run)
 
     alloc = sub.add_parser("alloc", help="solve a static allocation problem from a MiniMalloc CSV")
@@ -294,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="list the model zoo")
     models.set_defaults(handler=_cmd_models)
     configs = sub.add_parser("configs", help="list the bundled hardware configs")
+    configs.add_argument("--fields", action="store_true", help="list every hardware field (the --set keys)")
     configs.set_defaults(handler=_cmd_configs)
     return parser
 

@@ -1,8 +1,9 @@
-"""Hardware configurations: loading and checking ``hw_configs/*.yaml``, and byte-size parsing.
+"""Hardware configurations: one typed schema, loading and checking ``hw_configs/*.yaml``, overrides.
 
 A ``HardwareConfig`` describes one target as the simulator sees it: how many processing
-elements (PEs) run the same program, how much scratchpad each has, the compute rates, and
-the DRAM behind it. Two scopes of on-chip memory are modelled:
+elements (PEs) run the same program, how much scratchpad each has and how fast it streams,
+the compute block (systolic arrays or SIMD lanes), the DMA engines, the DRAM behind them and
+the energy of each action. Two scopes of on-chip memory are modelled:
 
 * ``per_pe`` (Pixel 6): every PE has its own scratchpad and all PEs run the same program, so
   one allocation serves every PE. Each tensor is split evenly over the PEs; its per-PE size
@@ -10,23 +11,37 @@ the DRAM behind it. Two scopes of on-chip memory are modelled:
 * ``chip`` (TPUv4): one memory (CMEM) shared on chip; a tensor's on-chip size is its size
   rounded up to ``alignment``.
 
-Bundled configurations live in the ``hw_configs`` package; ``load_hw`` takes either their
-name or the path of a YAML file written the same way. Every field is checked: an unknown,
-missing, mistyped or out-of-range field raises ``HardwareConfigError`` naming the field and
-the file.
+**One schema.** Every field is declared once, on the dataclasses below, with its type, unit,
+physical range and meaning in the field's metadata (``spec``). Loading, checking, ``--set``
+overrides, the error messages and ``describe_fields`` all read that declaration; nothing
+else lists the fields. Nested blocks (``compute``, ``dma``, ``energy``) are dataclasses too
+and their fields are named with dots: ``compute.rows``.
+
+**Checks.** An unknown, missing or ill-typed field, a duplicate YAML key, or a value outside
+its physical range (a clock below 1 kHz, a bandwidth of zero, a 2^60-byte scratchpad) raises
+``HardwareConfigError`` with one line naming the field and the file.
 
 >>> hw = load_hw("pixel6")
->>> hw.n_pe, hw.capacity_scope, hw.onchip_bytes(1000)
-(16, 'per_pe', 64)
+>>> hw.n_pe, hw.capacity_scope, hw.onchip_bytes(1000), hw.compute.kind
+(16, 'per_pe', 64, 'lanes')
 >>> hw.with_sram("512KiB").sram_bytes_per_pe
 524288
+>>> tpu = load_hw("tpuv4", overrides={"compute.rows": "256", "sram_bytes_per_pe": "8MiB"})
+>>> tpu.compute.rows, tpu.sram_bytes_per_pe, tpu.peak_macs_per_cycle
+(256, 8388608, 262144)
+>>> load_hw("tpuv4", overrides={"compute.rowz": 1})
+Traceback (most recent call last):
+...
+accelsim.hw.HardwareConfigError: --set compute.rowz: unknown field (did you mean compute.rows?)
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields, replace
 from fractions import Fraction
 from importlib import resources
 from pathlib import Path
@@ -35,6 +50,8 @@ from typing import Any
 import yaml
 
 CAPACITY_SCOPES = ("per_pe", "chip")
+COMPUTE_KINDS = ("systolic", "lanes", "ideal")
+DATAFLOWS = ("ws", "os")
 
 
 class HardwareConfigError(ValueError):
@@ -109,8 +126,88 @@ def format_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+
+
 # --------------------------------------------------------------------------------------------
-# the configuration record
+# the schema: one declaration per field
+
+
+def spec(
+    kind: str, doc: str, *, low: float | None = None, high: float | None = None, choices: tuple[str, ...] = (),
+    required: bool = True, kinds: tuple[str, ...] = (), default: Any = MISSING,
+) -> Any:
+    """A dataclass field carrying its schema in ``metadata``.
+
+    ``kind``: ``str``, ``choice`` (one of ``choices``), ``int``, ``bytes`` (an integer or a
+    string such as ``"8MiB"``), ``number`` (int or float) or ``bool``. ``low`` / ``high``: the
+    physically sensible range, inclusive. ``kinds``: for a ``compute`` field, the compute
+    kinds it belongs to (required for those, refused for the others).
+    """
+    metadata = {"kind": kind, "doc": doc, "low": low, "high": high, "choices": choices,
+                "required": required and not kinds, "kinds": kinds}
+    if kinds or not required:
+        default = None if default is MISSING else default
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class ComputeConfig:
+    """The compute block: what runs the MACs and the element-wise operators.
+
+    ``systolic``: ``units`` arrays of ``rows`` x ``cols`` multiply-accumulate cells (TPU MXUs),
+    weight or output stationary. ``lanes``: ``units`` PEs of ``cores_per_unit`` cores with
+    ``lanes_per_core`` SIMD lanes each (Edge-TPU style). ``ideal``: ``macs_per_cycle`` MACs every
+    cycle whatever the shape (the bound, for comparison). The mapping rules are in
+    ``accelsim.compute``.
+    """
+
+    kind: str = spec("choice", "systolic, lanes or ideal", choices=COMPUTE_KINDS)
+    units: int = spec("int", "arrays (systolic) or PEs (lanes) that work in parallel", low=1, high=1 << 16)
+    vector_elements_per_cycle: int = spec(
+        "int", "elements per cycle of operators without MACs (the vector unit), whole chip", low=1, high=1 << 24)
+    rows: int | None = spec("int", "rows of one systolic array (the reduction side in ws)", low=1, high=1 << 14,
+                            kinds=("systolic",))
+    cols: int | None = spec("int", "columns of one systolic array (output channels)", low=1, high=1 << 14,
+                            kinds=("systolic",))
+    dataflow: str | None = spec("choice", "ws (weight stationary) or os (output stationary)", choices=DATAFLOWS,
+                                kinds=("systolic",))
+    fold_overlap: bool | None = spec("bool", "the next fold's operands preload while the current fold computes",
+                                     kinds=("systolic",))
+    cores_per_unit: int | None = spec("int", "SIMD cores per PE", low=1, high=1 << 10, kinds=("lanes",))
+    lanes_per_core: int | None = spec("int", "MAC lanes per core (output channels computed at once)", low=1,
+                                      high=1 << 14, kinds=("lanes",))
+    macs_per_cycle: int | None = spec("int", "MACs per cycle of the ideal machine, whole chip", low=1, high=1 << 30,
+                                      kinds=("ideal",))
+    pack_groups: bool = spec("bool", "place several groups of a grouped convolution side by side in one fold",
+                             required=False, default=True)
+
+    @property
+    def peak_macs_per_cycle(self) -> int:
+        """MACs per cycle with every cell or lane busy."""
+        if self.kind == "systolic":
+            return int(self.units * self.rows * self.cols)  # type: ignore[operator]
+        if self.kind == "lanes":
+            return int(self.units * self.cores_per_unit * self.lanes_per_core)  # type: ignore[operator]
+        return int(self.macs_per_cycle)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class DmaConfig:
+    """The DMA engines between DRAM and the scratchpad."""
+
+    channels: int = spec("int", "transfers in flight at once; they share the DRAM bandwidth", low=1, high=1024)
+    prefetch_depth: int = spec(
+        "int", "a load may be issued this many steps before its operator, once its range is free", low=0, high=64)
+
+
+@dataclass(frozen=True)
+class EnergyConfig:
+    """Energy of each action, in picojoules; every value in the YAML cites a source or says "assumption"."""
+
+    pj_per_mac: float = spec("number", "one multiply-accumulate in the storage dtype", low=1e-6, high=1e4)
+    pj_per_vector_element: float = spec("number", "one element of an operator without MACs", low=0, high=1e4)
+    pj_per_sram_byte: float = spec("number", "one byte read from or written to the scratchpad", low=0, high=1e4)
+    pj_per_dram_byte: float = spec("number", "one byte moved across the DRAM interface", low=0, high=1e5)
 
 
 @dataclass(frozen=True)
@@ -118,21 +215,31 @@ class HardwareConfig:
     """One accelerator target. Units are in the field names; every count is a chip total unless
     it says ``per_pe``."""
 
-    name: str  #: short name, e.g. "pixel6"
-    description: str  #: one line for listings
-    n_pe: int  #: processing elements running the same program (tensors are split over them)
-    sram_bytes_per_pe: int  #: scratchpad bytes per PE (the whole shared memory when n_pe == 1)
-    alignment: int  #: every on-chip offset and size is a multiple of this many bytes
-    clock_hz: float  #: core clock; one simulated cycle is 1 / clock_hz seconds
-    macs_per_cycle: int  #: multiply-accumulates per cycle, whole chip
-    vector_elements_per_cycle: int  #: elements per cycle for operators without MACs, whole chip
-    dram_bandwidth_bytes_per_s: float  #: DRAM (LPDDR / HBM) bandwidth available to the accelerator
-    dram_bytes: int  #: DRAM capacity
-    dram_latency_cycles: int  #: fixed cost added to every DMA transfer
-    dtype: str  #: default storage dtype of tensors on this target ("int8", "bf16", ...)
-    capacity_scope: str  #: "per_pe" (one scratchpad per PE) or "chip" (one shared memory)
-    weight_tile_bytes: int  #: largest weight slice one operator loads at once (per PE on a per_pe target)
-    source: str = ""  #: file the config was read from (not a YAML field)
+    name: str = spec("str", "short name, e.g. pixel6")
+    n_pe: int = spec("int", "processing elements running the same program (tensors are split over them)",
+                     low=1, high=1 << 16)
+    capacity_scope: str = spec("choice", "per_pe (one scratchpad per PE) or chip (one shared memory)",
+                               choices=CAPACITY_SCOPES)
+    sram_bytes_per_pe: int = spec("bytes", "scratchpad bytes per PE (the whole shared memory when n_pe is 1)",
+                                  low=1, high=1 << 44)
+    sram_bandwidth_bytes_per_cycle: int = spec(
+        "bytes", "bytes per cycle the scratchpad streams to and from the compute, per PE", low=1, high=1 << 24)
+    alignment: int = spec("bytes", "every on-chip offset and size is a multiple of this many bytes",
+                          low=1, high=1 << 30)
+    weight_tile_bytes: int = spec(
+        "bytes", "largest weight slice one operator loads at once (per PE on a per_pe target)", low=1, high=1 << 44)
+    clock_hz: float = spec("number", "core clock; one simulated cycle is 1 / clock_hz seconds", low=1e3, high=1e11)
+    dram_bandwidth_bytes_per_s: float = spec("number", "DRAM (LPDDR / HBM) bandwidth available to the accelerator",
+                                             low=1e3, high=1e16)
+    dram_bytes: int = spec("bytes", "DRAM capacity", low=1, high=1 << 56)
+    dram_latency_cycles: int = spec("int", "fixed cost of every DMA transfer before its data moves", low=0,
+                                    high=1 << 30)
+    dtype: str = spec("str", "default storage dtype of tensors on this target (int8, bf16, ...)")
+    compute: ComputeConfig = spec("block", "the compute block (accelsim.compute)")
+    dma: DmaConfig = spec("block", "the DMA engines")
+    energy: EnergyConfig = spec("block", "energy per action (picojoules)")
+    description: str = spec("str", "one line for listings", required=False, default="")
+    source: str = field(default="", compare=False)  #: the file the config was read from (not a YAML field)
 
     # ---- derived quantities
 
@@ -140,6 +247,15 @@ class HardwareConfig:
     def sram_bytes_total(self) -> int:
         """On-chip scratchpad bytes summed over the PEs."""
         return self.sram_bytes_per_pe * self.n_pe
+
+    @property
+    def sram_bytes_per_cycle_total(self) -> int:
+        """Scratchpad bandwidth of the whole chip: per-PE bandwidth times the PEs."""
+        return self.sram_bandwidth_bytes_per_cycle * self.n_pe
+
+    @property
+    def peak_macs_per_cycle(self) -> int:
+        return self.compute.peak_macs_per_cycle
 
     @property
     def dram_bytes_per_cycle(self) -> float:
@@ -166,18 +282,15 @@ class HardwareConfig:
         """DRAM bytes of a transfer that moves ``pe_bytes`` to or from each PE (every PE gets its share)."""
         return pe_bytes * (self.n_pe if self.capacity_scope == "per_pe" else 1)
 
-    def dma_cycles(self, chip_bytes: int) -> int:
-        """Cycles one DMA of ``chip_bytes`` occupies the DRAM interface: latency + bytes / bandwidth."""
+    def dram_cycles(self, chip_bytes: int) -> int:
+        """Cycles ``chip_bytes`` take at the whole DRAM bandwidth, rounded up (no latency)."""
         # exact rational arithmetic: a float quotient such as 20.000000001 would add a spurious cycle
-        transfer = Fraction(chip_bytes) * Fraction(self.clock_hz) / Fraction(self.dram_bandwidth_bytes_per_s)
-        return self.dram_latency_cycles + math.ceil(transfer)
+        return math.ceil(Fraction(chip_bytes) * Fraction(self.clock_hz) / Fraction(self.dram_bandwidth_bytes_per_s))
 
-    def compute_cycles(self, macs: int, elements: int) -> int:
-        """Cycles of one operator: ``ceil(macs / macs_per_cycle)`` when it has MACs, otherwise
-        ``ceil(elements / vector_elements_per_cycle)``; at least one cycle."""
-        if macs > 0:
-            return max(1, -(-macs // self.macs_per_cycle))
-        return max(1, -(-elements // self.vector_elements_per_cycle))
+    def dma_cycles(self, chip_bytes: int) -> int:
+        """Cycles of one DMA of ``chip_bytes`` when it has the DRAM interface to itself:
+        ``dram_latency_cycles + ceil(bytes / bytes per cycle)``."""
+        return self.dram_latency_cycles + self.dram_cycles(chip_bytes)
 
     def seconds(self, cycles: float) -> float:
         return cycles / self.clock_hz
@@ -187,98 +300,252 @@ class HardwareConfig:
         size = parse_bytes(sram, "sram")
         if size <= 0:
             raise HardwareConfigError(f"sram must be positive, got {sram!r}")
-        return replace(self, sram_bytes_per_pe=size)
+        return self.with_overrides({"sram_bytes_per_pe": size}, label="sram")
+
+    def with_overrides(self, overrides: Mapping[str, Any], label: str = "--set") -> HardwareConfig:
+        """A copy with dotted fields replaced, each value parsed with its field's type and units.
+
+        Raises ``HardwareConfigError`` naming the key for an unknown field or a bad value.
+        """
+        return apply_overrides(self, overrides, label)
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The YAML fields as nested dicts (fields of another compute kind left out); loads back equal."""
+        return _as_dict(self)
+
+
+def _as_dict(record: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in fields(record):
+        if "kind" not in f.metadata:
+            continue
+        value = getattr(record, f.name)
+        if f.metadata["kind"] == "block":
+            out[f.name] = _as_dict(value)
+        elif value is not None:
+            out[f.name] = value
+    return out
 
 
 # --------------------------------------------------------------------------------------------
-# loading
-
-# field -> (kind, required); kinds: "str", "bytes" (int or "8MiB"), "int", "number"
-_FIELDS: dict[str, tuple[str, bool]] = {
-    "name": ("str", True),
-    "description": ("str", False),
-    "n_pe": ("int", True),
-    "sram_bytes_per_pe": ("bytes", True),
-    "alignment": ("bytes", True),
-    "clock_hz": ("number", True),
-    "macs_per_cycle": ("int", True),
-    "vector_elements_per_cycle": ("int", True),
-    "dram_bandwidth_bytes_per_s": ("number", True),
-    "dram_bytes": ("bytes", True),
-    "dram_latency_cycles": ("int", True),
-    "dtype": ("str", True),
-    "capacity_scope": ("str", True),
-    "weight_tile_bytes": ("bytes", True),
-}
-_MAY_BE_ZERO = {"dram_latency_cycles"}
+# checking
 
 
-def _check_field(where: str, key: str, value: Any) -> Any:
-    kind, _ = _FIELDS[key]
-    if kind == "str":
-        if not isinstance(value, str) or (key != "description" and not value):
-            raise HardwareConfigError(f"{where}: field {key!r} must be a non-empty string, got {value!r}")
+def _block_type(f: Any) -> type:
+    return {"compute": ComputeConfig, "dma": DmaConfig, "energy": EnergyConfig}[f.name]
+
+
+def schema_fields(record_type: type = HardwareConfig, prefix: str = "") -> dict[str, Any]:
+    """Every YAML field by its dotted name (``"compute.rows"``) -> its dataclass ``Field``."""
+    out: dict[str, Any] = {}
+    for f in fields(record_type):
+        if "kind" not in f.metadata:
+            continue
+        if f.metadata["kind"] == "block":
+            out.update(schema_fields(_block_type(f), f"{prefix}{f.name}."))
+        else:
+            out[prefix + f.name] = f
+    return out
+
+
+def describe_fields() -> list[tuple[str, str, str]]:
+    """(dotted name, type and range, meaning) of every field: the reference table of the README."""
+    rows = []
+    for name, f in schema_fields().items():
+        m = f.metadata
+        kind = m["kind"] if not m["choices"] else " | ".join(m["choices"])
+        if m["low"] is not None:
+            kind += f" in [{m['low']:g}, {m['high']:g}]"
+        if m["kinds"]:
+            kind += f" (compute.kind {' / '.join(m['kinds'])})"
+        elif not m["required"]:
+            kind += f" (optional, default {f.default!r})"
+        rows.append((name, kind, m["doc"]))
+    return rows
+
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+def parse_value(name: str, f: Any, value: Any) -> Any:
+    """``value`` as field ``name`` wants it (type, units, range); raises ``ValueError`` saying why."""
+    m = f.metadata
+    kind = m["kind"]
+    if kind in ("str", "choice"):
+        if not isinstance(value, str) or (not value and name != "description"):
+            raise ValueError(f"field {name!r} must be a non-empty string, got {value!r}")
+        if m["choices"] and value not in m["choices"]:
+            raise ValueError(f"field {name!r} must be one of {', '.join(m['choices'])}, got {value!r}")
         return value
+    if kind == "bool":
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        if not isinstance(value, bool):
+            raise ValueError(f"field {name!r} must be true or false, got {value!r}")
+        return value
+    number: int | float
     if kind == "bytes":
         try:
-            number: Any = parse_bytes(value, key)
+            number = parse_bytes(value, name)
         except ValueError as exc:
-            raise HardwareConfigError(f"{where}: field {key!r}: {exc}") from None
+            raise ValueError(f"field {name!r}: {exc}") from None
     elif kind == "int":
+        if isinstance(value, str):
+            try:
+                value = int(value.replace("_", ""))
+            except ValueError:
+                raise ValueError(f"field {name!r} must be an integer, got {value!r}") from None
         if isinstance(value, bool) or not isinstance(value, int):
-            raise HardwareConfigError(f"{where}: field {key!r} must be an integer, got {value!r}")
+            raise ValueError(f"field {name!r} must be an integer, got {value!r}")
         number = value
     else:
         # YAML reads 1.2e12 (no sign in the exponent) as a string; accept any float literal
         if isinstance(value, str):
             try:
-                value = float(value)
+                value = float(value.replace("_", ""))
             except ValueError:
                 pass
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise HardwareConfigError(f"{where}: field {key!r} must be a number, got {value!r}")
-        number = value
-    if number < 0 or (number == 0 and key not in _MAY_BE_ZERO):
-        bound = "non-negative" if key in _MAY_BE_ZERO else "positive"
-        raise HardwareConfigError(f"{where}: field {key!r} must be {bound}, got {value!r}")
+            raise ValueError(f"field {name!r} must be a finite number, got {value!r}")
+        number = float(value)
+    low, high = m["low"], m["high"]
+    if low is not None and number < low:
+        bound = "non-negative" if low == 0 else ("positive" if low in (1, 1e-6) else f"at least {low:g}")
+        raise ValueError(f"field {name!r} must be {bound}, got {value!r}")
+    if high is not None and number > high:
+        raise ValueError(f"field {name!r} must be at most {high:g} (a physically sensible value), got {value!r}")
     return number
+
+
+def _build(record_type: type, data: Any, where: str, prefix: str) -> Any:
+    label = prefix.rstrip(".") or "the config"
+    if not isinstance(data, dict):
+        raise HardwareConfigError(f"{where}: {label} must be a mapping of fields, got {type(data).__name__}")
+    own = {f.name: f for f in fields(record_type) if "kind" in f.metadata}
+    unknown = [k for k in data if k not in own]
+    if unknown:
+        key = f"{prefix}{unknown[0]}"
+        hint = _hint(key)
+        raise HardwareConfigError(f"{where}: unknown field {key!r}{hint} (known fields: {', '.join(own)})")
+    compute_kind = data.get("kind") if record_type is ComputeConfig else None
+    values: dict[str, Any] = {}
+    for name, f in own.items():
+        dotted = prefix + name
+        m = f.metadata
+        if m["kind"] == "block":
+            if name not in data:
+                raise HardwareConfigError(f"{where}: missing block {dotted!r}")
+            values[name] = _build(_block_type(f), data[name], where, dotted + ".")
+            continue
+        if m["kinds"] and compute_kind in COMPUTE_KINDS:
+            if compute_kind not in m["kinds"]:
+                if name in data:
+                    raise HardwareConfigError(
+                        f"{where}: field {dotted!r} does not apply to compute.kind {compute_kind!r} "
+                        f"(it is a field of {' / '.join(m['kinds'])})")
+                continue
+            if name not in data:
+                raise HardwareConfigError(
+                    f"{where}: missing field {dotted!r} (needed by compute.kind {compute_kind!r})")
+        elif name not in data:
+            if m["required"]:
+                raise HardwareConfigError(f"{where}: missing field {dotted!r}")
+            continue
+        try:
+            values[name] = parse_value(dotted, f, data[name])
+        except ValueError as exc:
+            raise HardwareConfigError(f"{where}: {exc}") from None
+    return record_type(**values)
+
+
+def _hint(key: str) -> str:
+    if key == "macs_per_cycle":
+        return " (the compute block replaced it: compute.kind, compute.rows / cols / units or lanes)"
+    if key == "vector_elements_per_cycle":
+        return " (it moved into the compute block: compute.vector_elements_per_cycle)"
+    close = difflib.get_close_matches(key, list(schema_fields()), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def config_from_dict(data: Any, where: str = "<dict>") -> HardwareConfig:
     """Check a parsed YAML mapping and build the config; ``where`` names it in errors."""
-    if not isinstance(data, dict):
-        raise HardwareConfigError(f"{where}: expected a mapping of fields, got {type(data).__name__}")
-    unknown = [k for k in data if k not in _FIELDS]
-    if unknown:
-        raise HardwareConfigError(
-            f"{where}: unknown field {unknown[0]!r} (known fields: {', '.join(_FIELDS)})"
-        )
-    missing = [k for k, (_, required) in _FIELDS.items() if required and k not in data]
-    if missing:
-        raise HardwareConfigError(f"{where}: missing field {missing[0]!r}")
-    values = {k: _check_field(where, k, v) for k, v in data.items()}
-    values.setdefault("description", "")
+    config = _build(HardwareConfig, data, where, "")
     from frontend.graph import DTYPE_BYTES  # the dtypes a run can store tensors in (no torch import)
 
-    if values["dtype"] not in DTYPE_BYTES:
+    if config.dtype not in DTYPE_BYTES:
         raise HardwareConfigError(
-            f"{where}: field 'dtype' must be one of {', '.join(DTYPE_BYTES)}, got {values['dtype']!r}"
+            f"{where}: field 'dtype' must be one of {', '.join(DTYPE_BYTES)}, got {config.dtype!r}"
         )
-    if values["capacity_scope"] not in CAPACITY_SCOPES:
+    if config.capacity_scope == "chip" and config.n_pe != 1:
         raise HardwareConfigError(
-            f"{where}: field 'capacity_scope' must be one of {', '.join(CAPACITY_SCOPES)}, "
-            f"got {values['capacity_scope']!r}"
+            f"{where}: field 'n_pe' must be 1 when capacity_scope is 'chip' (one shared memory), got {config.n_pe}"
         )
-    if values["capacity_scope"] == "chip" and values["n_pe"] != 1:
-        raise HardwareConfigError(
-            f"{where}: field 'n_pe' must be 1 when capacity_scope is 'chip' (one shared memory), got {values['n_pe']}"
-        )
-    for key in ("clock_hz", "dram_bandwidth_bytes_per_s"):
-        values[key] = float(values[key])
-    return HardwareConfig(**values, source=where)
+    return replace(config, source=where)
+
+
+def apply_overrides(config: HardwareConfig, overrides: Mapping[str, Any], label: str = "--set") -> HardwareConfig:
+    """``config`` with the dotted fields of ``overrides`` replaced (see ``HardwareConfig.with_overrides``)."""
+    if not overrides:
+        return config
+    known = schema_fields()
+    data = config.to_dict()
+    for key, value in overrides.items():
+        if key not in known:
+            raise HardwareConfigError(f"{label} {key}: unknown field{_hint(key)}")
+        try:
+            parsed = parse_value(key, known[key], value)
+        except ValueError as exc:
+            raise HardwareConfigError(f"{label} {key}={value}: {exc}") from None
+        *blocks, leaf = key.split(".")
+        target = data
+        for block in blocks:
+            target = target[block]
+        target[leaf] = parsed
+    where = f"{config.source or config.name} with {label} " + " ".join(f"{k}={v}" for k, v in overrides.items())
+    if data["compute"]["kind"] != config.compute.kind:
+        # a new compute kind: drop the fields of the old one that the override did not set again
+        for name, f in schema_fields(ComputeConfig).items():
+            if f.metadata["kinds"] and data["compute"]["kind"] not in f.metadata["kinds"]:
+                if f"compute.{name}" not in overrides:
+                    data["compute"].pop(name, None)
+    return config_from_dict(data, where)
+
+
+def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """``["compute.rows=256", ...]`` (the ``--set`` arguments) as a dict; a repeated key is an error."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise HardwareConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. compute.rows=256")
+        if key in out:
+            raise HardwareConfigError(f"--set {key}: given twice ({out[key]!r} and {value!r})")
+        out[key] = value
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# loading
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key written twice in one mapping (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise _DuplicateKey(f"duplicate key {key!r} at line {line} (first at line {seen[key]})")
+            seen[key] = line
+        return super().construct_mapping(node, deep)
 
 
 def _bundled_dir() -> Path:
@@ -290,13 +557,37 @@ def list_configs() -> list[str]:
     return sorted(p.stem for p in _bundled_dir().glob("*.yaml"))
 
 
-def load_hw(name_or_path: str | Path | HardwareConfig) -> HardwareConfig:
-    """A bundled config by name (``"pixel6"``) or a config read from a YAML file.
+def read_yaml(path: Path) -> Any:
+    """Parse ``path`` strictly: one-line errors for an unreadable, binary or invalid file and duplicate keys."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise HardwareConfigError(f"{path}: cannot read hardware config: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HardwareConfigError(f"{path}: not a text file (byte {exc.start} is not UTF-8)") from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
+    except _DuplicateKey as exc:
+        raise HardwareConfigError(f"{path}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise HardwareConfigError(f"{path}: not valid YAML{where}: {problem}") from None
+
+
+def load_hw(
+    name_or_path: str | Path | HardwareConfig, overrides: Mapping[str, Any] | None = None,
+) -> HardwareConfig:
+    """A bundled config by name (``"pixel6"``) or a config read from a YAML file, with ``overrides``
+    (dotted field -> value, e.g. ``{"compute.rows": 256, "sram_bytes_per_pe": "8MiB"}``) applied.
 
     Raises ``HardwareConfigError`` for an unknown name, an unreadable file, or any bad field.
     """
     if isinstance(name_or_path, HardwareConfig):
-        return name_or_path
+        return apply_overrides(name_or_path, overrides or {})
     text = str(name_or_path)
     path = Path(text)
     looks_like_path = path.suffix in (".yaml", ".yml") or "/" in text or path.exists()
@@ -308,12 +599,5 @@ def load_hw(name_or_path: str | Path | HardwareConfig) -> HardwareConfig:
                 "(or give the path of a .yaml file)"
             )
         path = bundled
-    try:
-        raw = path.read_text()
-    except OSError as exc:
-        raise HardwareConfigError(f"{path}: cannot read hardware config: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        raise HardwareConfigError(f"{path}: not valid YAML: {exc}") from None
-    return config_from_dict(data, str(path))
+    config = config_from_dict(read_yaml(path), str(path))
+    return apply_overrides(config, overrides or {})

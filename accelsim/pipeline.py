@@ -27,8 +27,8 @@ stays light (no torch).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,13 +94,22 @@ class SimReport:
     spills: int
     retrieves: int
     compute_cycles: int  #: cycles the compute array was busy
-    dma_cycles: int  #: cycles the DMA engine was busy
+    dma_cycles: int  #: cycles at least one DMA channel was busy
     memory_check: str  #: "ok" or the memory violation
-    ops: list[dict[str, Any]]  #: {name, op, start_cycle, end_cycle} in schedule order
+    #: per operator in schedule order: name, op, start_cycle, end_cycle, macs, compute_cycles, ideal_cycles,
+    #: utilization, stall_cycles {dma_wait, sram_bandwidth}, sram_bytes, mapping, folds, energy {compute, sram,
+    #: dram, total} (joules)
+    ops: list[dict[str, Any]]
     stage_seconds: dict[str, float]  #: wall time of trace, schedule, allocate, validate, simulate
     scheduler_status: str = "heuristic"  #: "optimal" / "feasible" / "timeout" for the solver-based schedulers
     scheduler_stats: dict[str, float] = field(default_factory=dict)  #: e.g. objective, bound, gap, solve_seconds
     weights_on_chip: bool = True  #: False when the run considered activations only
+    peak_macs_per_cycle: int = 0  #: MACs per cycle with every cell or lane busy
+    ideal_cycles: int = 0  #: sum over operators of MACs / peak (elements / vector rate without MACs)
+    utilization: float = 0.0  #: MACs / (cycles x peak MACs per cycle), the whole run
+    stall_cycles: dict[str, int] = field(default_factory=dict)  #: by cause: dma_wait, sram_bandwidth
+    energy: dict[str, float] = field(default_factory=dict)  #: joules: compute, sram, dram, total
+    sim_events: int = 0  #: SimPy events the simulation processed
     out_dir: str | None = None
     # the objects behind the numbers, for plots and further analysis (not in report.json)
     graph: Any = field(default=None, repr=False)
@@ -175,26 +184,48 @@ def place(schedule: Schedule, method: str | None, timeout: float | None = None) 
     return result.method, dict(result.solution.offsets)
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How ``compile_and_simulate`` compiles and simulates: every option of ``accelsim run`` in one record.
+
+    ``compile_and_simulate(model, hw, options)`` takes it whole; its keyword arguments are a
+    shorthand that fills the same fields (``compile_and_simulate(m, sram="1MiB")``).
+    """
+
+    sram: int | str | None = None  #: scratchpad bytes per PE instead of the config's, e.g. "8MiB"
+    allocator: str | None = None  #: None keeps the scheduler's online first fit; else an allocator.METHODS name
+    dtype: str | None = None  #: storage dtype (default: the config's, e.g. int8 on the Pixel 6)
+    input_shape: tuple[int, ...] | None = None  #: the model's input shape (default: the zoo's)
+    scheduler: str = "program"  #: one of scheduler.SCHEDULERS
+    replacement: str = "belady"  #: replacement policy of the program / min-peak schedulers: belady or greedy
+    order: str | Sequence[str] = "program"  #: the program-order baseline's order (a list of operators is accepted)
+    fixed_order: str = "program"  #: the order of cosma-fs: program or min-peak
+    budget: int | str | None = None  #: MR, MH, MP or bytes (per PE) to schedule in instead of the scratchpad
+    weights: bool = True  #: False gives weights no memory and no traffic (activations only)
+    timeout: float | None = None  #: seconds for the allocator
+    time_limit: float | None = None  #: seconds for a solver-based scheduler (default 10)
+    raise_on_violation: bool = False  #: raise MemoryViolation instead of reporting it
+    overrides: Mapping[str, Any] = field(default_factory=dict)  #: hardware fields to replace (``--set``), dotted
+
+    @classmethod
+    def build(cls, options: RunOptions | None = None, **changes: Any) -> RunOptions:
+        """``options`` (or the defaults) with ``changes`` applied; an unknown name raises ``ValueError``."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise ValueError(f"unknown run option {unknown[0]!r} (options: {', '.join(sorted(known))})")
+        return replace(options or cls(), **changes)
+
+
 def compile_and_simulate(
     model_or_name: Any,
     hw: str | Path | HardwareConfig = "pixel6",
-    sram: int | str | None = None,
-    allocator: str | None = None,
-    dtype: str | None = None,
-    input_shape: Sequence[int] | None = None,
-    out_dir: str | Path | None = None,
+    options: RunOptions | None = None,
     *,
+    out_dir: str | Path | None = None,
     example_inputs: Any = None,
     name: str | None = None,
-    order: str | Sequence[str] = "program",
-    replacement: str = "belady",
-    timeout: float | None = None,
-    raise_on_violation: bool = False,
-    scheduler_method: str = "program",
-    budget: int | str | None = None,
-    weights: bool = True,
-    time_limit: float | None = None,
-    fixed_order: str = "program",
+    **option_fields: Any,
 ) -> SimReport:
     """Compile ``model_or_name`` for ``hw`` and simulate it.
 
@@ -206,45 +237,31 @@ def compile_and_simulate(
         already traced ``DataflowGraph``.
     hw:
         a bundled config name, a YAML path or a ``HardwareConfig``.
-    sram:
-        scratchpad bytes per PE (the whole shared memory on a chip-scope target) instead of the
-        config's, e.g. ``"8MiB"``.
-    allocator:
-        ``None`` keeps the scheduler's online first-fit placement; otherwise a method name of
-        ``allocator.METHODS`` re-places the residencies.
-    dtype, input_shape:
-        tracing options (dtype defaults to the config's, e.g. int8 on the Pixel 6).
+    options:
+        a ``RunOptions``; keyword arguments named like its fields (``sram=``, ``allocator=``,
+        ``scheduler=``, ``budget=``, ``overrides=``, ...) change single fields.
     out_dir:
-        when given, write report.json, layout.png, memory.png and trace.json there.
-    order, replacement:
-        the program-order baseline's order (a list of operators is accepted) and the baseline's
-        replacement policy (``"belady"`` or ``"greedy"``, also used by ``"min-peak"``).
-    timeout:
-        seconds for the allocator.
-    raise_on_violation:
-        raise ``MemoryViolation`` instead of reporting it in ``memory_check``.
-    scheduler_method:
-        one of ``scheduler.SCHEDULERS``: ``"program"``, ``"min-peak"``, ``"cosma"``,
-        ``"cosma-fs"`` (with ``fixed_order`` ``"program"`` or ``"min-peak"``), ``"cosma-dnc"``.
-    budget:
-        ``"MR"``, ``"MH"``, ``"MP"`` or bytes (per PE on a ``per_pe`` target) to schedule in,
-        instead of the whole scratchpad; it must not exceed the scratchpad.
-    weights:
-        ``False`` gives weights no memory and no traffic (activations only).
-    time_limit:
-        seconds for a solver-based scheduler (default 10).
+        when given, write report.json, layout.png, memory.png, roofline.png and trace.json there.
+    example_inputs, name:
+        for an ``nn.Module``: the inputs to trace it with, and the name to report.
 
     Raises
     ------
-    ValueError subclasses for bad input (unknown model or hardware field, bad ``sram``,
+    ValueError subclasses for bad input (unknown model, option or hardware field, bad ``sram``,
     ``scheduler.CapacityError`` below M_R); ``AllocationFailedError`` when the allocator
     cannot fit; ``InvalidPlacementError`` when the offsets are invalid.
     """
+    opts = RunOptions.build(options, **option_fields)
+    sram, allocator, dtype, input_shape = opts.sram, opts.allocator, opts.dtype, opts.input_shape
+    order, replacement, timeout = opts.order, opts.replacement, opts.timeout
+    raise_on_violation = opts.raise_on_violation
+    scheduler_method, budget, weights, time_limit = opts.scheduler, opts.budget, opts.weights, opts.time_limit
+    fixed_order = opts.fixed_order
     import allocator as alloc
     import scheduler
 
     stage: dict[str, float] = {}
-    config = load_hw(hw)
+    config = load_hw(hw, opts.overrides)
     if sram is not None:
         config = config.with_sram(sram)
     run_dtype = dtype or config.dtype
@@ -261,9 +278,9 @@ def compile_and_simulate(
         sizes = dict(sizes or {name: rec["nbytes"] for name, rec in graph.graph["tensors"].items()})
         sizes.update({name: 0 for name, rec in graph.graph["tensors"].items() if rec["kind"] == "weight"})
     capacity = config.sram_bytes_per_pe
-    options = scheduler.CosmaOptions() if time_limit is None else scheduler.CosmaOptions(time_limit=time_limit)
+    cosma_options = scheduler.CosmaOptions() if time_limit is None else scheduler.CosmaOptions(time_limit=time_limit)
     if budget is not None:
-        wanted = scheduler.resolve_budget(graph, budget, sizes, config.alignment, options)
+        wanted = scheduler.resolve_budget(graph, budget, sizes, config.alignment, cosma_options)
         if wanted > capacity:
             raise ValueError(
                 f"budget {budget!r} = {wanted:,} bytes exceeds the scratchpad of {capacity:,} bytes "
@@ -277,7 +294,7 @@ def compile_and_simulate(
         )
     else:
         sched = scheduler.make_schedule(
-            graph, capacity, scheduler_method, replacement, sizes, config.alignment, options, fixed_order,
+            graph, capacity, scheduler_method, replacement, sizes, config.alignment, cosma_options, fixed_order,
         )
     stage["schedule"] = time.perf_counter() - clock
 
@@ -338,9 +355,19 @@ def compile_and_simulate(
         dma_cycles=int(result.dma_cycles),
         memory_check=result.memory_check,
         ops=[
-            {"name": o.name, "op": o.op, "start_cycle": int(o.start_cycle), "end_cycle": int(o.end_cycle)}
+            {"name": o.name, "op": o.op, "start_cycle": int(o.start_cycle), "end_cycle": int(o.end_cycle),
+             "macs": o.macs, "compute_cycles": o.compute_cycles, "ideal_cycles": o.ideal_cycles,
+             "utilization": o.utilization,
+             "stall_cycles": {"dma_wait": int(o.dma_stall_cycles), "sram_bandwidth": int(o.sram_stall_cycles)},
+             "sram_bytes": o.sram_bytes, "mapping": o.mapping, "folds": o.folds, "energy": o.energy}
             for o in result.ops
         ],
+        peak_macs_per_cycle=config.peak_macs_per_cycle,
+        ideal_cycles=result.ideal_cycles,
+        utilization=result.utilization,
+        stall_cycles={k: int(v) for k, v in result.stall_cycles.items()},
+        energy=result.energy,
+        sim_events=result.events,
         stage_seconds=stage,
         scheduler_status=sched.status,
         scheduler_stats=dict(sched.stats),

@@ -7,9 +7,16 @@
   capacity as a horizontal line: the allocation the simulator checked;
 * ``memory.png`` -- bytes allocated and highest address in use over simulated time, against
   the capacity;
+* ``roofline.png`` -- every operator with MACs as a point: its arithmetic intensity (MACs per
+  byte it streams to and from the scratchpad) against the MACs per cycle it achieved (its
+  MACs over its whole duration, stalls included), under the compute ceiling (peak MACs per
+  cycle) and the bandwidth ceilings of the scratchpad and of DRAM (bytes per cycle x
+  intensity). A point far below the roof is lost to mapping (a small GEMM on a big array) or
+  to waiting;
 * ``trace.json`` -- the simulated timeline in Chrome trace-event format (open it in
-  https://ui.perfetto.dev or chrome://tracing): one track for compute, one for DMA reads,
-  one for DMA writes, and a counter track of scratchpad bytes. Times are microseconds of
+  https://ui.perfetto.dev or chrome://tracing): one track for compute, one per DMA channel
+  (reads and writes; slices on one track never overlap), and a counter track of scratchpad
+  bytes. Times are microseconds of
   simulated time, rounded to whole nanoseconds.
 
 matplotlib is imported inside the plotting functions (Agg backend), so importing this module
@@ -19,6 +26,7 @@ is cheap.
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +37,7 @@ if TYPE_CHECKING:
     from accelsim.pipeline import SimReport
 
 _PID = 1
-_TRACKS = {"compute": 1, "dma read": 2, "dma write": 3}
+_COMPUTE_TID = 1
 _KIND_COLOURS = {
     "weight": "#4c72b0", "input": "#55a868", "activation": "#dd8452", "output": "#c44e52", "retrieved": "#8172b3",
 }
@@ -68,9 +76,16 @@ def format_summary(report: SimReport) -> str:
         ("peak live bytes", format_bytes(r.peak_live_bytes), ""),
         ("operators", f"{r.n_ops:,}", f"{r.macs:,} MACs"),
         ("residencies", f"{r.n_residencies:,}", f"{r.spills:,} spills, {r.retrieves:,} retrieves"),
-        ("cycles", f"{r.cycles:,}", f"at {r.clock_hz / 1e6:g} MHz"),
+        ("cycles", f"{r.cycles:,}", f"at {r.clock_hz / 1e6:g} MHz; ideal bound {r.ideal_cycles:,} "
+                                     f"(MACs / peak, element-wise at the vector rate)"),
         ("time", _seconds(r.seconds), f"compute busy {_percent(r.compute_cycles, r.cycles)}, "
                                      f"DMA busy {_percent(r.dma_cycles, r.cycles)}"),
+        ("utilization", f"{100 * r.utilization:.1f} %", f"of {r.peak_macs_per_cycle:,} MACs per cycle"),
+        ("stalls", f"{sum(r.stall_cycles.values()):,} cycles",
+         f"DMA wait {r.stall_cycles.get('dma_wait', 0):,}, SRAM bandwidth {r.stall_cycles.get('sram_bandwidth', 0):,}"),
+        ("energy", format_joules(r.energy.get("total", 0.0)),
+         f"compute {format_joules(r.energy.get('compute', 0.0))}, SRAM {format_joules(r.energy.get('sram', 0.0))}, "
+         f"DRAM {format_joules(r.energy.get('dram', 0.0))}"),
         ("DRAM read", format_bytes(r.dram_read_bytes), f"{r.dram_read_bytes:,} B (chip total)"),
         ("DRAM write", format_bytes(r.dram_write_bytes), f"{r.dram_write_bytes:,} B"),
         ("compulsory", format_bytes(r.compulsory_bytes),
@@ -98,6 +113,21 @@ def _solver_note(r: SimReport) -> str:
     return note
 
 
+def format_joules(joules: float) -> str:
+    """Energy with a readable unit: ``format_joules(0.0123)`` is ``'12.30 mJ'``.
+
+    >>> format_joules(0.0123), format_joules(4.5e-6), format_joules(2.0)
+    ('12.30 mJ', '4.50 uJ', '2.000 J')
+    """
+    if joules >= 1:
+        return f"{joules:.3f} J"
+    if joules >= 1e-3:
+        return f"{joules * 1e3:.2f} mJ"
+    if joules >= 1e-6:
+        return f"{joules * 1e6:.2f} uJ"
+    return f"{joules * 1e9:.2f} nJ"
+
+
 def _seconds(s: float) -> str:
     if s >= 1:
         return f"{s:.3f} s"
@@ -123,22 +153,28 @@ def chrome_trace(report: SimReport) -> dict[str, Any]:
         {"ph": "M", "pid": _PID, "tid": 0, "name": "process_name",
          "args": {"name": f"{report.model} on {report.hw}"}},
     ]
-    for track, tid in _TRACKS.items():
+    channels = report.hardware.dma.channels if report.hardware is not None else 1
+    tracks = {"compute": _COMPUTE_TID} | {f"dma channel {c}": _COMPUTE_TID + 1 + c for c in range(channels)}
+    for track, tid in tracks.items():
         events.append({"ph": "M", "pid": _PID, "tid": tid, "name": "thread_name", "args": {"name": track}})
         events.append({"ph": "M", "pid": _PID, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}})
     for o in report.sim.ops:
         events.append({
-            "ph": "X", "pid": _PID, "tid": _TRACKS["compute"], "name": o.name, "cat": o.op,
+            "ph": "X", "pid": _PID, "tid": _COMPUTE_TID, "name": o.name, "cat": o.op,
             "ts": us(o.start_cycle), "dur": round(us(o.end_cycle) - us(o.start_cycle), 3),
             "args": {"step": o.step, "op": o.op, "macs": o.macs, "cycles": o.end_cycle - o.start_cycle,
-                     "stall_cycles": o.stall_cycles},
+                     "compute_cycles": o.compute_cycles, "ideal_cycles": o.ideal_cycles,
+                     "utilization": round(o.utilization, 4), "mapping": o.mapping,
+                     "dma_wait_cycles": o.dma_stall_cycles, "sram_stall_cycles": o.sram_stall_cycles,
+                     "energy_j": o.energy.get("total", 0.0)},
         })
     for t in report.sim.transfers:
         events.append({
-            "ph": "X", "pid": _PID, "tid": _TRACKS["dma read" if t.to_chip else "dma write"],
+            "ph": "X", "pid": _PID, "tid": _COMPUTE_TID + 1 + t.channel,
             "name": f"{t.kind} {t.tensor}", "cat": t.kind,
             "ts": us(t.start_cycle), "dur": round(us(t.end_cycle) - us(t.start_cycle), 3),
             "args": {"residency": t.residency, "step": t.step, "bytes": t.chip_bytes, "bytes_per_pe": t.nbytes,
+                     "direction": "read" if t.to_chip else "write",
                      "compulsory": t.compulsory, "prefetched": t.prefetched,
                      "queued_us": us(t.queued_cycle)},
         })
@@ -237,15 +273,63 @@ def plot_memory(report: SimReport, path: str | Path) -> None:
     plt.close(fig)
 
 
+_MAPPING_COLOURS = {"systolic-ws": "#4c72b0", "systolic-os": "#55a868", "lanes": "#dd8452", "ideal": "#8172b3",
+                    "ideal (no GEMM shape)": "#937860"}
+
+
+def plot_roofline(report: SimReport, path: str | Path) -> None:
+    """roofline.png: achieved MACs per cycle against arithmetic intensity, with the ceilings."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    assert report.sim is not None and report.hardware is not None, "the report has no simulation result"
+    hw = report.hardware
+    points: dict[str, list[tuple[float, float]]] = {}
+    for o in report.sim.ops:
+        duration = o.end_cycle - o.start_cycle
+        if o.macs <= 0 or duration <= 0 or o.sram_bytes <= 0:
+            continue
+        points.setdefault(o.mapping, []).append((o.macs / o.sram_bytes, o.macs / duration))
+    peak = hw.peak_macs_per_cycle
+    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
+    every = [p for group in points.values() for p in group]
+    low = min([x for x, _ in every] + [peak / hw.sram_bytes_per_cycle_total / 10, 0.1])
+    high = max([x for x, _ in every] + [peak / hw.dram_bytes_per_cycle * 10])
+    xs = np.logspace(math.log10(low / 2), math.log10(high * 2), 200)
+    ax.plot(xs, np.minimum(peak, hw.sram_bytes_per_cycle_total * xs), color="black", linewidth=1.4,
+            label=f"roof: {peak:,} MACs/cycle, scratchpad {hw.sram_bytes_per_cycle_total:,} B/cycle")
+    ax.plot(xs, np.minimum(peak, hw.dram_bytes_per_cycle * xs), color="red", linestyle="--", linewidth=1.0,
+            label=f"DRAM {hw.dram_bytes_per_cycle:,.1f} B/cycle (operands from DRAM)")
+    for mapping, group in sorted(points.items()):
+        arr = np.asarray(group)
+        ax.scatter(arr[:, 0], arr[:, 1], s=14, alpha=0.75, color=_MAPPING_COLOURS.get(mapping, "#333333"),
+                   label=f"{mapping} ({len(group)} operators)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (MACs per byte streamed to and from the scratchpad)")
+    ax.set_ylabel("achieved MACs per cycle")
+    ax.set_title(f"{report.model} on {report.hw}: roofline ({100 * report.utilization:.1f} % of peak overall)")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(True, which="major", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def write_report(report: SimReport, out_dir: str | Path) -> dict[str, Path]:
-    """Write report.json, layout.png, memory.png and trace.json into ``out_dir`` (created)."""
+    """Write report.json, layout.png, memory.png, roofline.png and trace.json into ``out_dir`` (created)."""
     clock = time.perf_counter()
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    paths = {name: folder / name for name in ("trace.json", "layout.png", "memory.png", "report.json")}
+    paths = {name: folder / name for name in ("trace.json", "layout.png", "memory.png", "roofline.png",
+                                              "report.json")}
     paths["trace.json"].write_text(json.dumps(chrome_trace(report)))
     plot_layout(report, paths["layout.png"])
     plot_memory(report, paths["memory.png"])
+    plot_roofline(report, paths["roofline.png"])
     report.out_dir = str(folder)
     report.stage_seconds["report"] = time.perf_counter() - clock
     paths["report.json"].write_text(json.dumps(report.to_dict(), indent=1) + "\n")

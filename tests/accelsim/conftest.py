@@ -12,13 +12,23 @@ from frontend.graph import add_operator, add_tensor, new_graph
 
 
 def _toy_hw(**change) -> HardwareConfig:
-    """Round numbers for hand computation: 1 GHz, 64 bytes per cycle, 10-cycle DMA latency."""
-    fields = dict(
+    """Round numbers for hand computation: 1 GHz, 64 bytes per cycle, 10-cycle DMA latency, one DMA
+    channel, loads one step ahead, an ideal 1024-MAC array, a scratchpad that never limits.
+
+    ``compute`` / ``dma`` / ``energy`` in ``change`` update those blocks' fields."""
+    fields: dict = dict(
         name="toy", n_pe=1, capacity_scope="chip", sram_bytes_per_pe=1 << 16, alignment=64, clock_hz=1e9,
-        macs_per_cycle=1024, vector_elements_per_cycle=16, dram_bandwidth_bytes_per_s=64e9, dram_bytes=1 << 30,
+        sram_bandwidth_bytes_per_cycle=1 << 20, dram_bandwidth_bytes_per_s=64e9, dram_bytes=1 << 30,
         dram_latency_cycles=10, dtype="int8", weight_tile_bytes=1 << 14,
+        compute=dict(kind="ideal", units=1, macs_per_cycle=1024, vector_elements_per_cycle=16),
+        dma=dict(channels=1, prefetch_depth=1),
+        energy=dict(pj_per_mac=1.0, pj_per_vector_element=0.5, pj_per_sram_byte=2.0, pj_per_dram_byte=10.0),
     )
-    fields.update(change)
+    for key, value in change.items():
+        if key in ("compute", "dma", "energy"):
+            fields[key] = {**fields[key], **value}
+        else:
+            fields[key] = value
     return config_from_dict(fields, "toy")
 
 
@@ -36,7 +46,7 @@ def _chain_graph() -> nx.DiGraph:
     for i in range(6):
         add_tensor(g, f"w{i}", (4, 4, 3, 3), kind="weight")
         add_operator(g, f"conv{i}", "conv2d", inputs=[prev, f"w{i}"], outputs={f"a{i}": (1, 4, 16, 16)},
-                     macs=4 * 4 * 9 * 256)
+                     macs=4 * 4 * 9 * 256, gemm=[[256, 36, 4, 1]])
         prev = f"a{i}"
     add_operator(g, "skip", "add", inputs=["a1", prev], outputs={"out": (1, 4, 16, 16)})
     g.graph["outputs"] = ["out"]

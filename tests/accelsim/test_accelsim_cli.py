@@ -170,11 +170,11 @@ def test_run_bad_input_exit_2(chain_json, tmp_path, capsys, argv, message):
 
 def test_run_bad_hw_field_exit_2(chain_json, tmp_path, capsys):
     yaml_path = tmp_path / "bad.yaml"
-    text = (REPO / "hw_configs" / "pixel6.yaml").read_text().replace("macs_per_cycle:", "mac_per_cycle:")
+    text = (REPO / "hw_configs" / "pixel6.yaml").read_text().replace("dram_bytes:", "dram_byte:")
     yaml_path.write_text(text)
     assert main(["run", str(chain_json), "--hw", str(yaml_path), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "unknown field 'mac_per_cycle'" in err and "bad.yaml" in err
+    assert "unknown field 'dram_byte'" in err and "bad.yaml" in err
 
 
 def test_run_memory_check_failure_exit_1(chain_json, tmp_path, capsys, monkeypatch):
@@ -201,3 +201,38 @@ def test_alloc_minimize_reports_peak_bound_and_optimality(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "optimal" in out and "lower bound" in out and "12 B" in out
     assert "offset" in out_csv.read_text().splitlines()[0]
+
+
+def test_run_set_overrides_reach_the_report(chain_json, tmp_path, capsys):
+    out = tmp_path / "o"
+    argv = ["run", str(chain_json), "--hw", "tpuv4", "--out", str(out), "--set", "compute.rows=256",
+            "--set", "compute.fold_overlap=false", "--set", "dram_bandwidth_bytes_per_s=25.6e9",
+            "--set", "sram_bytes_per_pe=8MiB"]
+    assert main(argv) == 0
+    data = json.loads((out / "report.json").read_text())
+    assert data["hw_config"]["compute"]["rows"] == 256 and data["hw_config"]["compute"]["fold_overlap"] is False
+    assert data["hw_config"]["dram_bandwidth_bytes_per_s"] == 25.6e9
+    assert data["capacity_bytes"] == 8 * 2**20
+    assert "utilization" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("compute.rowz=3", "--set compute.rowz: unknown field (did you mean compute.rows?)"),
+        ("compute.rows=lots", "--set compute.rows=lots: field 'compute.rows' must be an integer"),
+        ("compute.rows", "expected KEY=VALUE"),
+        ("clock_hz=1e-300", "field 'clock_hz' must be at least 1000"),
+    ],
+)
+def test_run_bad_set_exit_2(chain_json, tmp_path, capsys, setting, message):
+    assert main(["run", str(chain_json), "--hw", "tpuv4", "--out", str(tmp_path), "--set", setting]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_configs_lists_every_field(capsys):
+    assert main(["configs", "--fields"]) == 0
+    out = capsys.readouterr().out
+    for key in ("compute.rows", "compute.dataflow", "dma.channels", "energy.pj_per_mac", "sram_bytes_per_pe"):
+        assert key in out

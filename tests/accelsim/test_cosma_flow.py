@@ -15,7 +15,7 @@ from scheduler import SCHEDULERS, ScheduleError, budgets, min_capacity
 @pytest.mark.parametrize("budget", ["MR", "MH", "MP"])
 def test_simulated_traffic_equals_the_objective(hw, budget):
     graph = random_dag(14, seed=4)
-    report = compile_and_simulate(graph, hw=hw, scheduler_method="cosma", budget=budget)
+    report = compile_and_simulate(graph, hw=hw, scheduler="cosma", budget=budget)
     assert report.ok and report.scheduler_status == "optimal"
     assert report.allocator == "cosma (CP-SAT addresses)"
     # The objective is per PE on the Pixel 6 (every PE holds a share); the report counts the chip.
@@ -26,13 +26,13 @@ def test_simulated_traffic_equals_the_objective(hw, budget):
 
 def test_budgets_and_settings_change_the_traffic():
     graph = nas_cells(cells=2, nodes=3, seed=0, size=4096)
-    tight = compile_and_simulate(graph, hw="tpuv4", scheduler_method="cosma", budget="MR")
-    loose = compile_and_simulate(graph, hw="tpuv4", scheduler_method="cosma", budget="MP")
+    tight = compile_and_simulate(graph, hw="tpuv4", scheduler="cosma", budget="MR")
+    loose = compile_and_simulate(graph, hw="tpuv4", scheduler="cosma", budget="MP")
     assert loose.noncompulsory_bytes == 0 <= tight.noncompulsory_bytes
     alignment = tight.hardware.alignment
     assert tight.capacity_bytes == tight.min_capacity_bytes == min_capacity(graph, alignment=alignment)[0]
     assert loose.capacity_bytes == budgets(graph, alignment=alignment)["MP"]
-    act = compile_and_simulate(graph, hw="tpuv4", scheduler_method="cosma", budget="MR", weights=False)
+    act = compile_and_simulate(graph, hw="tpuv4", scheduler="cosma", budget="MR", weights=False)
     assert act.ok and act.dram_bytes_by_kind["load"] == act.input_bytes  # no weight is read
     assert not act.weights_on_chip
 
@@ -40,7 +40,7 @@ def test_budgets_and_settings_change_the_traffic():
 @pytest.mark.parametrize("method", SCHEDULERS)
 def test_every_scheduler_runs_and_simulates(method):
     graph = random_dag(12, seed=2)
-    report = compile_and_simulate(graph, hw="tpuv4", scheduler_method=method, budget="MR", replacement="greedy")
+    report = compile_and_simulate(graph, hw="tpuv4", scheduler=method, budget="MR", replacement="greedy")
     assert report.ok
     if method.startswith("cosma"):
         assert report.noncompulsory_bytes == report.scheduler_stats["objective"]

@@ -34,7 +34,8 @@ def test_run_resnet18_on_pixel6_end_to_end(tmp_path, capsys):
     assert main(["run", "resnet18", "--hw", "pixel6", "--out", str(out)]) == 0
     summary = capsys.readouterr().out
     assert "resnet18 on pixel6" in summary and "memory check" in summary
-    assert sorted(p.name for p in out.iterdir()) == ["layout.png", "memory.png", "report.json", "trace.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "layout.png", "memory.png", "report.json", "roofline.png", "trace.json"]
     data = json.loads((out / "report.json").read_text())
     for key in ("model", "hw", "scheduler", "allocator", "capacity_bytes", "capacity_scope", "peak_bytes", "cycles",
                 "seconds", "dram_read_bytes", "dram_write_bytes", "compulsory_bytes", "noncompulsory_bytes",
@@ -160,7 +161,7 @@ def test_cosma_on_real_models_matches_the_simulator(name):
     bytes are exactly the model's objective."""
     graph = traced(name, "int8")
     for weights in (False, True):
-        report = compile_and_simulate(graph, hw="tpuv4", dtype="int8", scheduler_method="cosma", budget="MR",
+        report = compile_and_simulate(graph, hw="tpuv4", dtype="int8", scheduler="cosma", budget="MR",
                                       weights=weights, time_limit=60)
         if weights:
             check_report(report)

@@ -25,7 +25,9 @@ def test_pixel6_numbers():
     assert (hw.n_pe, hw.capacity_scope, hw.dtype) == (16, "per_pe", "int8")
     assert hw.sram_bytes_per_pe == 2 * 2**20
     assert hw.clock_hz == 1066e6
-    assert hw.macs_per_cycle == 16 * 4 * 64
+    assert hw.peak_macs_per_cycle == 16 * 4 * 64
+    assert (hw.compute.kind, hw.compute.units, hw.compute.cores_per_unit, hw.compute.lanes_per_core) == (
+        "lanes", 16, 4, 64)
     assert hw.dram_bandwidth_bytes_per_s == 51.2e9
     assert hw.capacity_label == "per PE (16 PEs)"
 
@@ -35,7 +37,9 @@ def test_tpuv4_numbers():
     assert (hw.n_pe, hw.capacity_scope, hw.dtype) == (1, "chip", "bf16")
     assert hw.sram_bytes_per_pe == 128 * 2**20
     assert hw.clock_hz == 1050e6
-    assert hw.macs_per_cycle == 2 * 4 * 128 * 128
+    assert hw.peak_macs_per_cycle == 2 * 4 * 128 * 128
+    c = hw.compute
+    assert (c.kind, c.rows, c.cols, c.units, c.dataflow, c.fold_overlap) == ("systolic", 128, 128, 8, "ws", True)
     assert hw.dram_bandwidth_bytes_per_s == 1.2e12
     assert hw.dram_bytes == 32 * 2**30
     assert hw.capacity_label == "chip"
@@ -46,7 +50,7 @@ def test_every_number_in_the_bundled_yaml_has_a_comment():
         for line in path.read_text().splitlines():
             if line and not line.startswith("#") and ":" in line:
                 key, _, rest = line.partition(":")
-                if key.strip() not in ("name", "description"):
+                if key.strip() not in ("name", "description") and rest.strip():  # not a block header
                     assert "#" in rest, f"{path.name}: field {key.strip()!r} has no source comment"
 
 
@@ -80,8 +84,8 @@ def test_negative_number_is_named(tmp_path):
     path = _write(tmp_path, {"dram_latency_cycles": -5})
     with pytest.raises(HardwareConfigError, match=r"field 'dram_latency_cycles' must be non-negative"):
         load_hw(path)
-    path = _write(tmp_path, {"macs_per_cycle": 0})
-    with pytest.raises(HardwareConfigError, match=r"field 'macs_per_cycle' must be positive"):
+    path = _write(tmp_path, {"n_pe": 0})
+    with pytest.raises(HardwareConfigError, match=r"field 'n_pe' must be positive"):
         load_hw(path)
 
 
@@ -90,7 +94,7 @@ def test_negative_number_is_named(tmp_path):
     [
         ("n_pe", "sixteen", "field 'n_pe' must be an integer"),
         ("n_pe", 2.5, "field 'n_pe' must be an integer"),
-        ("clock_hz", "fast", "field 'clock_hz' must be a number"),
+        ("clock_hz", "fast", "field 'clock_hz' must be a finite number"),
         ("sram_bytes_per_pe", "2 furlongs", "field 'sram_bytes_per_pe'"),
         ("capacity_scope", "global", "field 'capacity_scope' must be one of per_pe, chip"),
         ("dtype", 8, "field 'dtype' must be a non-empty string"),
@@ -129,7 +133,7 @@ def test_missing_file_and_bad_yaml(tmp_path):
     with pytest.raises(HardwareConfigError, match="not valid YAML"):
         load_hw(bad)
     bad.write_text("- just\n- a list\n")
-    with pytest.raises(HardwareConfigError, match="expected a mapping"):
+    with pytest.raises(HardwareConfigError, match="must be a mapping of fields"):
         load_hw(bad)
 
 
@@ -156,11 +160,8 @@ def test_per_pe_sizes_split_and_align():
     assert tpu.onchip_bytes(1000) == 1024
 
 
-def test_cycle_formulas():
+def test_dma_cycle_formula():
     hw = load_hw("tpuv4")
-    assert hw.compute_cycles(macs=131072 * 3 + 1, elements=0) == 4
-    assert hw.compute_cycles(macs=0, elements=2048 * 2) == 2
-    assert hw.compute_cycles(macs=0, elements=0) == 1
     # 1.2 TB/s at 1.05 GHz is 8000/7 bytes per cycle: 8000 bytes take exactly 7 cycles
     assert hw.dma_cycles(8000) == hw.dram_latency_cycles + 7
     assert hw.dma_cycles(8001) == hw.dram_latency_cycles + 8
@@ -200,3 +201,152 @@ def test_format_bytes():
     assert format_bytes(2 * 2**20) == "2 MiB"
     assert format_bytes(1536) == "1.50 KiB"
     assert format_bytes(12) == "12 B"
+
+
+# ------------------------------------------------------------------------------------------
+# the typed schema: blocks, physical ranges, duplicate keys, overrides
+
+
+def test_every_field_is_declared_once_and_described():
+    from accelsim.hw import describe_fields, schema_fields
+
+    names = [name for name, _, _ in describe_fields()]
+    assert len(names) == len(set(names)) == len(schema_fields())
+    for key in ("compute.rows", "compute.cols", "compute.units", "compute.dataflow", "compute.fold_overlap",
+                "dma.channels", "dma.prefetch_depth", "energy.pj_per_mac", "sram_bytes_per_pe",
+                "dram_bandwidth_bytes_per_s"):
+        assert key in names
+    # every field of the bundled configs round-trips through to_dict
+    for name in list_configs():
+        hw = load_hw(name)
+        from accelsim.hw import config_from_dict
+
+        assert config_from_dict(hw.to_dict(), "again") == hw
+
+
+def test_duplicate_yaml_key_is_refused_with_both_lines(tmp_path):
+    path = tmp_path / "dup.yaml"
+    text = (BUNDLED / "pixel6.yaml").read_text().replace("n_pe: 16", "n_pe: 16\nn_pe: 1")
+    path.write_text(text)
+    with pytest.raises(HardwareConfigError, match=r"dup\.yaml: duplicate key 'n_pe' at line \d+ \(first at line \d+\)"):
+        load_hw(path)
+    # inside a block too
+    path.write_text((BUNDLED / "tpuv4.yaml").read_text().replace("  rows: 128", "  rows: 128\n  rows: 64"))
+    with pytest.raises(HardwareConfigError, match="duplicate key 'rows'"):
+        load_hw(path)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("clock_hz", 1e-300, "field 'clock_hz' must be at least 1000"),
+        ("clock_hz", 1e30, "field 'clock_hz' must be at most 1e\\+11"),
+        ("dram_bandwidth_bytes_per_s", 0, "field 'dram_bandwidth_bytes_per_s' must be at least 1000"),
+        ("sram_bytes_per_pe", "1EiB", "unknown unit"),
+        ("sram_bytes_per_pe", 2**60, "field 'sram_bytes_per_pe' must be at most"),
+        ("n_pe", 10**9, "field 'n_pe' must be at most"),
+        ("clock_hz", float("nan"), "field 'clock_hz' must be a finite number"),
+    ],
+)
+def test_absurd_values_are_refused(tmp_path, field, value, message):
+    with pytest.raises(HardwareConfigError, match=message):
+        load_hw(_write(tmp_path, {field: value}))
+
+
+def _write_block(tmp_path: Path, block: str, change: dict, drop: str | None = None, base: str = "tpuv4") -> Path:
+    data = yaml.safe_load((BUNDLED / f"{base}.yaml").read_text())
+    data[block].update(change)
+    if drop:
+        del data[block][drop]
+    path = tmp_path / "custom.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_block_fields_are_checked_with_dotted_names(tmp_path):
+    with pytest.raises(HardwareConfigError, match=r"custom\.yaml: field 'compute.rows' must be positive"):
+        load_hw(_write_block(tmp_path, "compute", {"rows": 0}))
+    with pytest.raises(HardwareConfigError, match="field 'compute.dataflow' must be one of ws, os"):
+        load_hw(_write_block(tmp_path, "compute", {"dataflow": "is"}))
+    with pytest.raises(HardwareConfigError, match="field 'compute.fold_overlap' must be true or false"):
+        load_hw(_write_block(tmp_path, "compute", {"fold_overlap": "maybe"}))
+    with pytest.raises(HardwareConfigError, match=r"missing field 'compute.cols' \(needed by compute.kind"):
+        load_hw(_write_block(tmp_path, "compute", {}, drop="cols"))
+    with pytest.raises(HardwareConfigError, match="field 'compute.rows' does not apply to compute.kind 'lanes'"):
+        load_hw(_write_block(tmp_path, "compute", {"rows": 128}, base="pixel6"))
+    with pytest.raises(HardwareConfigError, match="unknown field 'compute.rowz' \\(did you mean compute.rows"):
+        load_hw(_write_block(tmp_path, "compute", {"rowz": 1}))
+    with pytest.raises(HardwareConfigError, match="field 'energy.pj_per_dram_byte' must be non-negative"):
+        load_hw(_write_block(tmp_path, "energy", {"pj_per_dram_byte": -1}))
+    with pytest.raises(HardwareConfigError, match="missing block 'dma'"):
+        data = yaml.safe_load((BUNDLED / "tpuv4.yaml").read_text())
+        del data["dma"]
+        (tmp_path / "custom.yaml").write_text(yaml.safe_dump(data))
+        load_hw(tmp_path / "custom.yaml")
+
+
+def test_old_macs_per_cycle_field_points_to_the_compute_block(tmp_path):
+    with pytest.raises(HardwareConfigError, match="unknown field 'macs_per_cycle' \\(the compute block replaced it"):
+        load_hw(_write(tmp_path, {"macs_per_cycle": 4096}))
+
+
+def test_binary_and_broken_yaml_give_one_line(tmp_path):
+    binary = tmp_path / "blob.yaml"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    with pytest.raises(HardwareConfigError, match=r"blob\.yaml: not a text file") as info:
+        load_hw(binary)
+    assert "\n" not in str(info.value)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: pixel6\ncompute: {kind: lanes\n")
+    with pytest.raises(HardwareConfigError, match=r"broken\.yaml: not valid YAML at line \d+, column \d+") as info:
+        load_hw(broken)
+    assert "\n" not in str(info.value)
+
+
+def test_overrides_parse_units_and_types():
+    hw = load_hw("tpuv4", overrides={
+        "compute.rows": "256", "compute.fold_overlap": "false", "dram_bandwidth_bytes_per_s": "25.6e9",
+        "sram_bytes_per_pe": "8MiB", "dma.channels": 2, "energy.pj_per_mac": "0.5",
+    })
+    assert hw.compute.rows == 256 and hw.compute.fold_overlap is False
+    assert hw.dram_bandwidth_bytes_per_s == 25.6e9 and hw.sram_bytes_per_pe == 8 * 2**20
+    assert hw.dma.channels == 2 and hw.energy.pj_per_mac == 0.5
+    assert hw.peak_macs_per_cycle == 8 * 256 * 128
+    assert "with --set" in hw.source
+    # the original is untouched
+    assert load_hw("tpuv4").compute.rows == 128
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"compute.rowz": 1}, "--set compute.rowz: unknown field \\(did you mean compute.rows\\?\\)"),
+        ({"nonsense": 1}, "--set nonsense: unknown field"),
+        ({"compute.rows": "many"}, "--set compute.rows=many: field 'compute.rows' must be an integer"),
+        ({"sram_bytes_per_pe": "8 furlongs"}, "--set sram_bytes_per_pe=8 furlongs: field 'sram_bytes_per_pe'"),
+        ({"compute.fold_overlap": "perhaps"}, "must be true or false"),
+        ({"clock_hz": "0"}, "field 'clock_hz' must be at least 1000"),
+        ({"compute.kind": "systolic"}, "missing field 'compute.rows' \\(needed by compute.kind 'systolic'\\)"),
+    ],
+)
+def test_bad_overrides_name_the_key(overrides, message):
+    with pytest.raises(HardwareConfigError, match=message):
+        load_hw("pixel6", overrides=overrides)
+
+
+def test_switching_compute_kind_by_override_drops_the_old_kinds_fields():
+    hw = load_hw("pixel6", overrides={"compute.kind": "systolic", "compute.rows": 32, "compute.cols": 32,
+                                      "compute.dataflow": "os", "compute.fold_overlap": "no"})
+    assert hw.compute.kind == "systolic" and hw.compute.lanes_per_core is None
+    assert hw.peak_macs_per_cycle == 16 * 32 * 32
+
+
+def test_parse_overrides_from_the_command_line():
+    from accelsim.hw import parse_overrides
+
+    assert parse_overrides(["compute.rows=256", "sram_bytes_per_pe = 8MiB"]) == {
+        "compute.rows": "256", "sram_bytes_per_pe": "8MiB"}
+    with pytest.raises(HardwareConfigError, match="expected KEY=VALUE"):
+        parse_overrides(["compute.rows"])
+    with pytest.raises(HardwareConfigError, match="--set compute.rows: given twice"):
+        parse_overrides(["compute.rows=1", "compute.rows=2"])

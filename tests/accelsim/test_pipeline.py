@@ -21,8 +21,10 @@ REPORT_KEYS = {
     "model", "hw", "scheduler", "allocator", "capacity_bytes", "capacity_scope", "peak_bytes", "cycles", "seconds",
     "dram_read_bytes", "dram_write_bytes", "compulsory_bytes", "noncompulsory_bytes", "memory_check", "ops",
     "min_capacity_bytes", "weight_bytes", "input_bytes", "n_ops", "n_residencies", "spills", "retrieves",
-    "stage_seconds",
+    "stage_seconds", "utilization", "ideal_cycles", "stall_cycles", "energy", "hw_config", "peak_macs_per_cycle",
 }
+OP_KEYS = {"name", "op", "start_cycle", "end_cycle", "macs", "compute_cycles", "ideal_cycles", "utilization",
+           "stall_cycles", "sram_bytes", "mapping", "folds", "energy"}
 
 
 def test_chain_on_pixel6_uses_per_pe_sizes(chain_graph):
@@ -46,13 +48,14 @@ def test_chain_on_pixel6_uses_per_pe_sizes(chain_graph):
 def test_report_folder(chain_graph, tmp_path):
     out = tmp_path / "chain-tpuv4"
     report = compile_and_simulate(chain_graph(), hw="tpuv4", out_dir=out)
-    assert sorted(p.name for p in out.iterdir()) == ["layout.png", "memory.png", "report.json", "trace.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "layout.png", "memory.png", "report.json", "roofline.png", "trace.json"]
     data = json.loads((out / "report.json").read_text())
     assert set(data) >= REPORT_KEYS
     assert data["capacity_scope"] == "chip" and data["memory_check"] == "ok"
     assert data["hw_config"]["sram_bytes_per_pe"] == 128 * 2**20 and data["hw_config"]["name"] == "tpuv4"
     assert "report" in data["stage_seconds"] and data["out_dir"] == str(out)
-    for png in ("layout.png", "memory.png"):
+    for png in ("layout.png", "memory.png", "roofline.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     trace = json.loads((out / "trace.json").read_text())
     assert trace == chrome_trace(report)
@@ -62,7 +65,8 @@ def test_chrome_trace_has_named_tracks_and_complete_events(chain_graph):
     report = compile_and_simulate(chain_graph(), hw="tpuv4")
     events = chrome_trace(report)["traceEvents"]
     threads = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
-    assert sorted(threads.values()) == ["compute", "dma read", "dma write"]
+    channels = load_hw("tpuv4").dma.channels
+    assert sorted(threads.values()) == ["compute"] + [f"dma channel {c}" for c in range(channels)]
     complete = [e for e in events if e["ph"] == "X"]
     assert len(complete) == report.n_ops + report.n_transfers
     for e in complete:
@@ -74,7 +78,8 @@ def test_chrome_trace_has_named_tracks_and_complete_events(chain_graph):
     for tid in threads:
         track = sorted((e["ts"], e["ts"] + e["dur"]) for e in complete if e["tid"] == tid)
         assert all(end <= nxt + 1e-9 for (_, end), (nxt, _) in zip(track, track[1:], strict=False))
-    assert {e["name"] for e in complete if threads[e["tid"]] == "dma write"} == {"store out"}
+    writes = {e["name"] for e in complete if e["tid"] != 1 and e["args"]["direction"] == "write"}
+    assert writes == {"store out"}
 
 
 def test_summary_table_lists_the_key_numbers(chain_graph):
@@ -145,3 +150,48 @@ def test_graph_json_path_is_accepted(chain_graph, tmp_path):
     save_graph(chain_graph(), path)
     report = compile_and_simulate(path, hw=load_hw("tpuv4"))
     assert report.model == "chain" and report.ok
+
+
+def test_report_json_carries_per_operator_fidelity_and_energy(chain_graph, tmp_path):
+    out = tmp_path / "r"
+    report = compile_and_simulate(chain_graph(), hw="tpuv4", out_dir=out)
+    data = json.loads((out / "report.json").read_text())
+    for op in data["ops"]:
+        assert set(op) >= OP_KEYS
+        assert set(op["stall_cycles"]) == {"dma_wait", "sram_bandwidth"}
+        assert set(op["energy"]) == {"compute", "sram", "dram", "total"}
+        assert op["end_cycle"] - op["start_cycle"] == op["compute_cycles"] + op["stall_cycles"]["sram_bandwidth"]
+        assert 0 <= op["utilization"] <= 1
+    assert {o["mapping"] for o in data["ops"] if o["macs"]} == {"systolic-ws"}
+    total = sum(o["energy"]["total"] for o in data["ops"])
+    assert data["energy"]["total"] == pytest.approx(total)
+    assert data["energy"]["total"] == pytest.approx(sum(data["energy"][k] for k in ("compute", "sram", "dram")))
+    assert data["utilization"] == pytest.approx(report.macs / (report.cycles * 131072))
+    assert data["hw_config"]["compute"]["rows"] == 128
+    text = format_summary(report)
+    for label in ("utilization", "stalls", "energy", "ideal bound"):
+        assert label in text
+
+
+def test_overrides_change_the_hardware_and_are_recorded(chain_graph):
+    base = compile_and_simulate(chain_graph(), hw="tpuv4")
+    small = compile_and_simulate(chain_graph(), hw="tpuv4",
+                                 overrides={"compute.rows": "8", "compute.cols": "8", "compute.units": 1})
+    assert small.hardware.compute.rows == 8 and small.to_dict()["hw_config"]["compute"]["cols"] == 8
+    assert small.peak_macs_per_cycle == 64
+    conv_cycles = [o["compute_cycles"] for o in small.ops if o["macs"]]
+    assert conv_cycles != [o["compute_cycles"] for o in base.ops if o["macs"]]
+    slow_dram = compile_and_simulate(chain_graph(), hw="tpuv4", overrides={"dram_bandwidth_bytes_per_s": "1e9"})
+    assert slow_dram.cycles > base.cycles and slow_dram.dram_read_bytes == base.dram_read_bytes
+
+
+def test_run_options_record_and_keyword_shorthand_agree(chain_graph):
+    from accelsim.pipeline import RunOptions
+
+    options = RunOptions(sram="8KiB", allocator="best-fit")
+    whole = compile_and_simulate(chain_graph(), "tpuv4", options)
+    short = compile_and_simulate(chain_graph(), "tpuv4", sram="8KiB", allocator="best-fit")
+    assert (whole.capacity_bytes, whole.allocator, whole.cycles) == (short.capacity_bytes, short.allocator,
+                                                                    short.cycles) == (8192, "best-fit", whole.cycles)
+    with pytest.raises(ValueError, match="unknown run option 'sramm'"):
+        compile_and_simulate(chain_graph(), "tpuv4", sramm="1MiB")

@@ -281,3 +281,176 @@ def test_corrupted_offset_is_caught_at_the_step_it_starts(scheduled_chain, toy_h
     with pytest.raises(MemoryViolation) as info:
         simulate(graph, schedule, offsets, toy_hw(sram_bytes_per_pe=3072), raise_on_violation=True)
     assert (info.value.residency, info.value.other, info.value.step) == (victim.id, holder.id, victim.start)
+
+
+# ------------------------------------------------------------------------------------------
+# DMA channels sharing the DRAM link, prefetch depth, the scratchpad's bandwidth, energy
+
+
+def test_dram_link_shares_bandwidth_fairly():
+    import simpy
+
+    from accelsim.sim import DramLink
+
+    env = simpy.Environment()
+    link = DramLink(env, bytes_per_cycle=10)
+    ends = {}
+
+    def mover(name, start, nbytes):
+        yield env.timeout(start)
+        yield link.transfer(nbytes)
+        ends[name] = env.now
+
+    env.process(mover("a", 0, 100))
+    env.process(mover("b", 4, 50))
+    env.run(until=100)
+    # a alone moves 40 B by cycle 4; then 5 B/cycle each: b's 50 B take 10 cycles (ends at 14),
+    # a has 10 B left, alone again: one more cycle. 150 B at 10 B/cycle = 15 cycles in all.
+    assert ends == {"b": 14, "a": 15}
+    assert link.busy_cycles == 15
+
+
+def _two_weights():
+    g = new_graph("two_w", dtype="int8")
+    add_tensor(g, "w0", (64, 64), kind="weight")
+    add_tensor(g, "w1", (64, 64), kind="weight")
+    add_operator(g, "mix", "add", inputs=["w0", "w1"], outputs={"y": (1, 64)})
+    g.graph["outputs"] = ["y"]
+    g.graph["tensors"]["y"]["kind"] = "output"
+    residencies = [Residency("w0", "w0", 0, 1, 4096), Residency("w1", "w1", 0, 1, 4096), Residency("y", "y", 0, 1, 64)]
+    transfers = [Transfer("load", "w0", "w0", 0, 4096), Transfer("load", "w1", "w1", 0, 4096),
+                 Transfer("store", "y", "y", 1, 64)]
+    offsets = {"w0": 0, "w1": 4096, "y": 8192}
+    return g, Schedule(["mix"], residencies, transfers, capacity=1 << 14, alignment=64, offsets=offsets)
+
+
+def test_dma_channels_overlap_their_latencies_and_share_the_bandwidth(toy_hw):
+    graph, schedule = _two_weights()
+    one = simulate(graph, schedule, None, toy_hw())
+    # one channel: 10 + 64 cycles each, back to back
+    assert [(t.start_cycle, t.end_cycle, t.channel) for t in one.transfers[:2]] == [(0, 74, 0), (74, 148, 0)]
+    two = simulate(graph, schedule, None, toy_hw(dma={"channels": 2}))
+    # two channels: both pay their latency at once, then move 32 B/cycle each: 10 + 128
+    assert sorted((t.start_cycle, t.end_cycle, t.channel) for t in two.transfers[:2]) == [(0, 138, 0), (0, 138, 1)]
+    assert two.ops[0].start_cycle == 138 and two.ops[0].dma_stall_cycles == 138
+    assert one.dram_read_bytes == two.dram_read_bytes == 8192
+
+
+def _three_steps():
+    """fc0 computes long; relu1 is short; fc2 needs w2, whose range is free from the start."""
+    g = new_graph("three", dtype="int8")
+    add_tensor(g, "x", (1, 64), kind="input")
+    add_tensor(g, "w0", (64, 64), kind="weight")
+    add_tensor(g, "w2", (64, 64), kind="weight")
+    add_operator(g, "fc0", "linear", inputs=["x", "w0"], outputs={"y": (1, 64)}, macs=1024 * 200)
+    add_operator(g, "relu1", "relu", inputs=["y"], outputs={"z": (1, 64)})
+    add_operator(g, "fc2", "linear", inputs=["z", "w2"], outputs={"out": (1, 64)}, macs=4096)
+    g.graph["outputs"] = ["out"]
+    g.graph["tensors"]["out"]["kind"] = "output"
+    residencies = [
+        Residency("x", "x", 0, 1, 64), Residency("w0", "w0", 0, 1, 4096), Residency("y", "y", 0, 2, 64),
+        Residency("z", "z", 1, 3, 64), Residency("w2", "w2", 2, 3, 4096), Residency("out", "out", 2, 3, 64),
+    ]
+    transfers = [Transfer("load", "x", "x", 0, 64), Transfer("load", "w0", "w0", 0, 4096),
+                 Transfer("load", "w2", "w2", 2, 4096), Transfer("store", "out", "out", 3, 64)]
+    offsets = {"x": 0, "w0": 64, "y": 4160, "z": 4224, "w2": 4288, "out": 0}
+    return g, Schedule(["fc0", "relu1", "fc2"], residencies, transfers, capacity=1 << 14, alignment=64,
+                       offsets=offsets)
+
+
+def test_prefetch_depth_issues_loads_further_ahead(toy_hw):
+    graph, schedule = _three_steps()
+    timings = {}
+    for depth in (0, 1, 2):
+        result = simulate(graph, schedule, None, toy_hw(dma={"prefetch_depth": depth}))
+        assert result.ok
+        w2 = next(t for t in result.transfers if t.tensor == "w2")
+        timings[depth] = (w2.prefetched, w2.start_cycle, result.ops[2].start_cycle, result.cycles)
+    # fc0 runs [85, 285), relu1 [285, 289); w2 takes 74 cycles
+    assert timings[0] == (False, 289, 363, 378)  # loaded at its own boundary
+    assert timings[1] == (True, 285, 359, 374)  # issued when relu1 starts
+    assert timings[2] == (True, 85, 289, 304)  # issued when fc0 starts: hidden behind its compute
+
+
+def test_prefetch_waits_for_the_range_to_be_freed(toy_hw):
+    graph, schedule = _three_steps()
+    # give w2 the range of y, which lives [0, 2) (z moves out of the way): the load may start
+    # only once y dies at the boundary of step 2, whatever the depth
+    offsets = dict(schedule.offsets, w2=4160, z=8256)
+    moved = schedule.with_offsets(offsets)
+    assert validate(moved.problem(), Solution(offsets)).ok
+    result = simulate(graph, moved, None, toy_hw(dma={"prefetch_depth": 4}))
+    assert result.ok
+    w2 = next(t for t in result.transfers if t.tensor == "w2")
+    assert not w2.prefetched and w2.start_cycle == result.ops[1].end_cycle
+
+
+def test_a_range_claimed_by_an_earlier_step_blocks_a_deeper_prefetch(toy_hw):
+    # a: x -> y; b: (y, w1) -> z; c: (z, w) -> out. w1 (step 1) covers [0, 128), where x lives
+    # during a; w (step 2) covers [64, 128), free during a. With depth 2 w must still not be
+    # loaded during a: w1 takes that range first.
+    g = new_graph("claim", dtype="int8")
+    add_tensor(g, "x", (1, 64), kind="input")
+    add_tensor(g, "w1", (1, 128), kind="weight")
+    add_tensor(g, "w", (1, 64), kind="weight")
+    add_operator(g, "a", "relu", inputs=["x"], outputs={"y": (1, 64)})
+    add_operator(g, "b", "mul", inputs=["y", "w1"], outputs={"z": (1, 64)})
+    add_operator(g, "c", "add", inputs=["z", "w"], outputs={"out": (1, 64)})
+    g.graph["outputs"] = ["out"]
+    g.graph["tensors"]["out"]["kind"] = "output"
+    residencies = [
+        Residency("x", "x", 0, 1, 64), Residency("y", "y", 0, 2, 64), Residency("w1", "w1", 1, 2, 128),
+        Residency("z", "z", 1, 3, 64), Residency("w", "w", 2, 3, 64), Residency("out", "out", 2, 3, 64),
+    ]
+    transfers = [Transfer("load", "x", "x", 0, 64), Transfer("load", "w1", "w1", 1, 128),
+                 Transfer("load", "w", "w", 2, 64), Transfer("store", "out", "out", 3, 64)]
+    offsets = {"x": 0, "y": 256, "w1": 0, "z": 320, "w": 64, "out": 384}
+    schedule = Schedule(["a", "b", "c"], residencies, transfers, capacity=512, alignment=64, offsets=offsets)
+    assert validate(schedule.problem(), Solution(offsets)).ok
+    result = simulate(g, schedule, None, toy_hw(dma={"prefetch_depth": 2}))
+    assert result.ok, result.memory_check
+    w = next(t for t in result.transfers if t.tensor == "w")
+    assert w.start_cycle >= result.ops[1].end_cycle  # w1 holds the range until b ends
+
+
+def test_sram_bandwidth_makes_an_operator_memory_bound(toy_hw):
+    graph, schedule = _fc_relu()
+    fast = simulate(graph, schedule, None, toy_hw())
+    slow = simulate(graph, schedule, None, toy_hw(sram_bandwidth_bytes_per_cycle=16))
+    # relu reads y (64 B) and writes z (64 B): 8 cycles at 16 B/cycle, against 4 of compute
+    relu = slow.ops[1]
+    assert (relu.compute_cycles, relu.sram_stall_cycles, relu.end_cycle - relu.start_cycle) == (4, 4, 8)
+    # fc streams x, w and y (4224 B): 264 cycles instead of 4
+    assert slow.ops[0].sram_stall_cycles == 264 - 4
+    assert slow.stall_cycles["sram_bandwidth"] == 260 + 4
+    assert fast.stall_cycles["sram_bandwidth"] == 0
+    assert slow.cycles == fast.cycles + 264
+
+
+def test_energy_by_hand(toy_hw):
+    graph, schedule = _fc_relu()
+    result = simulate(graph, schedule, None, toy_hw())
+    pj = 1e-12
+    fc, relu = result.ops
+    # fc: 4096 MACs x 1 pJ; streams x, w, y (4224 B) and receives the loads of x and w (4160 B) at 2 pJ/B;
+    # those loads cross DRAM at 10 pJ/B. relu: 64 elements x 0.5 pJ; streams 128 B and hands the
+    # store of z (64 B) to DRAM.
+    assert fc.energy["compute"] == pytest.approx(4096 * pj)
+    assert fc.energy["sram"] == pytest.approx((4224 + 4160) * 2 * pj)
+    assert fc.energy["dram"] == pytest.approx(4160 * 10 * pj)
+    assert relu.energy["compute"] == pytest.approx(32 * pj)
+    assert relu.energy["sram"] == pytest.approx((128 + 64) * 2 * pj)
+    assert relu.energy["dram"] == pytest.approx(640 * pj)
+    for key in ("compute", "sram", "dram", "total"):
+        assert result.energy[key] == pytest.approx(fc.energy[key] + relu.energy[key])
+    assert result.energy["total"] == pytest.approx(result.energy["compute"] + result.energy["sram"]
+                                                   + result.energy["dram"])
+    assert result.energy["dram"] == pytest.approx((result.dram_read_bytes + result.dram_write_bytes) * 10 * pj)
+
+
+def test_utilization_and_ideal_cycles(toy_hw):
+    graph, schedule = _fc_relu()
+    result = simulate(graph, schedule, None, toy_hw())
+    assert result.macs == 4096 and result.ideal_cycles == 4 + 4
+    assert result.utilization == pytest.approx(4096 / (104 * 1024))
+    assert result.ops[0].utilization == 1.0 and result.events > 0
