@@ -5,15 +5,19 @@ Public surface::
     from accelsim import compile_and_simulate, load_hw
     report = compile_and_simulate("resnet18", hw="pixel6", sram="1MiB", out_dir="out/")
     print(report.cycles, report.noncompulsory_bytes, report.memory_check)
+    report = compile_and_simulate("resnet18", "tpuv4", RunOptions(overrides={"compute.rows": 256}))
+    hw = load_hw("tpuv4", overrides={"dma.channels": 8})
 
 Importing this package does not import torch: the frontend is loaded when a model is traced.
 """
 
+from accelsim import compute
 from accelsim.hw import HardwareConfig, HardwareConfigError, list_configs, load_hw, parse_bytes
 from accelsim.pipeline import (
     AllocationFailedError,
     CompileError,
     InvalidPlacementError,
+    RunOptions,
     SimReport,
     compile_and_simulate,
 )
@@ -21,6 +25,6 @@ from accelsim.sim import MemoryViolation, Scratchpad, SimResult, SimulationError
 
 __all__ = [
     "AllocationFailedError", "CompileError", "HardwareConfig", "HardwareConfigError", "InvalidPlacementError",
-    "MemoryViolation", "Scratchpad", "SimReport", "SimResult", "SimulationError", "compile_and_simulate",
-    "list_configs", "load_hw", "parse_bytes", "simulate",
+    "MemoryViolation", "RunOptions", "Scratchpad", "SimReport", "SimResult", "SimulationError", "compile_and_simulate",
+    "compute", "list_configs", "load_hw", "parse_bytes", "simulate",
 ]

@@ -355,13 +355,22 @@ def describe_fields() -> list[tuple[str, str, str]]:
         m = f.metadata
         kind = m["kind"] if not m["choices"] else " | ".join(m["choices"])
         if m["low"] is not None:
-            kind += f" in [{m['low']:g}, {m['high']:g}]"
+            kind += f" in [{_bound(m['low'])}, {_bound(m['high'])}]"
         if m["kinds"]:
             kind += f" (compute.kind {' / '.join(m['kinds'])})"
         elif not m["required"]:
             kind += f" (optional, default {f.default!r})"
         rows.append((name, kind, m["doc"]))
     return rows
+
+
+def _bound(value: float) -> str:
+    """A range bound as a reader writes it: ``1,024``, ``2^44``, ``1e+11``."""
+    if float(value).is_integer() and value >= 1 << 20 and (int(value) & (int(value) - 1)) == 0:
+        return f"2^{int(value).bit_length() - 1}"
+    if float(value).is_integer() and abs(value) < 1e7:
+        return f"{int(value):,}"
+    return f"{value:g}"
 
 
 _TRUE = {"true", "yes", "on", "1"}
@@ -411,10 +420,10 @@ def parse_value(name: str, f: Any, value: Any) -> Any:
         number = float(value)
     low, high = m["low"], m["high"]
     if low is not None and number < low:
-        bound = "non-negative" if low == 0 else ("positive" if low in (1, 1e-6) else f"at least {low:g}")
+        bound = "non-negative" if low == 0 else ("positive" if low in (1, 1e-6) else f"at least {_bound(low)}")
         raise ValueError(f"field {name!r} must be {bound}, got {value!r}")
     if high is not None and number > high:
-        raise ValueError(f"field {name!r} must be at most {high:g} (a physically sensible value), got {value!r}")
+        raise ValueError(f"field {name!r} must be at most {_bound(high)} (a physically sensible value), got {value!r}")
     return number
 
 

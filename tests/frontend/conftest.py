@@ -1,6 +1,7 @@
 """Fixtures for the frontend tests: a structural checker for traced graphs, and no downloads."""
 
 from collections.abc import Callable
+from typing import Any
 
 import networkx as nx
 import pytest
@@ -41,3 +42,19 @@ def _no_downloads(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError(f"test tried to download {url}")
 
     monkeypatch.setattr(torch.hub, "download_url_to_file", refuse)
+
+
+@pytest.fixture
+def functional_module() -> Callable[..., Any]:
+    """``functional_module(fn)``: a module whose forward applies ``fn`` to its two or three inputs."""
+    import torch.nn as nn
+
+    class Functional(nn.Module):
+        def __init__(self, fn: Callable[..., Any]) -> None:
+            super().__init__()
+            self.fn = fn
+
+        def forward(self, a: Any, b: Any, c: Any = None) -> Any:
+            return self.fn(a, b) if c is None else self.fn(a, b, c)
+
+    return Functional

@@ -118,15 +118,6 @@ def test_traced_layers_record_their_gemm(layer, shape, expected, well_formed):
     assert only_gemm(graph) == expected
 
 
-class Functional(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, a, b, c=None):
-        return self.fn(a, b) if c is None else self.fn(a, b, c)
-
-
 @pytest.mark.parametrize(
     ("fn", "shapes", "expected"),
     [
@@ -147,8 +138,8 @@ class Functional(nn.Module):
     ids=["bmm", "matmul_2d_weight", "vecmat", "matmul_batched", "addmm", "baddbmm", "f_linear", "f_conv2d",
          "sdpa", "einsum"],
 )
-def test_traced_functions_record_their_gemm(fn, shapes, expected, well_formed):
-    graph = trace(Functional(fn), tuple(torch.randn(s) for s in shapes))
+def test_traced_functions_record_their_gemm(fn, shapes, expected, well_formed, functional_module):
+    graph = trace(functional_module(fn), tuple(torch.randn(s) for s in shapes))
     well_formed(graph)
     assert only_gemm(graph) == expected
 

@@ -298,15 +298,6 @@ def test_layer_macs_match_hand_counts(layer, shape, expected, well_formed):
     assert total_macs(graph) == expected
 
 
-class Functional(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, a, b, c=None):
-        return self.fn(a, b) if c is None else self.fn(a, b, c)
-
-
 @pytest.mark.parametrize(
     ("fn", "shapes", "expected"),
     [
@@ -322,8 +313,8 @@ class Functional(nn.Module):
     ],
     ids=["matmul_broadcast", "matvec", "bmm", "einsum", "einsum_implicit", "f_linear", "f_conv2d", "sdpa"],
 )
-def test_functional_macs_match_hand_counts(fn, shapes, expected, well_formed):
-    graph = trace(Functional(fn), tuple(torch.randn(s) for s in shapes))
+def test_functional_macs_match_hand_counts(fn, shapes, expected, well_formed, functional_module):
+    graph = trace(functional_module(fn), tuple(torch.randn(s) for s in shapes))
     well_formed(graph)
     assert total_macs(graph) == expected
 
