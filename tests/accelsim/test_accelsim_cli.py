@@ -222,7 +222,7 @@ def test_run_set_overrides_reach_the_report(chain_json, tmp_path, capsys):
         ("compute.rowz=3", "--set compute.rowz: unknown field (did you mean compute.rows?)"),
         ("compute.rows=lots", "--set compute.rows=lots: field 'compute.rows' must be an integer"),
         ("compute.rows", "expected KEY=VALUE"),
-        ("clock_hz=1e-300", "field 'clock_hz' must be at least 1000"),
+        ("clock_hz=1e-300", "field 'clock_hz' must be at least 1,000"),
     ],
 )
 def test_run_bad_set_exit_2(chain_json, tmp_path, capsys, setting, message):

@@ -239,9 +239,9 @@ def test_duplicate_yaml_key_is_refused_with_both_lines(tmp_path):
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("clock_hz", 1e-300, "field 'clock_hz' must be at least 1000"),
+        ("clock_hz", 1e-300, "field 'clock_hz' must be at least 1,000"),
         ("clock_hz", 1e30, "field 'clock_hz' must be at most 1e\\+11"),
-        ("dram_bandwidth_bytes_per_s", 0, "field 'dram_bandwidth_bytes_per_s' must be at least 1000"),
+        ("dram_bandwidth_bytes_per_s", 0, "field 'dram_bandwidth_bytes_per_s' must be at least 1,000"),
         ("sram_bytes_per_pe", "1EiB", "unknown unit"),
         ("sram_bytes_per_pe", 2**60, "field 'sram_bytes_per_pe' must be at most"),
         ("n_pe", 10**9, "field 'n_pe' must be at most"),
@@ -325,7 +325,7 @@ def test_overrides_parse_units_and_types():
         ({"compute.rows": "many"}, "--set compute.rows=many: field 'compute.rows' must be an integer"),
         ({"sram_bytes_per_pe": "8 furlongs"}, "--set sram_bytes_per_pe=8 furlongs: field 'sram_bytes_per_pe'"),
         ({"compute.fold_overlap": "perhaps"}, "must be true or false"),
-        ({"clock_hz": "0"}, "field 'clock_hz' must be at least 1000"),
+        ({"clock_hz": "0"}, "field 'clock_hz' must be at least 1,000"),
         ({"compute.kind": "systolic"}, "missing field 'compute.rows' \\(needed by compute.kind 'systolic'\\)"),
     ],
 )
