@@ -27,6 +27,12 @@ def check_report(report) -> None:
     assert report.peak_bytes <= report.capacity_bytes
     assert report.n_ops == len(report.ops) > 0
     assert report.cycles >= report.ops[-1]["end_cycle"]
+    # every MAC-carrying operator of a traced model is mapped from its GEMM shape, never the bound
+    mapped = {o["mapping"] for o in report.ops if o["macs"] > 0}
+    assert mapped <= {"systolic-ws", "systolic-os", "lanes"}, mapped
+    assert all(o["compute_cycles"] >= o["ideal_cycles"] and 0 <= o["utilization"] <= 1 for o in report.ops)
+    assert 0 < report.utilization <= 1
+    assert report.energy["total"] == pytest.approx(sum(o["energy"]["total"] for o in report.ops))
 
 
 def test_run_resnet18_on_pixel6_end_to_end(tmp_path, capsys):
