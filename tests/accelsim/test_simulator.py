@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import scheduler
 from accelsim.sim import MemoryViolation, Scratchpad, SimulationError, simulate
@@ -454,3 +456,40 @@ def test_utilization_and_ideal_cycles(toy_hw):
     assert result.macs == 4096 and result.ideal_cycles == 4 + 4
     assert result.utilization == pytest.approx(4096 / (104 * 1024))
     assert result.ops[0].utilization == 1.0 and result.events > 0
+
+
+# ------------------------------------------------------------------------------------------
+# property: any valid placement simulates cleanly whatever the DMA configuration
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n_ops=st.integers(3, 18), seed=st.integers(0, 10_000), slack=st.floats(1.0, 2.0),
+       channels=st.integers(1, 4), depth=st.integers(0, 4), method=st.sampled_from([None, "best-fit", "minimalloc"]),
+       sram_bandwidth=st.sampled_from([8, 64, 1 << 20]))
+def test_valid_placements_never_violate_memory_with_any_dma_setting(n_ops, seed, slack, channels, depth, method,
+                                                                    sram_bandwidth, toy_hw):
+    """Deeper prefetch and parallel channels only move transfers earlier: every placement that
+    ``allocator.validate`` accepts must simulate without a memory violation, move exactly the
+    schedule's bytes, and never finish before the operators' own cycles allow."""
+    import allocator
+    from frontend.synthetic import random_dag
+
+    graph = random_dag(n_ops, seed=seed, max_size=512)
+    need, _ = scheduler.min_capacity(graph, alignment=64)
+    schedule = scheduler.schedule(graph, int(need * slack) // 64 * 64 + 64, alignment=64)
+    offsets = dict(schedule.offsets)
+    if method is not None:
+        result = allocator.solve(schedule.problem(), method=method, timeout=5)
+        if not result.solved:
+            return
+        offsets = dict(result.solution.offsets)
+    assert validate(schedule.problem(), Solution(offsets)).ok
+    hw = toy_hw(sram_bytes_per_pe=schedule.capacity, sram_bandwidth_bytes_per_cycle=sram_bandwidth,
+                dma={"channels": channels, "prefetch_depth": depth})
+    result = simulate(graph, schedule, offsets, hw)
+    assert result.memory_check == "ok", result.memory_check
+    assert result.dram_read_bytes == schedule.read_bytes and result.dram_write_bytes == schedule.write_bytes
+    assert result.cycles >= sum(o.end_cycle - o.start_cycle for o in result.ops)
+    assert [o.name for o in result.ops] == schedule.order
+    starts = [o.start_cycle for o in result.ops]
+    assert starts == sorted(starts)
