@@ -2,7 +2,8 @@
 
 The reference cycles were recorded by running SCALE-Sim (``examples/scalesim_reference.py``, in its
 own venv) and are kept in ``docs/scalesim/``; this test traces the models for real and costs every
-operator through ``accelsim.compute`` on the same setting (one 128 x 128 ws array, no fold overlap).
+operator through ``accelsim.compute`` on the same setting (one 128 x 128 array, ws and os, no fold
+overlap).
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ def _compare_module():
     return module
 
 
+@pytest.mark.parametrize("dataflow", ["ws", "os"])
 @pytest.mark.parametrize("model", ["resnet50", "mobilenet_v2"])
-def test_every_dense_layer_matches_scalesim_within_one_percent(model):
-    rows = _compare_module().compare(REPO / "docs" / "scalesim", model)
+def test_every_dense_layer_matches_scalesim_within_one_percent(model, dataflow):
+    rows = _compare_module().compare(REPO / "docs" / "scalesim", model, dataflow)
     dense = [r for r in rows if r["groups"] == 1]
     assert len(dense) == {"resnet50": 54, "mobilenet_v2": 36}[model]
     for r in dense:
