@@ -134,17 +134,18 @@ def format_bytes(n: float) -> str:
 
 def spec(
     kind: str, doc: str, *, low: float | None = None, high: float | None = None, choices: tuple[str, ...] = (),
-    required: bool = True, kinds: tuple[str, ...] = (), default: Any = MISSING,
+    required: bool = True, kinds: tuple[str, ...] = (), default: Any = MISSING, block: type | None = None,
 ) -> Any:
     """A dataclass field carrying its schema in ``metadata``.
 
     ``kind``: ``str``, ``choice`` (one of ``choices``), ``int``, ``bytes`` (an integer or a
     string such as ``"8MiB"``), ``number`` (int or float) or ``bool``. ``low`` / ``high``: the
     physically sensible range, inclusive. ``kinds``: for a ``compute`` field, the compute
-    kinds it belongs to (required for those, refused for the others).
+    kinds it belongs to (required for those, refused for the others). ``block``: for kind
+    ``block``, the dataclass of the nested block.
     """
     metadata = {"kind": kind, "doc": doc, "low": low, "high": high, "choices": choices,
-                "required": required and not kinds, "kinds": kinds}
+                "required": required and not kinds, "kinds": kinds, "block": block}
     if kinds or not required:
         default = None if default is MISSING else default
     return field(default=default, metadata=metadata)
@@ -235,9 +236,9 @@ class HardwareConfig:
     dram_latency_cycles: int = spec("int", "fixed cost of every DMA transfer before its data moves", low=0,
                                     high=1 << 30)
     dtype: str = spec("str", "default storage dtype of tensors on this target (int8, bf16, ...)")
-    compute: ComputeConfig = spec("block", "the compute block (accelsim.compute)")
-    dma: DmaConfig = spec("block", "the DMA engines")
-    energy: EnergyConfig = spec("block", "energy per action (picojoules)")
+    compute: ComputeConfig = spec("block", "the compute block (accelsim.compute)", block=ComputeConfig)
+    dma: DmaConfig = spec("block", "the DMA engines", block=DmaConfig)
+    energy: EnergyConfig = spec("block", "energy per action (picojoules)", block=EnergyConfig)
     description: str = spec("str", "one line for listings", required=False, default="")
     source: str = field(default="", compare=False)  #: the file the config was read from (not a YAML field)
 
@@ -331,10 +332,6 @@ def _as_dict(record: Any) -> dict[str, Any]:
 # checking
 
 
-def _block_type(f: Any) -> type:
-    return {"compute": ComputeConfig, "dma": DmaConfig, "energy": EnergyConfig}[f.name]
-
-
 def schema_fields(record_type: type = HardwareConfig, prefix: str = "") -> dict[str, Any]:
     """Every YAML field by its dotted name (``"compute.rows"``) -> its dataclass ``Field``."""
     out: dict[str, Any] = {}
@@ -342,7 +339,7 @@ def schema_fields(record_type: type = HardwareConfig, prefix: str = "") -> dict[
         if "kind" not in f.metadata:
             continue
         if f.metadata["kind"] == "block":
-            out.update(schema_fields(_block_type(f), f"{prefix}{f.name}."))
+            out.update(schema_fields(f.metadata["block"], f"{prefix}{f.name}."))
         else:
             out[prefix + f.name] = f
     return out
@@ -445,7 +442,7 @@ def _build(record_type: type, data: Any, where: str, prefix: str) -> Any:
         if m["kind"] == "block":
             if name not in data:
                 raise HardwareConfigError(f"{where}: missing block {dotted!r}")
-            values[name] = _build(_block_type(f), data[name], where, dotted + ".")
+            values[name] = _build(f.metadata["block"], data[name], where, dotted + ".")
             continue
         if m["kinds"] and compute_kind in COMPUTE_KINDS:
             if compute_kind not in m["kinds"]:

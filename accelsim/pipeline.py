@@ -252,54 +252,50 @@ def compile_and_simulate(
     cannot fit; ``InvalidPlacementError`` when the offsets are invalid.
     """
     opts = RunOptions.build(options, **option_fields)
-    sram, allocator, dtype, input_shape = opts.sram, opts.allocator, opts.dtype, opts.input_shape
-    order, replacement, timeout = opts.order, opts.replacement, opts.timeout
-    raise_on_violation = opts.raise_on_violation
-    scheduler_method, budget, weights, time_limit = opts.scheduler, opts.budget, opts.weights, opts.time_limit
-    fixed_order = opts.fixed_order
     import allocator as alloc
     import scheduler
 
     stage: dict[str, float] = {}
     config = load_hw(hw, opts.overrides)
-    if sram is not None:
-        config = config.with_sram(sram)
-    run_dtype = dtype or config.dtype
+    if opts.sram is not None:
+        config = config.with_sram(opts.sram)
+    run_dtype = opts.dtype or config.dtype
 
     clock = time.perf_counter()
-    graph = _to_graph(model_or_name, run_dtype, input_shape, example_inputs, name)
+    graph = _to_graph(model_or_name, run_dtype, opts.input_shape, example_inputs, name)
     stage["trace"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
     tile_limit = config.weight_tile_bytes * (config.n_pe if config.capacity_scope == "per_pe" else 1)
     graph, tiled = scheduler.tile_weights(graph, tile_limit)
     sizes = tensor_shares(graph, config)
-    if not weights:
+    if not opts.weights:
         sizes = dict(sizes or {name: rec["nbytes"] for name, rec in graph.graph["tensors"].items()})
         sizes.update({name: 0 for name, rec in graph.graph["tensors"].items() if rec["kind"] == "weight"})
     capacity = config.sram_bytes_per_pe
-    cosma_options = scheduler.CosmaOptions() if time_limit is None else scheduler.CosmaOptions(time_limit=time_limit)
-    if budget is not None:
-        wanted = scheduler.resolve_budget(graph, budget, sizes, config.alignment, cosma_options)
+    cosma_options = (scheduler.CosmaOptions() if opts.time_limit is None
+                     else scheduler.CosmaOptions(time_limit=opts.time_limit))
+    if opts.budget is not None:
+        wanted = scheduler.resolve_budget(graph, opts.budget, sizes, config.alignment, cosma_options)
         if wanted > capacity:
             raise ValueError(
-                f"budget {budget!r} = {wanted:,} bytes exceeds the scratchpad of {capacity:,} bytes "
+                f"budget {opts.budget!r} = {wanted:,} bytes exceeds the scratchpad of {capacity:,} bytes "
                 f"{config.capacity_label}; raise it with sram="
             )
         capacity = wanted
     need, need_op = scheduler.min_capacity(graph, sizes=sizes, alignment=config.alignment)
-    if scheduler_method == "program" and replacement in scheduler.REPLACEMENTS:
+    if opts.scheduler == "program" and opts.replacement in scheduler.REPLACEMENTS:
         sched = scheduler.schedule(
-            graph, capacity, order=order, replacement=replacement, sizes=sizes, alignment=config.alignment,
+            graph, capacity, order=opts.order, replacement=opts.replacement, sizes=sizes, alignment=config.alignment,
         )
     else:
         sched = scheduler.make_schedule(
-            graph, capacity, scheduler_method, replacement, sizes, config.alignment, cosma_options, fixed_order,
+            graph, capacity, opts.scheduler, opts.replacement, sizes, config.alignment, cosma_options, opts.fixed_order,
         )
     stage["schedule"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    allocator_name, offsets = place(sched, allocator, timeout)
+    allocator_name, offsets = place(sched, opts.allocator, opts.timeout)
     stage["allocate"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
@@ -313,7 +309,8 @@ def compile_and_simulate(
     stage["validate"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    result = simulate(graph, sched, offsets, config, capacity=capacity, raise_on_violation=raise_on_violation)
+    result = simulate(graph, sched, offsets, config, capacity=capacity,
+                      raise_on_violation=opts.raise_on_violation)
     stage["simulate"] = time.perf_counter() - clock
 
     tensors = graph.graph["tensors"]
@@ -371,7 +368,7 @@ def compile_and_simulate(
         stage_seconds=stage,
         scheduler_status=sched.status,
         scheduler_stats=dict(sched.stats),
-        weights_on_chip=weights,
+        weights_on_chip=opts.weights,
         graph=graph,
         schedule=sched,
         offsets=offsets,

@@ -67,7 +67,7 @@ import bisect
 import math
 from collections import Counter, defaultdict
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 import simpy
@@ -399,6 +399,9 @@ class _Machine:
         self.costs: list[OpCost] = []
         self.transfers: list[TransferRecord] = []
         self.offsets = offsets
+        from frontend.graph import dtype_bytes  # the format module only: no torch
+
+        self.element_bytes = dtype_bytes(str(graph.graph.get("dtype", "int8")))
         self.channels_busy = 0
         self.free_channels = list(range(hw.dma.channels))  # lowest free first, so traces reuse channel 0
         self.channel_busy_cycles = 0.0
@@ -539,14 +542,12 @@ class _Machine:
     def cost(self, name: str) -> OpCost:
         node = self.graph.nodes[name]
         tensors = self.graph.graph["tensors"]
-        from frontend.graph import dtype_bytes
-
         names = list(node.get("in_tensors", ())) + list(node.get("out_tensors", ()))
         io = sum(int(tensors[t]["nbytes"]) for t in names)
         return operator_cost(
             macs=int(node.get("macs", 0)), elements=int(node.get("elements", 0)), gemm=node.get("gemm"),
-            compute=self.hw.compute, element_bytes=dtype_bytes(str(self.graph.graph.get("dtype", "int8"))),
-            io_bytes=io, sram_bytes_per_cycle=self.hw.sram_bytes_per_cycle_total,
+            compute=self.hw.compute, element_bytes=self.element_bytes, io_bytes=io,
+            sram_bytes_per_cycle=self.hw.sram_bytes_per_cycle_total,
         )
 
     def run(self) -> Generator[simpy.Event, Any, None]:
@@ -607,7 +608,7 @@ def _with_energy(machine: _Machine, transfers: list[TransferRecord]) -> list[OpR
         dram_j = moved * energy.pj_per_dram_byte
         parts = {"compute": compute * PJ, "sram": sram * PJ, "dram": dram_j * PJ}
         parts["total"] = parts["compute"] + parts["sram"] + parts["dram"]
-        out.append(OpRecord(**{**op.__dict__, "energy": parts}))
+        out.append(replace(op, energy=parts))
     return out
 
 

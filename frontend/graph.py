@@ -50,6 +50,8 @@ from typing import Any
 
 import networkx as nx
 
+from frontend.cost import gemm_macs
+
 TENSOR_KINDS = ("input", "weight", "activation", "output")
 
 #: bytes per element of the storage dtypes a run can choose
@@ -109,7 +111,7 @@ def _gemm_error(name: str, gemm: Any, macs: Any) -> str | None:
         isinstance(e, (list, tuple)) and len(e) == 4 and all(positive(d) for d in e) for e in gemm
     ):
         return f"operator {name!r}: gemm {gemm!r} is not a list of [t, k, n, count] lists of 4 positive ints"
-    total = sum(math.prod(e) for e in gemm)
+    total = gemm_macs(gemm)
     if gemm and total != macs:
         return f"operator {name!r}: gemm {gemm!r} sums to {total} MACs, but the operator has {macs}"
     return None
