@@ -203,7 +203,7 @@ def gemm_traffic(entry: GemmEntry, compute: ComputeConfig) -> int:
         return inputs + weights + outputs
     if compute.kind == "lanes":
         lanes = int(compute.lanes_per_core or 1)
-        inputs = t * k * count * (1 if compute.pack_groups and n < lanes else _ceil(n, lanes))
+        inputs = t * k * count * _ceil(n, lanes)  # one read per pass of channels (packed groups: one pass)
         return inputs + weights + outputs
     return t * k * count + weights + outputs
 
