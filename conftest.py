@@ -11,9 +11,20 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+# Hypothesis profiles. "ci" (the default, used by .ci/run) is reproducible: derandomized, no
+# example database, no per-example deadline (a deadline races the machine's load), 60 examples
+# per test unless a test pins fewer because each example is expensive. "long" is for local
+# runs: HYPOTHESIS_PROFILE=long python -m pytest -q  (random seeds, 600 examples, the database on).
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, max_examples=60,
+                          suppress_health_check=[HealthCheck.too_slow], print_blob=True)
+settings.register_profile("long", derandomize=False, deadline=None, max_examples=600,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 #: where the shared benchmark instances live (override with $ACCELSIM_BENCHMARKS)
 BENCHMARKS = Path(os.environ.get("ACCELSIM_BENCHMARKS", Path(__file__).resolve().parent.parent / "shared" / "benchmarks"))
