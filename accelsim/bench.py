@@ -19,7 +19,7 @@ import math
 import re
 import statistics
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,13 +46,14 @@ class BenchRow:
     #: (seconds, % over LOAD) each time the best peak improved, in the last repeat (for ``--plot``;
     #: not written to the CSV)
     trace: list[tuple[float, float]] = field(default_factory=list)
+    reason: str = ""  #: why the status is not solved/optimal (the method's reason, or the error of a bad file)
 
     def csv_record(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in CSV_FIELDS}
 
 
 CSV_FIELDS = ("instance", "method", "buffers", "load", "capacity", "status", "peak", "lower_bound",
-              "over_load_percent", "seconds", "nodes")
+              "over_load_percent", "seconds", "nodes", "reason")
 
 
 def instance_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -116,51 +117,111 @@ def warm_up(methods: Sequence[str]) -> dict[str, float]:
 def run(files: Sequence[Path], methods: Sequence[str], capacity: int | None = None, from_name: bool = False,
         minimize: bool = False, timeout: float = 10.0, repeat: int = 1, threads: int = 0,
         load_fractions: Sequence[float] = ()) -> list[BenchRow]:
-    """Benchmark ``methods`` on ``files``; every placement is validated (a failure raises).
+    """All the rows of ``iter_rows`` as a list."""
+    return list(iter_rows(files, methods, capacity, from_name, minimize, timeout, repeat, threads, load_fractions))
+
+
+def iter_rows(files: Sequence[Path], methods: Sequence[str], capacity: int | None = None, from_name: bool = False,
+              minimize: bool = False, timeout: float = 10.0, repeat: int = 1, threads: int = 0,
+              load_fractions: Sequence[float] = ()) -> Iterator[BenchRow]:
+    """Benchmark ``methods`` on ``files``, yielding each row as soon as it is measured.
 
     The capacity is ``capacity``, the one in the file name (``from_name``), none
     (``minimize``), or, for each of ``load_fractions``, that multiple of the instance's LOAD
     rounded up (one row each). ``threads`` is the number of threads of the ``minimalloc``
     portfolio (0: one per core; 1 compares like for like with a single-threaded tool). Other
     methods are single-threaded.
+
+    Every placement is validated; an invalid one raises ``InvalidSolutionError`` (a method bug
+    must stop the benchmark). A bad instance (unreadable file, malformed line, no capacity in
+    its name, a problem a method refuses) does not: it gives one row with status ``"error"``
+    and the reason, naming the file, and the other files go on.
     """
     specs = {method: parse_method(method) for method in methods}
     if repeat < 1:
         raise ValueError(f"--repeat must be at least 1, got {repeat}")
     if threads < 0:
         raise ValueError(f"--threads must be 0 (one per core) or more, got {threads}")
+    if not timeout > 0 or not math.isfinite(timeout):
+        raise ValueError(f"--timeout must be a positive, finite number of seconds, got {timeout!r}")
     for fraction in load_fractions:
-        if not fraction > 0:
-            raise ValueError(f"--load-fraction values must be positive, got {fraction!r}")
+        if not fraction > 0 or not math.isfinite(fraction):
+            raise ValueError(f"--load-fraction values must be positive and finite, got {fraction!r}")
     options = MiniMallocOptions(workers=threads)
-    rows = []
     for path in files:
-        problem = allocator.read_csv(path, capacity=None)
-        load = allocator.lower_bound(problem)
-        if load_fractions:
-            capacities: list[int | None] = [math.ceil(fraction * load) for fraction in load_fractions]
-        elif minimize:
-            capacities = [None]
-        else:
-            capacities = [capacity_from_name(path) if from_name else capacity]
+        try:
+            problem = allocator.read_csv(path, capacity=None)
+            load = allocator.lower_bound(problem)
+            if load_fractions:
+                capacities: list[int | None] = [math.ceil(fraction * load) for fraction in load_fractions]
+            elif minimize:
+                capacities = [None]
+            else:
+                capacities = [capacity_from_name(path) if from_name else capacity]
+        except (ValueError, OSError) as exc:
+            yield _error_row(path, "-", exc)
+            continue
         for cap in capacities:
-            instance = problem.with_capacity(cap)
+            try:
+                instance = problem.with_capacity(cap)
+            except ValueError as exc:
+                yield _error_row(path, "-", exc)
+                continue
             for method in methods:
                 name, extra = specs[method]
                 if name == "minimalloc":
                     extra = {"options": options}
                 times: list[float] = []
                 last: allocator.MinimizeResult | allocator.AllocationResult | None = None
-                for _ in range(repeat):
-                    began = time.perf_counter()
-                    if minimize:
-                        last = allocator.minimize(instance, method=name, timeout=timeout,
-                                                  options=extra.get("options"))  # type: ignore[arg-type]
-                    else:
-                        last = allocator.solve(instance, name, timeout, **extra)
-                    times.append(time.perf_counter() - began)
-                rows.append(_row(path, method, instance, load, cap, last, statistics.median(times), minimize))
-    return rows
+                try:
+                    for _ in range(repeat):
+                        began = time.perf_counter()
+                        if minimize:
+                            last = allocator.minimize(instance, method=name, timeout=timeout,
+                                                      options=extra.get("options"))  # type: ignore[arg-type]
+                        else:
+                            last = allocator.solve(instance, name, timeout, **extra)
+                        times.append(time.perf_counter() - began)
+                except allocator.InvalidSolutionError:
+                    raise
+                except ValueError as exc:  # the method refuses this instance (e.g. values beyond its range)
+                    yield _error_row(path, method, exc, len(problem), load, cap)
+                    continue
+                yield _row(path, method, instance, load, cap, last, statistics.median(times), minimize)
+
+
+def _error_row(path: Path, method: str, exc: BaseException, buffers: int = 0, load: int = 0,
+               capacity: int | None = None) -> BenchRow:
+    message = " ".join(str(exc).split("\n")).strip() or type(exc).__name__
+    if path.name not in message:
+        message = f"{path}: {message}"
+    return BenchRow(path.name, method, buffers, load, capacity, "error", None, None, None, 0.0, 0, reason=message)
+
+
+class RowPrinter:
+    """The rows of ``format_rows`` printed one at a time, as they are measured.
+
+    Column widths are fixed up front from the file and method names (numbers get room for
+    large instances), so each row can be printed as soon as it exists.
+    """
+
+    HEADER = ("instance", "method", "buffers", "LOAD", "capacity", "status", "peak", "bound", "% over LOAD",
+              "seconds", "nodes", "us/node")
+
+    def __init__(self, files: Sequence[Path], methods: Sequence[str]) -> None:
+        name = max([len(p.name) for p in files] + [len("instance")])
+        method = max([len(m) for m in methods] + [len("method")])
+        self.widths = (name, method, 9, 13, 13, 9, 13, 13, 11, 8, 11, 7)
+
+    def _join(self, cells: Sequence[str]) -> str:
+        return "  ".join(cell.ljust(w) for cell, w in zip(cells, self.widths, strict=True)).rstrip()
+
+    def header(self) -> str:
+        return self._join(self.HEADER)
+
+    def line(self, row: BenchRow) -> str:
+        text = self._join(_cells(row))
+        return f"{text}  {row.reason}" if row.status == "error" else text
 
 
 def strategy_summary(rows: Sequence[BenchRow]) -> str:
@@ -203,23 +264,24 @@ def _row(path: Path, method: str, problem: allocator.Problem, load: int, capacit
             raise allocator.InvalidSolutionError(f"{path.name} / {method}: {report}")
     over = 100 * (result.peak - load) / load if result.peak is not None and load else None
     return BenchRow(path.name, method, len(problem), load, capacity, result.status, result.peak, None, over, seconds,
-                    int(result.stats.get("nodes", 0)), [] if over is None else [(seconds, over)])
+                    int(result.stats.get("nodes", 0)), [] if over is None else [(seconds, over)],
+                    " ".join(result.reason.split("\n")))
+
+
+def _cells(r: BenchRow) -> tuple[str, ...]:
+    return (
+        r.instance, r.method, f"{r.buffers:,}", f"{r.load:,}", "-" if r.capacity is None else f"{r.capacity:,}",
+        r.status,
+        "-" if r.peak is None else f"{r.peak:,}", "-" if r.lower_bound is None else f"{r.lower_bound:,}",
+        "-" if r.over_load_percent is None else f"{r.over_load_percent:.2f}", f"{r.seconds:.3f}",
+        f"{r.nodes:,}", f"{1e6 * r.seconds / r.nodes:.1f}" if r.nodes else "-",
+    )
 
 
 def format_rows(rows: Sequence[BenchRow]) -> str:
     """An aligned text table of the rows."""
-    header = ("instance", "method", "buffers", "LOAD", "capacity", "status", "peak", "bound", "% over LOAD", "seconds",
-              "nodes", "us/node")
-    lines = [header]
-    for r in rows:
-        lines.append((
-            r.instance, r.method, f"{r.buffers:,}", f"{r.load:,}", "-" if r.capacity is None else f"{r.capacity:,}",
-            r.status,
-            "-" if r.peak is None else f"{r.peak:,}", "-" if r.lower_bound is None else f"{r.lower_bound:,}",
-            "-" if r.over_load_percent is None else f"{r.over_load_percent:.2f}", f"{r.seconds:.3f}",
-            f"{r.nodes:,}", f"{1e6 * r.seconds / r.nodes:.1f}" if r.nodes else "-",
-        ))
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    lines = [RowPrinter.HEADER] + [_cells(r) for r in rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(RowPrinter.HEADER))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in lines)
 
 

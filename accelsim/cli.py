@@ -18,13 +18,16 @@ on stderr.
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from accelsim.hw import describe_fields, format_bytes, list_configs, load_hw, parse_bytes, parse_overrides
+from accelsim.outputs import PLOT_SUFFIXES, check_output_file, check_output_folder
 from accelsim.pipeline import CompileError
 
 #: ``scheduler.SCHEDULERS``, repeated so that ``accelsim --help`` does not import the solvers
@@ -35,13 +38,58 @@ if TYPE_CHECKING:
     from accelsim.hw import HardwareConfig
 
 
-def _parse_shape(text: str) -> tuple[int, ...]:
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``error: accelsim run: argument --timeout: ...`` and exit 2.
+
+    The stock parser prints the whole usage block before the message; the README's contract is
+    one line naming the item (``accelsim COMMAND --help`` shows the usage).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message}\n")
+
+
+def _positive_seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds (``0``, ``-1``, ``nan``, ``inf`` refused)."""
     try:
-        shape = tuple(int(part) for part in text.replace("x", ",").split(",") if part.strip())
+        value = float(text)
     except ValueError:
-        raise ValueError(f"--input-shape {text!r} is not a comma-separated list of integers (1,3,224,224)") from None
-    if not shape or any(d <= 0 for d in shape):
-        raise ValueError(f"--input-shape {text!r} must list positive integers, e.g. 1,3,224,224")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive, finite number of seconds")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    if not re.fullmatch(r"[0-9]+", text.strip(), re.ASCII) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)
+
+
+def _count(text: str) -> int:
+    if not re.fullmatch(r"[0-9]+", text.strip(), re.ASCII):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
+    return int(text)
+
+
+_SHAPE = re.compile(r"\s*[0-9]+(?:\s*[,x]\s*[0-9]+)*\s*", re.ASCII)
+
+
+def _parse_shape(text: str) -> tuple[int, ...]:
+    """``--input-shape``: positive ASCII integers separated by ``,`` (or ``x``), nothing else.
+
+    >>> _parse_shape("1,3,224,224"), _parse_shape("1x3x299x299")
+    ((1, 3, 224, 224), (1, 3, 299, 299))
+    >>> _parse_shape("1,3,x")
+    Traceback (most recent call last):
+    ...
+    ValueError: --input-shape '1,3,x' is not a list of positive integers such as 1,3,224,224
+    """
+    if not _SHAPE.fullmatch(text):
+        raise ValueError(f"--input-shape {text!r} is not a list of positive integers such as 1,3,224,224")
+    shape = tuple(int(part) for part in re.split(r"[,x]", text.replace(" ", "")))
+    if any(d <= 0 for d in shape):
+        raise ValueError(f"--input-shape {text!r}: every dimension must be positive, e.g. 1,3,224,224")
     return shape
 
 
@@ -57,16 +105,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from accelsim.report import format_summary
 
     overrides = parse_overrides(args.set or [])
-    hw = load_hw(args.hw, overrides)
-    model_label = Path(args.model).stem if args.model.endswith(".json") else args.model
-    out = Path(args.out) if args.out else Path("accelsim-out") / f"{model_label}-{hw.name}"
     options = RunOptions(
         sram=args.sram, allocator=args.allocator, dtype=args.dtype,
-        input_shape=_parse_shape(args.input_shape) if args.input_shape else None,
+        input_shape=_parse_shape(args.input_shape) if args.input_shape is not None else None,
         timeout=args.timeout, scheduler=args.scheduler, replacement=args.replacement,
-        budget=_parse_budget(args.budget) if args.budget else None, weights=args.weights,
+        budget=_parse_budget(args.budget) if args.budget is not None else None, weights=args.weights,
         time_limit=args.time_limit, fixed_order=args.order,
     )
+    options.check(traced=not args.model.endswith(".json"))
+    hw = load_hw(args.hw, overrides)
+    model_label = Path(args.model).stem if args.model.endswith(".json") else args.model
+    out = Path(args.out) if args.out is not None else Path("accelsim-out") / f"{model_label}-{hw.name}"
+    check_output_folder(out, "--out")
     report = compile_and_simulate(args.model, hw, options, out_dir=out)
     print(format_summary(report))
     if not report.ok:
@@ -75,8 +125,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_problem(args: argparse.Namespace) -> tuple[allocator.Problem, int | None]:
+    import allocator
+
+    capacity = parse_bytes(args.capacity, "--capacity") if args.capacity is not None else None
+    if capacity == 0:
+        raise ValueError("--capacity must be positive")
+    if args.output is not None:
+        check_output_file(args.output, "--output")
+    if args.method is not None:
+        from accelsim.bench import parse_method
+
+        parse_method(args.method)  # an unknown method is refused before the file is read
+    return allocator.read_csv(args.file, capacity=capacity), capacity
+
+
 def _cmd_alloc(args: argparse.Namespace) -> int:
     import allocator
+    from accelsim.bench import parse_method, warm_up
 
     if args.methods:
         width = max(len(name) for name in allocator.METHODS)
@@ -85,24 +151,25 @@ def _cmd_alloc(args: argparse.Namespace) -> int:
         return 0
     if args.file is None:
         raise ValueError("alloc needs a CSV file (or --methods to list the allocation methods)")
-    capacity = parse_bytes(args.capacity, "--capacity") if args.capacity is not None else None
-    if capacity == 0:
-        raise ValueError("--capacity must be positive")
-    problem = allocator.read_csv(args.file, capacity=capacity)
+    problem, capacity = _read_problem(args)
+    method = args.method or ("minimalloc" if args.minimize else "greedy-by-size")
+    # Compiled code is loaded (or, on the first run after installing, compiled and cached)
+    # before the clock starts, so --timeout limits the search itself; the time is reported.
+    loading = warm_up([method])[method]
     if args.minimize:
-        return _minimize(args, problem)
-    options = {"method": args.method} if args.method else {}
-    result = allocator.solve(problem, timeout=args.timeout, **options)
-    load = allocator.lower_bound(problem)
+        return _minimize(args, problem, capacity, method, loading)
+    name, extra = parse_method(method)
+    result = allocator.solve(problem, name, args.timeout, **extra)
+    load = int(result.stats["lower_bound"])
     rows = [
-        ("file", f"{args.file} ({len(problem)} buffers)"),
+        ("file", f"{args.file} ({len(problem):,} buffers)"),
         ("capacity", f"{capacity:,} B" if capacity is not None else "none (minimise the peak)"),
         ("method", result.method),
         ("status", result.status),
         ("peak", f"{result.peak:,} B" if result.peak is not None else "-"),
         ("LOAD", f"{load:,} B (lower bound)"),
         ("over LOAD", f"{100 * (result.peak - load) / load:.2f} %" if result.peak is not None and load else "-"),
-        ("time", f"{result.stats.get('seconds', 0.0):.3f} s"),
+        ("time", f"{result.stats.get('seconds', 0.0):.3f} s (+ {loading:.2f} s loading compiled code)"),
     ]
     if "nodes" in result.stats:
         rows.append(("search", f"{int(result.stats['nodes']):,} nodes, {int(result.stats.get('backtracks', 0)):,} "
@@ -116,71 +183,137 @@ def _cmd_alloc(args: argparse.Namespace) -> int:
             rows.append(("output", args.output))
         else:
             rows.append(("output", f"{args.output} not written: no placement fits the capacity"))
-    width = max(len(label) for label, _ in rows)
-    for label, value in rows:
-        print(f"{label:<{width}}  {value}")
+    _print_rows(rows)
     return 0 if result.solved else 1
 
 
-def _minimize(args: argparse.Namespace, problem: allocator.Problem) -> int:
-    """``alloc --minimize``: the best peak found in the time, its lower bound, and whether it is optimal."""
+def _print_rows(rows: list[tuple[str, str]]) -> None:
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        print(f"{label:<{width}}  {value}", flush=True)
+
+
+def _minimize(args: argparse.Namespace, problem: allocator.Problem, capacity: int | None, method: str,
+              loading: float) -> int:
+    """``alloc --minimize``: the best peak found in the time, its lower bound, and whether it is optimal.
+
+    With ``--capacity`` the peak is still minimised, and the capacity is the most the answer
+    may use: a best peak above it is no placement (exit 1, ``--output`` not written), and a
+    lower bound above it proves that none exists. Ctrl-C stops the search: the best placement
+    found so far is reported (and written when it fits), and the exit status is 130.
+    """
     import allocator
 
-    result = allocator.minimize(problem, method=args.method or "minimalloc", timeout=args.timeout or 10.0)
-    load = allocator.lower_bound(problem.with_capacity(None))
-    status = "optimal" if result.optimal else ("best found (time out)" if result.timed_out else "best found")
+    timeout = 10.0 if args.timeout is None else args.timeout
+    free = problem.with_capacity(None)
+    incumbent: list[allocator.MinimizeResult] = []
+    interrupted = False
+    try:
+        result = allocator.minimize(free, method=method, timeout=timeout)
+    except KeyboardInterrupt:
+        interrupted = True
+        if not incumbent:
+            print("error: interrupted before any placement was found", file=sys.stderr)
+            return 130
+        result = incumbent[-1]
+    load = allocator.lower_bound(free)
+    if interrupted:
+        status = "interrupted (Ctrl-C): best found so far"
+    else:
+        status = "optimal" if result.optimal else ("best found (time out)" if result.timed_out else "best found")
+    fits = capacity is None or result.peak <= capacity
     rows = [
-        ("file", f"{args.file} ({len(problem)} buffers)"),
+        ("file", f"{args.file} ({len(problem):,} buffers)"),
         ("method", f"{result.method} (minimise the peak)"),
         ("status", status),
         ("peak", f"{result.peak:,} B"),
         ("lower bound", f"{result.lower_bound:,} B" + (" (LOAD)" if result.lower_bound == load else "")),
         ("LOAD", f"{load:,} B"),
         ("over LOAD", f"{100 * (result.peak - load) / load:.2f} %" if load else "-"),
-        ("time", f"{result.seconds:.3f} s"),
+        ("time", f"{result.seconds:.3f} s (+ {loading:.2f} s loading compiled code)"),
         ("probes", f"{len(result.probes)} capacities searched, {int(result.stats.get('nodes', 0)):,} nodes"),
     ]
+    if capacity is not None:
+        verdict = "fits" if fits else ("infeasible: the lower bound exceeds it" if result.lower_bound > capacity
+                                       else "best peak exceeds it")
+        rows.insert(2, ("capacity", f"{capacity:,} B ({verdict})"))
     if args.output is not None:
-        allocator.write_csv(args.output, problem.with_capacity(None), result.solution)
-        rows.append(("output", args.output))
-    width = max(len(label) for label, _ in rows)
-    for label, value in rows:
-        print(f"{label:<{width}}  {value}")
-    return 0
+        if fits:
+            allocator.write_csv(args.output, free, result.solution)
+            rows.append(("output", args.output))
+        else:
+            rows.append(("output", f"{args.output} not written: no placement fits the capacity"))
+    _print_rows(rows)
+    if interrupted:
+        return 130
+    return 0 if fits else 1
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from accelsim import bench
 
-    methods = [m.strip() for m in args.method.split(",") if m.strip()]
+    methods = [m.strip() for m in args.method.split(",")]
+    if not all(methods):
+        raise ValueError(f"--method {args.method!r}: empty method name (give a comma-separated list of "
+                         "names, see `accelsim alloc --methods`)")
+    for method in methods:
+        bench.parse_method(method)
+    if len(set(methods)) != len(methods):
+        raise ValueError(f"--method {args.method!r} names a method twice")
+    if args.csv is not None:
+        check_output_file(args.csv, "--csv")
+    if args.plot is not None:
+        check_output_file(args.plot, "--plot", PLOT_SUFFIXES)
     files = bench.instance_files(args.paths)
     capacity = parse_bytes(args.capacity, "--capacity") if args.capacity is not None else None
+    if capacity == 0:
+        raise ValueError("--capacity must be positive")
+    fractions = _fractions(args.load_fraction) if args.load_fraction is not None else []
     warm = bench.warm_up(methods)
     print("warm-up (code loading / numba compilation, not in the times below): "
-          + ", ".join(f"{m} {s:.2f} s" for m, s in warm.items()))
-    fractions = _fractions(args.load_fraction) if args.load_fraction else []
-    rows = bench.run(files, methods, capacity=capacity, from_name=args.capacity_from_name, minimize=args.minimize,
-                     timeout=args.timeout, repeat=args.repeat, threads=args.threads, load_fractions=fractions)
-    print(bench.format_rows(rows))
-    if args.summary:
+          + ", ".join(f"{m} {s:.2f} s" for m, s in warm.items()), flush=True)
+    table = bench.RowPrinter(files, methods)
+    print(table.header(), flush=True)
+    rows: list[bench.BenchRow] = []
+    interrupted = False
+    try:
+        for row in bench.iter_rows(files, methods, capacity=capacity, from_name=args.capacity_from_name,
+                                   minimize=args.minimize, timeout=args.timeout, repeat=args.repeat,
+                                   threads=args.threads, load_fractions=fractions):
+            rows.append(row)
+            print(table.line(row), flush=True)
+    except KeyboardInterrupt:
+        interrupted = True
+    errors = [r for r in rows if r.status == "error"]
+    if args.summary and rows:
         print(bench.strategy_summary(rows))
     solved = sum(1 for r in rows if r.status in ("solved", "optimal", "best"))
-    print(f"{solved}/{len(rows)} with a placement; total {sum(r.seconds for r in rows):.2f} s")
-    if args.csv:
+    print(f"{solved}/{len(rows)} with a placement; total {sum(r.seconds for r in rows):.2f} s"
+          + (f"; {len(errors)} failed with an error" if errors else ""))
+    if args.csv is not None:
         bench.write_rows(args.csv, rows)
-    if args.plot:
+        print(f"{len(rows)} rows written to {args.csv}")
+    if args.plot is not None and any(r.trace for r in rows):
         bench.plot_rows(args.plot, rows)
         print(f"plot written to {args.plot}")
-    return 0
+    if interrupted:
+        print(f"error: interrupted (Ctrl-C) after {len(rows)} rows", file=sys.stderr)
+        return 130
+    for r in errors:
+        print(f"error: {r.reason}", file=sys.stderr)
+    return 1 if errors else 0
 
 
 def _fractions(text: str) -> list[float]:
     values = []
     for part in text.split(","):
         try:
-            values.append(float(part))
+            value = float(part)
         except ValueError:
             raise ValueError(f"--load-fraction: {part.strip()!r} is not a number (e.g. 1.0,1.05,1.1)") from None
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"--load-fraction: {part.strip()!r} must be a positive, finite multiple of LOAD")
+        values.append(value)
     return values
 
 
@@ -188,6 +321,7 @@ def _cmd_gen(args: argparse.Namespace) -> int:
     import allocator
     from allocator.generators import generate
 
+    check_output_file(args.output, "output")
     problem = generate(args.kind, args.n, seed=args.seed, max_size=args.max_size, alignment=args.alignment)
     allocator.write_csv(args.output, problem)
     print(f"{args.output}: {args.kind}, {len(problem)} buffers, LOAD {allocator.lower_bound(problem):,} B")
@@ -239,7 +373,7 @@ def _compute_label(hw: HardwareConfig) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="accelsim",
         description="Compile PyTorch models for accelerators with software-managed on-chip memory, and simulate them.",
     )
@@ -251,22 +385,23 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sram", help="scratchpad bytes per PE (whole memory on chip-scope configs), e.g. 8MiB")
     run.add_argument("--allocator", help="re-place the schedule with this allocator method "
                                          "(default: the scheduler's online first fit)")
-    run.add_argument("--timeout", type=float, help="allocator time limit in seconds")
+    run.add_argument("--timeout", type=_positive_seconds, help="time limit in seconds of the --allocator")
     run.add_argument("--out", help="report folder (default: ./accelsim-out/MODEL-HW/)")
     run.add_argument("--dtype", help="storage dtype (default: the config's, e.g. int8 on pixel6)")
     run.add_argument("--input-shape", help="input shape, e.g. 1,3,224,224 (default: the zoo's)")
     run.add_argument("--scheduler", default="program", choices=_SCHEDULERS,
                      help="program (default) or min-peak order with a replacement policy, or a COSMA model: "
                           "cosma (joint), cosma-fs (fixed order), cosma-dnc (divide and conquer)")
-    run.add_argument("--replacement", default="belady", choices=("belady", "greedy"),
+    run.add_argument("--replacement", choices=("belady", "greedy"),
                      help="replacement policy of the program / min-peak schedulers (default belady)")
-    run.add_argument("--order", default="program", choices=("program", "min-peak"),
+    run.add_argument("--order", choices=("program", "min-peak"),
                      help="the fixed order of cosma-fs (default program)")
     run.add_argument("--budget", help="schedule in MR, MH, MP (COSMA's budgets) or this many bytes per PE "
                                       "instead of the whole scratchpad")
     run.add_argument("--weights", action=argparse.BooleanOptionalAction, default=True,
                      help="--no-weights gives weights no memory and no traffic (activations only)")
-    run.add_argument("--time-limit", type=float, help="seconds for a solver-based scheduler (default 10)")
+    run.add_argument("--time-limit", type=_positive_seconds,
+                     help="seconds for a solver-based scheduler (cosma*; default 10)")
     run.add_argument("--set", action="append", metavar="KEY=VALUE",
                      help="replace a hardware field (repeatable; dotted keys for blocks), e.g. --set compute.rows=256 "
                           "--set dram_bandwidth_bytes_per_s=25.6e9 --set sram_bytes_per_pe=8MiB; "
@@ -277,11 +412,13 @@ def build_parser() -> argparse.ArgumentParser:
     alloc.add_argument("file", nargs="?", help="CSV with columns id,lower,upper,size[,alignment,offset]")
     alloc.add_argument("--capacity", help="memory size in bytes (e.g. 1048576 or 1MiB); omit to minimise the peak")
     alloc.add_argument("--method", help="allocation method (see --methods)")
-    alloc.add_argument("--timeout", type=float, help="time limit in seconds")
+    alloc.add_argument("--timeout", type=_positive_seconds, help="time limit in seconds (default: none; "
+                                                                 "10 with --minimize)")
     alloc.add_argument("--output", help="write the placed buffers (with an offset column) to this CSV")
     alloc.add_argument("--methods", action="store_true", help="list the allocation methods and exit")
     alloc.add_argument("--minimize", action="store_true",
-                       help="minimise the peak (anytime; default method minimalloc, default timeout 10 s)")
+                       help="minimise the peak (anytime; default method minimalloc, default timeout 10 s); "
+                            "with --capacity, a best peak above it is no placement (exit 1)")
     alloc.set_defaults(handler=_cmd_alloc)
 
     bench = sub.add_parser("bench", help="benchmark allocation methods over CSV instances (validated)")
@@ -294,23 +431,25 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--minimize", action="store_true", help="minimise the peak instead")
     mode.add_argument("--load-fraction", help="capacities as multiples of each instance's LOAD, comma-separated "
                                               "(e.g. 1.0,1.05,1.1: one row per capacity)")
-    bench.add_argument("--timeout", type=float, default=10.0, help="seconds per instance and method (default 10)")
-    bench.add_argument("--repeat", type=int, default=1, help="runs per instance and method; the median is shown")
+    bench.add_argument("--timeout", type=_positive_seconds, default=10.0,
+                       help="seconds per instance and method (default 10)")
+    bench.add_argument("--repeat", type=_positive_int, default=1,
+                       help="runs per instance and method; the median is shown")
     bench.add_argument("--csv", help="also write the rows to this CSV")
     bench.add_argument("--plot", help="also draw quality versus time (%% over LOAD against seconds) to this image")
     bench.add_argument("--summary", action="store_true",
                        help="per method: failures and geomean nodes on the configurations all placed (Fig. 14)")
-    bench.add_argument("--threads", type=int, default=0,
+    bench.add_argument("--threads", type=_count, default=0,
                        help="threads of the minimalloc portfolio (default 0: one per core)")
     bench.set_defaults(handler=_cmd_bench)
 
     gen = sub.add_parser("gen", help="write a generated instance (TelaMalloc Table 1 microbenchmarks, random)")
     gen.add_argument("kind", help="non-overlapping, full-overlap or random")
-    gen.add_argument("n", type=int, help="number of buffers")
+    gen.add_argument("n", type=_positive_int, help="number of buffers")
     gen.add_argument("output", help="CSV file to write (MiniMalloc format)")
-    gen.add_argument("--seed", type=int, default=0, help="seed of the sizes (and times, for random)")
-    gen.add_argument("--max-size", type=int, default=4096, help="largest buffer size in bytes (default 4096)")
-    gen.add_argument("--alignment", type=int, default=1, help="alignment of every buffer (default 1)")
+    gen.add_argument("--seed", type=_count, default=0, help="seed of the sizes (and times, for random)")
+    gen.add_argument("--max-size", type=_positive_int, default=4096, help="largest buffer size in bytes (default 4096)")
+    gen.add_argument("--alignment", type=_positive_int, default=1, help="alignment of every buffer (default 1)")
     gen.set_defaults(handler=_cmd_gen)
 
     models = sub.add_parser("models", help="list the model zoo")
@@ -329,12 +468,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and closed early: not an error
         sys.stdout = open(os.devnull, "w")  # so the interpreter's final flush does not fail again
         return 0
+    except KeyboardInterrupt:
+        print("error: interrupted (Ctrl-C)", file=sys.stderr)
+        return 130
     except CompileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 1
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except OSError as exc:  # e.g. the disk filled up while writing: the paths were checked before the work
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split("\n")).strip() or type(exc).__name__
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -26,6 +26,7 @@ stays light (no torch).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -197,15 +198,62 @@ class RunOptions:
     dtype: str | None = None  #: storage dtype (default: the config's, e.g. int8 on the Pixel 6)
     input_shape: tuple[int, ...] | None = None  #: the model's input shape (default: the zoo's)
     scheduler: str = "program"  #: one of scheduler.SCHEDULERS
-    replacement: str = "belady"  #: replacement policy of the program / min-peak schedulers: belady or greedy
+    #: replacement policy of the program / min-peak schedulers: belady or greedy (None: belady)
+    replacement: str | None = None
     order: str | Sequence[str] = "program"  #: the program-order baseline's order (a list of operators is accepted)
-    fixed_order: str = "program"  #: the order of cosma-fs: program or min-peak
+    fixed_order: str | None = None  #: the order of cosma-fs: program or min-peak (None: program)
     budget: int | str | None = None  #: MR, MH, MP or bytes (per PE) to schedule in instead of the scratchpad
     weights: bool = True  #: False gives weights no memory and no traffic (activations only)
-    timeout: float | None = None  #: seconds for the allocator
-    time_limit: float | None = None  #: seconds for a solver-based scheduler (default 10)
+    timeout: float | None = None  #: seconds for the allocator (needs ``allocator``)
+    time_limit: float | None = None  #: seconds for a solver-based scheduler (cosma*; default 10)
     raise_on_violation: bool = False  #: raise MemoryViolation instead of reporting it
     overrides: Mapping[str, Any] = field(default_factory=dict)  #: hardware fields to replace (``--set``), dotted
+
+    def check(self, traced: bool = True) -> None:
+        """Refuse options that would be accepted but mean nothing, with one line naming them.
+
+        ``traced`` is False when the model is a graph already (a ``.json`` file or a
+        ``DataflowGraph``): its dtype and shapes were fixed when it was traced, so ``dtype`` and
+        ``input_shape`` cannot apply. ``replacement`` applies to the program / min-peak
+        schedulers, ``fixed_order`` to cosma-fs, ``time_limit`` to the solver-based (cosma*)
+        schedulers, ``timeout`` to a re-placing ``allocator``. Raises ``ValueError``.
+
+        >>> RunOptions(scheduler="cosma", replacement="greedy").check()
+        Traceback (most recent call last):
+        ...
+        ValueError: replacement='greedy' applies to the program and min-peak schedulers, not to scheduler='cosma'
+        """
+        for name in ("timeout", "time_limit"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                      or not math.isfinite(value) or value <= 0):
+                raise ValueError(f"{name}={value!r} must be a positive, finite number of seconds")
+        from scheduler import SCHEDULERS
+
+        if self.scheduler not in SCHEDULERS:
+            raise ValueError(f"unknown scheduler {self.scheduler!r}; valid: {', '.join(SCHEDULERS)}")
+        solver = self.scheduler.startswith("cosma")
+        if self.replacement is not None and solver:
+            raise ValueError(f"replacement={self.replacement!r} applies to the program and min-peak schedulers, "
+                             f"not to scheduler={self.scheduler!r}")
+        if self.fixed_order is not None and self.scheduler != "cosma-fs":
+            raise ValueError(f"fixed_order={self.fixed_order!r} applies to scheduler='cosma-fs' only, "
+                             f"not to scheduler={self.scheduler!r}")
+        if self.time_limit is not None and not solver:
+            raise ValueError(f"time_limit={self.time_limit!r} applies to the solver-based schedulers (cosma, cosma-fs, "
+                             f"cosma-dnc), not to scheduler={self.scheduler!r}")
+        if self.timeout is not None and self.allocator is None:
+            raise ValueError(f"timeout={self.timeout!r} limits a re-placing allocator; name one with allocator= "
+                             "(without it the scheduler's own online first fit places the buffers)")
+        if self.input_shape is not None:
+            shape = tuple(self.input_shape)
+            if not shape or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in shape):
+                raise ValueError(f"input_shape={self.input_shape!r} must be a non-empty tuple of positive integers")
+        if not traced:
+            for name in ("dtype", "input_shape"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name}={getattr(self, name)!r} cannot apply to a graph that is already traced "
+                                     "(its dtype and shapes were fixed when it was traced); trace the model again")
 
     @classmethod
     def build(cls, options: RunOptions | None = None, **changes: Any) -> RunOptions:
@@ -252,8 +300,18 @@ def compile_and_simulate(
     cannot fit; ``InvalidPlacementError`` when the offsets are invalid.
     """
     opts = RunOptions.build(options, **option_fields)
+    import networkx as nx
+
     import allocator as alloc
     import scheduler
+
+    opts.check(traced=not (isinstance(model_or_name, nx.DiGraph)
+                           or (isinstance(model_or_name, str | Path) and str(model_or_name).endswith(".json"))))
+    replacement = opts.replacement or "belady"
+    if out_dir is not None:
+        from accelsim.outputs import check_output_folder
+
+        check_output_folder(out_dir, "out_dir")
 
     stage: dict[str, float] = {}
     config = load_hw(hw, opts.overrides)
@@ -284,13 +342,14 @@ def compile_and_simulate(
             )
         capacity = wanted
     need, need_op = scheduler.min_capacity(graph, sizes=sizes, alignment=config.alignment)
-    if opts.scheduler == "program" and opts.replacement in scheduler.REPLACEMENTS:
+    if opts.scheduler == "program" and replacement in scheduler.REPLACEMENTS:
         sched = scheduler.schedule(
-            graph, capacity, order=opts.order, replacement=opts.replacement, sizes=sizes, alignment=config.alignment,
+            graph, capacity, order=opts.order, replacement=replacement, sizes=sizes, alignment=config.alignment,
         )
     else:
         sched = scheduler.make_schedule(
-            graph, capacity, opts.scheduler, opts.replacement, sizes, config.alignment, cosma_options, opts.fixed_order,
+            graph, capacity, opts.scheduler, replacement, sizes, config.alignment, cosma_options,
+            opts.fixed_order or "program",
         )
     stage["schedule"] = time.perf_counter() - clock
 
@@ -376,7 +435,11 @@ def compile_and_simulate(
         hardware=config,
     )
     if out_dir is not None:
+        from accelsim.outputs import staged_folder
         from accelsim.report import write_report
 
-        write_report(report, out_dir)
+        # Written under a temporary name and moved into place at the end: an error or Ctrl-C
+        # while plotting never leaves a half-written report folder.
+        with staged_folder(out_dir) as staging:
+            write_report(report, staging, recorded_dir=out_dir)
     return report

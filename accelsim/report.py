@@ -319,8 +319,12 @@ def plot_roofline(report: SimReport, path: str | Path) -> None:
     plt.close(fig)
 
 
-def write_report(report: SimReport, out_dir: str | Path) -> dict[str, Path]:
-    """Write report.json, layout.png, memory.png, roofline.png and trace.json into ``out_dir`` (created)."""
+def write_report(report: SimReport, out_dir: str | Path, recorded_dir: str | Path | None = None) -> dict[str, Path]:
+    """Write report.json, layout.png, memory.png, roofline.png and trace.json into ``out_dir`` (created).
+
+    ``recorded_dir`` is the folder named in report.json's ``out_dir`` when the files are
+    written elsewhere first (``accelsim.outputs.staged_folder``); default ``out_dir``.
+    """
     clock = time.perf_counter()
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -330,7 +334,7 @@ def write_report(report: SimReport, out_dir: str | Path) -> dict[str, Path]:
     plot_layout(report, paths["layout.png"])
     plot_memory(report, paths["memory.png"])
     plot_roofline(report, paths["roofline.png"])
-    report.out_dir = str(folder)
+    report.out_dir = str(recorded_dir if recorded_dir is not None else folder)
     report.stage_seconds["report"] = time.perf_counter() - clock
     paths["report.json"].write_text(json.dumps(report.to_dict(), indent=1) + "\n")
     return paths

@@ -14,19 +14,20 @@ from accelsim.cli import main
 from frontend.graph import save_graph
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
-EXAMPLE_12 = SHARED / "benchmarks" / "minimalloc" / "examples" / "input.12.csv"
 
-needs_example = pytest.mark.skipif(not EXAMPLE_12.exists(), reason="shared benchmarks not present")
+
+@pytest.fixture
+def example_12(benchmarks: Path) -> Path:
+    """MiniMalloc's paper example (Fig. 1), capacity 12."""
+    return benchmarks / "minimalloc" / "examples" / "input.12.csv"
 
 
 # ------------------------------------------------------------------------------------------
 # alloc
 
 
-@needs_example
-def test_alloc_solves_the_minimalloc_example(capsys):
-    assert main(["alloc", str(EXAMPLE_12), "--capacity", "12"]) == 0
+def test_alloc_solves_the_minimalloc_example(example_12, capsys):
+    assert main(["alloc", str(example_12), "--capacity", "12"]) == 0
     out = capsys.readouterr().out
     lines = dict(line.split(None, 1) for line in out.splitlines() if line.strip() and not line.startswith("over"))
     assert lines["status"].strip() == "solved"
@@ -36,27 +37,24 @@ def test_alloc_solves_the_minimalloc_example(capsys):
     assert "time" in lines
 
 
-@needs_example
-def test_alloc_reports_why_it_is_not_solved_and_writes_no_output(tmp_path, capsys):
+def test_alloc_reports_why_it_is_not_solved_and_writes_no_output(example_12, tmp_path, capsys):
     out_csv = tmp_path / "placed.csv"
-    assert main(["alloc", str(EXAMPLE_12), "--capacity", "8", "--output", str(out_csv)]) == 1
+    assert main(["alloc", str(example_12), "--capacity", "8", "--output", str(out_csv)]) == 1
     out = capsys.readouterr().out
     assert "infeasible" in out
     assert "reason" in out and "LOAD 12" in out
     assert "not written" in out and not out_csv.exists()
 
 
-@needs_example
-def test_alloc_exact_search_fits_the_paper_example_and_reports_nodes(capsys):
-    assert main(["alloc", str(EXAMPLE_12), "--capacity", "12", "--method", "minimalloc"]) == 0
+def test_alloc_exact_search_fits_the_paper_example_and_reports_nodes(example_12, capsys):
+    assert main(["alloc", str(example_12), "--capacity", "12", "--method", "minimalloc"]) == 0
     out = capsys.readouterr().out
     assert "solved" in out and "nodes" in out
 
 
-@needs_example
-def test_alloc_accepts_unit_capacities_and_writes_the_placement(tmp_path, capsys):
+def test_alloc_accepts_unit_capacities_and_writes_the_placement(example_12, tmp_path, capsys):
     out_csv = tmp_path / "placed.csv"
-    assert main(["alloc", str(EXAMPLE_12), "--capacity", "1KiB", "--method", "first-fit", "--output",
+    assert main(["alloc", str(example_12), "--capacity", "1KiB", "--method", "first-fit", "--output",
                  str(out_csv)]) == 0
     assert "first-fit" in capsys.readouterr().out
     header = out_csv.read_text().splitlines()[0].split(",")
@@ -194,10 +192,9 @@ def test_run_memory_check_failure_exit_1(chain_json, tmp_path, capsys, monkeypat
     assert json.loads((tmp_path / "report.json").read_text())["memory_check"].startswith("step ")
 
 
-@needs_example
-def test_alloc_minimize_reports_peak_bound_and_optimality(tmp_path, capsys):
+def test_alloc_minimize_reports_peak_bound_and_optimality(example_12, tmp_path, capsys):
     out_csv = tmp_path / "min.csv"
-    assert main(["alloc", str(EXAMPLE_12), "--minimize", "--timeout", "5", "--output", str(out_csv)]) == 0
+    assert main(["alloc", str(example_12), "--minimize", "--timeout", "5", "--output", str(out_csv)]) == 0
     out = capsys.readouterr().out
     assert "optimal" in out and "lower bound" in out and "12 B" in out
     assert "offset" in out_csv.read_text().splitlines()[0]

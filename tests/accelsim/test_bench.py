@@ -7,8 +7,6 @@ import pytest
 from accelsim import bench
 from accelsim.cli import main
 
-EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "minimalloc" / "examples"
-
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
@@ -33,17 +31,19 @@ def test_capacity_from_name_and_minimize_rows(tmp_path, capsys):
 
 def test_bad_input_is_named(tmp_path, capsys):
     write(tmp_path, "noname.csv", "id,lower,upper,size\na,0,1,1\n")
-    assert main(["bench", str(tmp_path / "noname.csv"), "--capacity-from-name"]) == 2
-    assert "no capacity in the file name" in capsys.readouterr().err
+    assert main(["bench", str(tmp_path / "noname.csv"), "--capacity-from-name"]) == 1  # a bad instance: its row
+    captured = capsys.readouterr()
+    assert "noname.csv: no capacity in the file name" in captured.err
+    assert "error" in captured.out.splitlines()[-2] and "no capacity in the file name" in captured.out
     assert main(["bench", str(tmp_path / "missing.csv"), "--capacity", "8"]) == 2
     assert "no such file or folder" in capsys.readouterr().err
     with pytest.raises(ValueError, match="unknown allocator method"):
         bench.run([tmp_path / "noname.csv"], ["nope"], capacity=8)
 
 
-@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="shared/benchmarks not present")
-def test_shared_example_folder():
-    rows = bench.run(bench.instance_files([EXAMPLES]), ["greedy-by-size"], from_name=True)
+def test_shared_example_folder(benchmarks):
+    rows = bench.run(bench.instance_files([benchmarks / "minimalloc" / "examples"]), ["greedy-by-size"],
+                     from_name=True)
     assert rows[0].instance == "input.12.csv" and rows[0].capacity == 12
 
 
