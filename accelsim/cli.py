@@ -462,7 +462,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a one-line usage error (2), already printed
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         return int(args.handler(args))
     except BrokenPipeError:  # output piped into `head` and closed early: not an error

@@ -27,6 +27,16 @@ class OutputPathError(ValueError):
     """An output path that cannot be written; the message names the option and the path."""
 
 
+def _can_create_in(folder: Path) -> bool:
+    """True when a file can really be created in ``folder`` (a probe: permission bits say yes to
+    root on read-only places such as /proc)."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".accelsim-probe-"):
+            return True
+    except OSError:
+        return False
+
+
 def _existing_ancestor(path: Path) -> Path:
     for parent in path.parents:
         if parent.exists():
@@ -58,7 +68,7 @@ def check_output_file(path: str | Path, option: str, suffixes: tuple[str, ...] |
         raise OutputPathError(f"{option} {str(path)!r}: {str(folder)!r} is not a folder")
     if target.exists() and not os.access(target, os.W_OK):
         raise OutputPathError(f"{option} {str(path)!r}: the file exists and is not writable")
-    if not os.access(folder, os.W_OK | os.X_OK):
+    if not _can_create_in(folder):
         raise OutputPathError(f"{option} {str(path)!r}: folder {str(folder)!r} is not writable")
     if suffixes is not None and target.suffix.lower() not in suffixes:
         raise OutputPathError(f"{option} {str(path)!r}: unknown image type {target.suffix or '(no suffix)'!r}; "
@@ -79,13 +89,13 @@ def check_output_folder(path: str | Path, option: str) -> Path:
     if target.exists() and not target.is_dir():
         raise OutputPathError(f"{option} {str(path)!r} is a file, not a folder")
     if target.is_dir():
-        if not os.access(target, os.W_OK | os.X_OK):
+        if not _can_create_in(target):
             raise OutputPathError(f"{option} {str(path)!r}: the folder is not writable")
         return target
     ancestor = _existing_ancestor(target)
     if not ancestor.is_dir():
         raise OutputPathError(f"{option} {str(path)!r}: {str(ancestor)!r} is a file, not a folder")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
+    if not _can_create_in(ancestor):
         raise OutputPathError(f"{option} {str(path)!r}: cannot create it, {str(ancestor)!r} is not writable")
     return target
 
