@@ -47,13 +47,15 @@ class BenchRow:
     #: not written to the CSV)
     trace: list[tuple[float, float]] = field(default_factory=list)
     reason: str = ""  #: why the status is not solved/optimal (the method's reason, or the error of a bad file)
+    read_seconds: float = 0.0  #: reading and checking the instance's CSV (once per file)
+    load_seconds: float = 0.0  #: computing its LOAD (once per file)
 
     def csv_record(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in CSV_FIELDS}
 
 
 CSV_FIELDS = ("instance", "method", "buffers", "load", "capacity", "status", "peak", "lower_bound",
-              "over_load_percent", "seconds", "nodes", "reason")
+              "over_load_percent", "seconds", "nodes", "reason", "read_seconds", "load_seconds")
 
 
 def instance_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -150,8 +152,12 @@ def iter_rows(files: Sequence[Path], methods: Sequence[str], capacity: int | Non
     options = MiniMallocOptions(workers=threads)
     for path in files:
         try:
+            began = time.perf_counter()
             problem = allocator.read_csv(path, capacity=None)
+            read_seconds = time.perf_counter() - began
+            began = time.perf_counter()
             load = allocator.lower_bound(problem)
+            load_seconds = time.perf_counter() - began
             if load_fractions:
                 capacities: list[int | None] = [math.ceil(fraction * load) for fraction in load_fractions]
             elif minimize:
@@ -187,7 +193,9 @@ def iter_rows(files: Sequence[Path], methods: Sequence[str], capacity: int | Non
                 except ValueError as exc:  # the method refuses this instance (e.g. values beyond its range)
                     yield _error_row(path, method, exc, len(problem), load, cap)
                     continue
-                yield _row(path, method, instance, load, cap, last, statistics.median(times), minimize)
+                row = _row(path, method, instance, load, cap, last, statistics.median(times), minimize)
+                row.read_seconds, row.load_seconds = read_seconds, load_seconds
+                yield row
 
 
 def _error_row(path: Path, method: str, exc: BaseException, buffers: int = 0, load: int = 0,
@@ -221,7 +229,7 @@ class RowPrinter:
 
     def line(self, row: BenchRow) -> str:
         text = self._join(_cells(row))
-        return f"{text}  {row.reason}" if row.status == "error" else text
+        return f"{text}  {row.reason}" if row.status in ("error", "timeout", "failed") and row.reason else text
 
 
 def strategy_summary(rows: Sequence[BenchRow]) -> str:

@@ -290,6 +290,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     solved = sum(1 for r in rows if r.status in ("solved", "optimal", "best"))
     print(f"{solved}/{len(rows)} with a placement; total {sum(r.seconds for r in rows):.2f} s"
           + (f"; {len(errors)} failed with an error" if errors else ""))
+    per_file = {r.instance: r for r in rows if r.status != "error"}
+    print(f"reading the CSV files {sum(r.read_seconds for r in per_file.values()):.2f} s, "
+          f"their LOAD {sum(r.load_seconds for r in per_file.values()):.2f} s")
     if args.csv is not None:
         bench.write_rows(args.csv, rows)
         print(f"{len(rows)} rows written to {args.csv}")

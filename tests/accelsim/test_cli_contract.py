@@ -8,7 +8,10 @@ a result that does not exist. Each parametrized case is one class of input the i
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -221,3 +224,35 @@ def test_minimize_with_a_capacity_it_meets_writes_the_placement(tiny_csv, tmp_pa
                  str(out)]) == 0
     assert "12 B (fits)" in capsys.readouterr().out
     assert out.read_text().splitlines()[0].endswith("offset")
+
+
+# ------------------------------------------------------------------------------------------
+# Ctrl-C
+
+
+def _interrupt_after(argv: list[str], marker: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m accelsim ARGV``, send SIGINT once a stdout line contains ``marker``."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    process = subprocess.Popen([sys.executable, "-m", "accelsim", *argv], cwd=cwd, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env)
+    assert process.stdout is not None
+    seen = []
+    for line in process.stdout:
+        seen.append(line)
+        if marker in line:
+            process.send_signal(signal.SIGINT)
+            break
+    out, err = process.communicate(timeout=120)
+    return subprocess.CompletedProcess(process.args, process.returncode, "".join(seen) + out, err)
+
+
+def test_ctrl_c_in_bench_keeps_the_rows_already_measured(tiny_csv, benchmarks, tmp_path):
+    slow = benchmarks / "minimalloc" / "challenging" / "D.1048576.csv"  # no placement at 1,000,000 in seconds
+    rows_csv = tmp_path / "rows.csv"
+    done = _interrupt_after(["bench", str(tiny_csv), str(slow), "--method", "minimalloc", "--capacity", "1000000",
+                             "--timeout", "20", "--threads", "1", "--csv", str(rows_csv)], "tiny.csv", tmp_path)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("error: interrupted (Ctrl-C) after 1 rows")
+    rows = rows_csv.read_text().splitlines()
+    assert len(rows) == 2 and rows[1].startswith("tiny.csv,minimalloc,5,12,1000000,solved")

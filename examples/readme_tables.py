@@ -1,0 +1,156 @@
+"""Render the README's allocator benchmark tables from the ``accelsim bench --csv`` files in docs/bench/.
+
+Every timing and quality figure of those README tables comes from a CSV file that a bench run
+wrote (docs/bench/README.md lists the command that produced each one), never typed by hand.
+Figures measured elsewhere (the C++ MiniMalloc reference, the best results other tools
+published) are in docs/bench/references.csv with their source.
+
+    python examples/readme_tables.py           # rewrite the generated tables in README.md
+    python examples/readme_tables.py --check   # exit 1 when README.md differs from the CSVs
+
+A generated table sits between ``<!-- table:NAME -->`` and ``<!-- /table:NAME -->``; the test
+suite runs ``--check`` so that the README cannot drift from the measured CSVs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "docs" / "bench"
+CHALLENGING = "ABCDEFGHIJK"
+
+
+def read(name: str) -> list[dict[str, str]]:
+    with open(BENCH / name, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def references() -> dict[str, dict[str, str]]:
+    return {row["key"]: row for row in read("references.csv")}
+
+
+def _letter(instance: str) -> str:
+    return instance.split(".")[0]
+
+
+def _seconds(value: str) -> str:
+    seconds = float(value)
+    return f"{seconds:.2f}" if seconds < 10 else f"{seconds:.1f}"
+
+
+def _over(row: dict[str, str]) -> str:
+    if row["over_load_percent"] in ("", "None"):
+        return row["status"]
+    return f"{float(row['over_load_percent']):.2f}"
+
+
+def table_fit() -> list[str]:
+    """The challenging suite fitted at 1,048,576 B by minimalloc, two threads and one."""
+    refs = references()
+    header = "| | " + " | ".join(CHALLENGING) + " | total |"
+    lines = [header, "|---" * (len(CHALLENGING) + 2) + "|"]
+    for name, label in (("fit_2threads.csv", "seconds, 2 threads"), ("fit_1thread.csv", "seconds, 1 thread")):
+        rows = {_letter(r["instance"]): r for r in read(name)}
+        cells = []
+        for letter in CHALLENGING:
+            r = rows[letter]
+            seconds = _seconds(r["seconds"])
+            cells.append(seconds if r["status"] == "solved" else f"{r['status']} {seconds}")
+        total = sum(float(rows[letter]["seconds"]) for letter in CHALLENGING)
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | **{total:.1f}** |")
+    cpp = refs["cpp_minimalloc_fit_total"]
+    lines.append("| C++ MiniMalloc | " + " | ".join("" for _ in CHALLENGING) + f" | {cpp['value']} |")
+    return lines
+
+
+def table_minimize() -> list[str]:
+    """% over LOAD per challenging instance for every method, minimising with the same timeout."""
+    rows = read("minimize_challenging.csv")
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    by = {(r["method"], _letter(r["instance"])): r for r in rows}
+    lines = ["| % over LOAD | " + " | ".join(CHALLENGING) + " | range |", "|---" * (len(CHALLENGING) + 2) + "|"]
+    for method in methods:
+        values = [by[(method, letter)] for letter in CHALLENGING]
+        numbers = [float(v["over_load_percent"]) for v in values if v["over_load_percent"] not in ("", "None")]
+        cells = [(_over(v) + (" opt" if v["status"] == "optimal" else "")) for v in values]
+        spread = f"{min(numbers):.1f}–{max(numbers):.1f}" if numbers else "-"
+        lines.append(f"| `{method}` | " + " | ".join(cells) + f" | {spread} |")
+    return lines
+
+
+def table_traces() -> list[str]:
+    """% over LOAD (seconds) per large trace and method, minimising."""
+    rows = read("minimize_traces.csv")
+    traces = list(dict.fromkeys(r["instance"] for r in rows))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    by = {(r["method"], r["instance"]): r for r in rows}
+    buffers = {r["instance"]: int(r["buffers"]) for r in rows}
+    refs = references()
+    lines = ["| method | " + " | ".join(f"{Path(t).stem} ({buffers[t]:,})" for t in traces) + " |",
+             "|---" * (len(traces) + 1) + "|"]
+    for method in methods:
+        cells = []
+        for t in traces:
+            r = by[(method, t)]
+            cells.append(f"{_over(r)}{' opt' if r['status'] == 'optimal' else ''} ({_seconds(r['seconds'])} s)")
+        lines.append(f"| `{method}` | " + " | ".join(cells) + " |")
+    lines.append("| best known elsewhere | " + " | ".join(refs.get(f"best_{Path(t).stem}", {}).get("value", "")
+                                                         for t in traces) + " |")
+    return lines
+
+
+def table_large() -> list[str]:
+    """Large generated instances: reading, LOAD, and each greedy method under its timeout."""
+    rows = read("large.csv")
+    lines = ["| instance | buffers | read | LOAD | method | status | % over LOAD | seconds | timeout |",
+             "|---|---:|---:|---:|---|---|---:|---:|---:|"]
+    timeouts = {r["key"]: r["value"] for r in read("large_timeouts.csv")} if (BENCH / "large_timeouts.csv").exists() \
+        else {}
+    for r in rows:
+        lines.append(f"| {r['instance']} | {int(r['buffers']):,} | {_seconds(r['read_seconds'])} s | "
+                     f"{_seconds(r['load_seconds'])} s | `{r['method']}` | {r['status']} | {_over(r)} | "
+                     f"{_seconds(r['seconds'])} | {timeouts.get(r['instance'], '')} |")
+    return lines
+
+
+TABLES: dict[str, Callable[[], list[str]]] = {
+    "fit": table_fit, "minimize": table_minimize, "traces": table_traces, "large": table_large,
+}
+
+
+def render(readme: str) -> str:
+    """``readme`` with every generated table replaced by its rendering from the CSV files."""
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in TABLES:
+            raise ValueError(f"README.md: unknown generated table {name!r} (known: {', '.join(TABLES)})")
+        return f"<!-- table:{name} -->\n" + "\n".join(TABLES[name]()) + f"\n<!-- /table:{name} -->"
+
+    return re.sub(r"<!-- table:([\w-]+) -->\n.*?<!-- /table:\1 -->", replace, readme, flags=re.S)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when README.md is not what the CSVs give")
+    args = parser.parse_args(argv)
+    path = REPO / "README.md"
+    text = path.read_text()
+    wanted = render(text)
+    if args.check:
+        if wanted != text:
+            print("README.md's generated tables differ from docs/bench/*.csv; run examples/readme_tables.py",
+                  file=sys.stderr)
+            return 1
+        return 0
+    path.write_text(wanted)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
