@@ -6,20 +6,50 @@ Conventions (see DESIGN.md):
 
 * time is logical: a buffer is live on the half-open interval ``[start, end)``;
 * sizes, offsets and capacities are integers in bytes;
-* a buffer occupies the half-open address range ``[offset, offset + size)``.
+* a buffer occupies the half-open address range ``[offset, offset + size)``;
+* every number lies in ``[0, MAX_VALUE]`` (see ``MAX_VALUE`` for why and for the sums that
+  are bounded too).
+
+A ``Problem`` keeps its buffers as columns (flat int64 arrays plus a tuple of ids), because
+the compiled methods, LOAD and the validator work on columns, and a million Python objects
+cost seconds to build and hundreds of megabytes to hold. ``Problem.buffers`` still gives the
+``Buffer`` objects; they are built on first access only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from itertools import accumulate
+from typing import Any, Literal
 
+import numba
 import numpy as np
+
+#: The largest start, end, size, alignment, fixed offset (and fixed end) or capacity a problem
+#: may hold: 2**62 - 1. Two reasons fix it. The compiled kernels compute in int64, and adding
+#: two values of at most 2**62 - 1 (an offset and a size, a running sum and a size) stays below
+#: 2**63, so one addition can never overflow. CP-SAT requires every variable's domain to lie
+#: within +-(2**63 - 1) // 2, which is exactly this value. ``Problem`` also bounds the sum
+#: that any stacking of the buffers reaches: the highest pinned end plus, over every buffer,
+#: its size plus ``alignment - 1`` (the most padding aligning it can add) is at most
+#: ``MAX_VALUE``. So any placement that puts each buffer at the lowest aligned offset above
+#: the buffers it meets, and so any peak a method reports, is at most ``MAX_VALUE`` too.
+MAX_VALUE = 2**62 - 1
 
 
 class InvalidProblemError(ValueError):
-    """Raised when a buffer or problem is malformed; the message names the offending item."""
+    """Raised when a buffer or problem is malformed; the message names the offending item.
+
+    ``indices`` gives the positions (in the problem's buffer order) of the buffers at fault,
+    when the error is about particular buffers, so a reader can point at the lines they came
+    from (``read_csv`` does); it is empty otherwise.
+    """
+
+    def __init__(self, message: str, indices: tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.indices = indices
 
 
 class UnknownMethodError(InvalidProblemError):
@@ -29,9 +59,75 @@ class UnknownMethodError(InvalidProblemError):
 BufferId = str  # buffer ids are strings: CSV ids, or tensor names with a residency suffix
 
 
+def _beyond(name: str, value: int) -> str:
+    return f"{name} {value} is beyond MAX_VALUE = 2**62 - 1, the largest value the allocator handles"
+
+
+def buffer_error(bid: object, start: int, end: int, size: int, alignment: int = 1,
+                 offset: int | None = None) -> str | None:
+    """The first rule a buffer with these (integer) fields breaks, as a message naming it; None when it is valid.
+
+    The rules: ``0 <= start < end``, ``size > 0``, ``alignment >= 1``, a fixed offset ``>= 0``
+    and a multiple of the alignment, and every value, as well as the fixed end ``offset +
+    size``, at most ``MAX_VALUE``. ``Buffer`` raises this message; ``Problem.from_arrays`` and
+    ``read_csv`` use it to word the error for the first bad row they find.
+
+    >>> buffer_error("a", 0, 2, 4) is None
+    True
+    >>> buffer_error("a", 3, 3, 4)
+    "buffer 'a': end 3 <= start 3 (lifetimes are half-open [start, end))"
+    >>> buffer_error("a", 0, 1, 2**62)
+    "buffer 'a': size 4611686018427387904 is beyond MAX_VALUE = 2**62 - 1, the largest value the allocator handles"
+    """
+    if start < 0:
+        return f"buffer {bid!r}: start {start} is negative"
+    if end <= start:
+        return f"buffer {bid!r}: end {end} <= start {start} (lifetimes are half-open [start, end))"
+    if size <= 0:
+        return f"buffer {bid!r}: size {size} must be positive"
+    if alignment < 1:
+        return f"buffer {bid!r}: alignment {alignment} must be >= 1"
+    if offset is not None and offset < 0:
+        return f"buffer {bid!r}: fixed offset {offset} is negative"
+    for name, value in (("start", start), ("end", end), ("size", size), ("alignment", alignment)):
+        if value > MAX_VALUE:
+            return f"buffer {bid!r}: {_beyond(name, value)}"
+    if offset is not None:
+        if offset > MAX_VALUE:
+            return f"buffer {bid!r}: {_beyond('fixed offset', offset)}"
+        if offset + size > MAX_VALUE:
+            return f"buffer {bid!r}: {_beyond(f'fixed range [{offset}, {offset + size}) ends at', offset + size)}"
+        if offset % alignment:
+            return f"buffer {bid!r}: fixed offset {offset} is not a multiple of alignment {alignment}"
+    return None
+
+
+def invalid_buffers(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, alignments: np.ndarray,
+                    fixed: np.ndarray) -> np.ndarray:
+    """Per buffer, True when it breaks a rule of ``buffer_error``: the vectorised form of that check.
+
+    All arguments are int64 arrays of one length; ``fixed`` is -1 for a free buffer (any
+    other negative value is an invalid fixed offset). Locate the first True and call
+    ``buffer_error`` on that buffer for the message.
+
+    >>> invalid_buffers(*(np.array(v) for v in ([0, 0], [2, 0], [4, 4], [1, 1], [-1, -1]))).tolist()
+    [False, True]
+    """
+    pinned = fixed != -1
+    bad = (starts < 0) | (ends <= starts) | (sizes <= 0) | (alignments < 1) | (pinned & (fixed < 0))
+    bad |= (starts > MAX_VALUE) | (ends > MAX_VALUE) | (sizes > MAX_VALUE) | (alignments > MAX_VALUE)
+    # fixed + size could wrap around int64: compare fixed with MAX_VALUE - size (size clipped, so that cannot wrap)
+    bad |= pinned & ((fixed > MAX_VALUE) | (fixed > MAX_VALUE - np.clip(sizes, 0, MAX_VALUE)))
+    bad |= pinned & (fixed % np.maximum(alignments, 1) != 0)
+    return bad
+
+
 @dataclass(frozen=True)
 class Buffer:
     """One block of memory with a fixed lifetime.
+
+    Construction checks every field (``buffer_error``) and raises ``InvalidProblemError``
+    naming the buffer.
 
     >>> Buffer("a", start=0, end=3, size=64, alignment=32).area
     192
@@ -51,23 +147,9 @@ class Buffer:
                 raise InvalidProblemError(f"buffer {self.id!r}: {name} must be an integer, got {value!r}")
         if self.offset is not None and (not isinstance(self.offset, int) or isinstance(self.offset, bool)):
             raise InvalidProblemError(f"buffer {self.id!r}: offset must be an integer, got {self.offset!r}")
-        if self.start < 0:
-            raise InvalidProblemError(f"buffer {self.id!r}: start {self.start} is negative")
-        if self.end <= self.start:
-            raise InvalidProblemError(
-                f"buffer {self.id!r}: end {self.end} <= start {self.start} (lifetimes are half-open [start, end))"
-            )
-        if self.size <= 0:
-            raise InvalidProblemError(f"buffer {self.id!r}: size {self.size} must be positive")
-        if self.alignment < 1:
-            raise InvalidProblemError(f"buffer {self.id!r}: alignment {self.alignment} must be >= 1")
-        if self.offset is not None:
-            if self.offset < 0:
-                raise InvalidProblemError(f"buffer {self.id!r}: fixed offset {self.offset} is negative")
-            if self.offset % self.alignment:
-                raise InvalidProblemError(
-                    f"buffer {self.id!r}: fixed offset {self.offset} is not a multiple of alignment {self.alignment}"
-                )
+        message = buffer_error(self.id, self.start, self.end, self.size, self.alignment, self.offset)
+        if message:
+            raise InvalidProblemError(message)
 
     @property
     def lifetime(self) -> int:
@@ -84,58 +166,332 @@ class Buffer:
         return self.start < other.end and other.start < self.end
 
 
-@dataclass(frozen=True)
+def _checked_capacity(capacity: object) -> int | None:
+    if capacity is None:
+        return None
+    if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity <= 0:
+        raise InvalidProblemError(f"capacity must be a positive integer or None, got {capacity!r}")
+    if capacity > MAX_VALUE:
+        raise InvalidProblemError(_beyond("capacity", capacity))
+    return capacity
+
+
+def _int64_column(name: str, values: object, ids: tuple[BufferId, ...]) -> np.ndarray:
+    """``values`` as an int64 array as long as ``ids``, owned by the problem (a copy, read-only)."""
+    n = len(ids)
+    array = np.asarray(values)
+    if array.dtype == np.bool_ or array.dtype.kind not in "iu":
+        raise InvalidProblemError(f"{name} must be an array of integers, got dtype {array.dtype}")
+    if array.shape != (n,):
+        raise InvalidProblemError(f"{name} has shape {array.shape}, expected ({n},) like the ids")
+    if array.dtype.kind == "u" and n and int(array.max()) > MAX_VALUE:
+        at = int(np.argmax(array > MAX_VALUE))
+        raise InvalidProblemError(f"buffer {ids[at]!r}: {_beyond(name, int(array[at]))}", (at,))
+    column = np.array(array, dtype=np.int64)
+    column.flags.writeable = False
+    return column
+
+
 class Problem:
     """A set of buffers and the memory they must fit in.
 
     ``capacity`` is the memory size in bytes, or ``None`` when the peak is to be minimised
     (every method then treats the capacity as unbounded and reports the peak it reached).
+
+    Build one from ``Buffer`` objects, ``Problem(buffers, capacity)``, or from columns,
+    ``Problem.from_arrays(ids, starts, ends, sizes, ...)`` (what ``read_csv`` does: no
+    per-buffer objects). Either way construction checks the whole problem and raises
+    ``InvalidProblemError`` naming the buffer(s), with their positions in ``indices``:
+
+    * every buffer is valid (``buffer_error``) and the capacity is a positive integer of at
+      most ``MAX_VALUE``;
+    * ids are unique;
+    * a pinned (fixed-offset) buffer lies inside the capacity;
+    * the stacking sum is in range: the highest pinned end plus the running sum of ``size +
+      alignment - 1`` over the buffers, in order, stays at most ``MAX_VALUE`` (the error
+      names the buffer at which it passes);
+    * no two pinned buffers overlap both in time and in address. That is bad input, not a
+      verdict of any method: no placement can exist. It is checked here, once for every
+      method, by a sweep over the pinned buffers only (O(p log p) for p pinned buffers).
+
+    A problem is immutable. ``with_capacity`` shares the columns with the original (no copy,
+    no check but the capacity's own).
+
+    >>> p = Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4)], capacity=8)
+    >>> len(p), p.ids, p.capacity, p.with_capacity(None).capacity
+    (2, ('a', 'b'), 8, None)
+    >>> Problem([Buffer("a", 0, 2, 4, offset=0), Buffer("b", 1, 3, 4, offset=2)])
+    Traceback (most recent call last):
+    ...
+    allocator.problem.InvalidProblemError: pinned buffers 'a' [0, 4) live [0, 2) and 'b' [2, 6) live [1, 3) overlap \
+in both time and address: no placement can exist
     """
 
-    buffers: tuple[Buffer, ...]
-    capacity: int | None = None
+    __slots__ = ("_ids", "_starts", "_ends", "_sizes", "_alignments", "_fixed", "_capacity", "_buffers",
+                 "_pinned_top", "_pinned_top_index")
+
+    _ids: tuple[BufferId, ...]
+    _starts: np.ndarray
+    _ends: np.ndarray
+    _sizes: np.ndarray
+    _alignments: np.ndarray
+    _fixed: np.ndarray
+    _capacity: int | None
+    _buffers: tuple[Buffer, ...] | None
+    _pinned_top: int  #: highest offset + size over the pinned buffers (0 without any)
+    _pinned_top_index: int  #: the pinned buffer reaching it, -1 without any
 
     def __init__(self, buffers: Iterable[Buffer], capacity: int | None = None) -> None:
         buffers = tuple(buffers)
-        object.__setattr__(self, "buffers", buffers)
-        object.__setattr__(self, "capacity", capacity)
-        if capacity is not None and (not isinstance(capacity, int) or isinstance(capacity, bool) or capacity <= 0):
-            raise InvalidProblemError(f"capacity must be a positive integer or None, got {capacity!r}")
-        seen: set[BufferId] = set()
-        for buffer in buffers:
+        for index, buffer in enumerate(buffers):
             if not isinstance(buffer, Buffer):
-                raise InvalidProblemError(f"problem holds {buffer!r}, which is not a Buffer")
-            if buffer.id in seen:
-                raise InvalidProblemError(f"buffer id {buffer.id!r} appears more than once")
-            seen.add(buffer.id)
-            if capacity is not None and buffer.offset is not None and buffer.offset + buffer.size > capacity:
+                raise InvalidProblemError(f"problem holds {buffer!r}, which is not a Buffer", (index,))
+        n = len(buffers)
+        columns = (
+            np.fromiter((b.start for b in buffers), np.int64, n),
+            np.fromiter((b.end for b in buffers), np.int64, n),
+            np.fromiter((b.size for b in buffers), np.int64, n),
+            np.fromiter((b.alignment for b in buffers), np.int64, n),
+            np.fromiter((-1 if b.offset is None else b.offset for b in buffers), np.int64, n),
+        )
+        for column in columns:
+            column.flags.writeable = False
+        # every Buffer checked its own fields when it was made
+        self._setup(tuple(b.id for b in buffers), columns, capacity, buffers)
+
+    @classmethod
+    def from_arrays(cls, ids: Sequence[BufferId], starts: object, ends: object, sizes: object,
+                    alignments: object = None, fixed: object = None, capacity: int | None = None) -> Problem:
+        """A problem from columns: ``ids`` and integer arrays of the same length, in buffer order.
+
+        ``alignments`` defaults to all 1; ``fixed`` holds the fixed offsets, -1 for a free
+        buffer, and defaults to all free. The arrays are copied. Every buffer is checked with
+        whole-array operations and the first invalid one is reported with ``buffer_error``'s
+        message.
+
+        >>> p = Problem.from_arrays(["a", "b"], [0, 1], [2, 3], [4, 4], fixed=[-1, 8])
+        >>> p.buffers[1]
+        Buffer(id='b', start=1, end=3, size=4, alignment=1, offset=8)
+        """
+        ids = tuple(ids)
+        n = len(ids)
+        columns = (
+            _int64_column("starts", starts, ids),
+            _int64_column("ends", ends, ids),
+            _int64_column("sizes", sizes, ids),
+            _int64_column("alignments", np.ones(n, np.int64) if alignments is None else alignments, ids),
+            _int64_column("fixed", np.full(n, -1, np.int64) if fixed is None else fixed, ids),
+        )
+        bad = invalid_buffers(*columns)
+        if bad.any():
+            at = int(np.argmax(bad))
+            start, end, size, alignment, offset = (int(column[at]) for column in columns)
+            message = buffer_error(ids[at], start, end, size, alignment, None if offset == -1 else offset)
+            assert message is not None, "invalid_buffers and buffer_error disagree"
+            raise InvalidProblemError(message, (at,))
+        problem = cls.__new__(cls)
+        problem._setup(ids, columns, capacity, None)
+        return problem
+
+    def _setup(self, ids: tuple[BufferId, ...], columns: tuple[np.ndarray, ...], capacity: object,
+               buffers: tuple[Buffer, ...] | None) -> None:
+        """Store the columns and run the checks between buffers (see the class docstring)."""
+        starts, ends, sizes, alignments, fixed = columns
+        self._ids = ids
+        self._starts, self._ends, self._sizes, self._alignments, self._fixed = columns
+        self._buffers = buffers
+        self._capacity = _checked_capacity(capacity)
+        n = len(ids)
+        if len(set(ids)) != n:
+            first: dict[BufferId, int] = {}
+            for index, bid in enumerate(ids):
+                if bid in first:
+                    raise InvalidProblemError(f"buffer id {bid!r} appears more than once", (first[bid], index))
+                first[bid] = index
+        pinned = np.flatnonzero(fixed >= 0)
+        self._pinned_top, self._pinned_top_index = 0, -1
+        if len(pinned):
+            tops = fixed[pinned] + sizes[pinned]  # each <= MAX_VALUE: checked per buffer
+            self._pinned_top_index = int(pinned[np.argmax(tops)])
+            self._pinned_top = int(tops.max())
+        self._check_pinned_fit()
+        self._check_stacking_sum()
+        if len(pinned) > 1:
+            i, j = first_overlap(starts[pinned], ends[pinned], fixed[pinned], fixed[pinned] + sizes[pinned])
+            if i >= 0:
+                a, b = sorted((int(pinned[i]), int(pinned[j])))
                 raise InvalidProblemError(
-                    f"buffer {buffer.id!r}: fixed range [{buffer.offset}, {buffer.offset + buffer.size}) "
-                    f"exceeds capacity {capacity}"
-                )
+                    f"pinned buffers {self._describe(a)} and {self._describe(b)} overlap in both time and address: "
+                    "no placement can exist", (a, b))
+
+    def _describe(self, index: int) -> str:
+        offset, size = int(self._fixed[index]), int(self._sizes[index])
+        return f"{self._ids[index]!r} [{offset}, {offset + size}) live [{self._starts[index]}, {self._ends[index]})"
+
+    def _check_pinned_fit(self) -> None:
+        if self._capacity is not None and self._pinned_top > self._capacity:
+            at = self._pinned_top_index
+            offset = int(self._fixed[at])
+            raise InvalidProblemError(
+                f"buffer {self._ids[at]!r}: fixed range [{offset}, {self._pinned_top}) exceeds capacity "
+                f"{self._capacity}", (at,))
+
+    def _check_stacking_sum(self) -> None:
+        """The highest pinned end plus the running sum of ``size + alignment - 1`` stays within ``MAX_VALUE``."""
+        n = len(self._ids)
+        if not n:
+            return
+        padded = self._sizes + (self._alignments - 1)  # each term < 2**63: both parts are at most MAX_VALUE
+        if self._pinned_top + int(padded.max()) * n <= MAX_VALUE:
+            return  # even n copies of the largest term fit: no running sum can pass the limit
+        totals = accumulate(padded.tolist(), initial=self._pinned_top)  # exact Python integers
+        next(totals)
+        for index, total in enumerate(totals):
+            if total > MAX_VALUE:
+                above = f" above the highest pinned end {self._pinned_top}" if self._pinned_top else ""
+                raise InvalidProblemError(
+                    f"buffer {self._ids[index]!r}: the sizes plus alignment padding of the buffers up to this one "
+                    f"sum to {total}{above}, beyond MAX_VALUE = 2**62 - 1: stacking them would overflow the "
+                    "allocator's int64 arithmetic", (index,))
+
+    # --- the public surface -----------------------------------------------------------------
+
+    @property
+    def capacity(self) -> int | None:
+        """Memory size in bytes, or None to minimise the peak."""
+        return self._capacity
+
+    @property
+    def ids(self) -> tuple[BufferId, ...]:
+        """The buffer ids, in buffer order (no ``Buffer`` objects are built)."""
+        return self._ids
+
+    @property
+    def buffers(self) -> tuple[Buffer, ...]:
+        """The buffers as ``Buffer`` objects, in order; built on first access from the columns."""
+        if self._buffers is None:
+            self._buffers = tuple(map(_trusted_buffer, self._ids, self._starts.tolist(), self._ends.tolist(),
+                                      self._sizes.tolist(), self._alignments.tolist(), self._fixed.tolist()))
+        return self._buffers
 
     def __len__(self) -> int:
-        return len(self.buffers)
+        return len(self._ids)
+
+    def __repr__(self) -> str:
+        return f"Problem({len(self)} buffers, capacity={self._capacity})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Problem):
+            return NotImplemented
+        return (self._capacity == other._capacity and self._ids == other._ids
+                and all(np.array_equal(a, b) for a, b in zip(self._columns(), other._columns(), strict=True)))
+
+    def __hash__(self) -> int:
+        return hash((self._capacity, self._ids, self._sizes.tobytes()))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if not name.startswith("_"):
+            raise AttributeError(f"Problem is immutable: cannot set {name!r} (use with_capacity for another capacity)")
+        object.__setattr__(self, name, value)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__ if name != "_buffers"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_buffers", None)
+
+    def _columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return self._starts, self._ends, self._sizes, self._alignments, self._fixed
 
     def with_capacity(self, capacity: int | None) -> Problem:
-        """The same buffers under another capacity."""
-        return Problem(self.buffers, capacity)
+        """The same buffers under another capacity: shares the columns, checks only the capacity (O(1))."""
+        other = Problem.__new__(Problem)
+        for name in self.__slots__:
+            object.__setattr__(other, name, getattr(self, name))
+        object.__setattr__(other, "_capacity", _checked_capacity(capacity))
+        other._check_pinned_fit()
+        return other
 
     def by_id(self) -> dict[BufferId, Buffer]:
         """Buffers keyed by id."""
-        return {b.id: b for b in self.buffers}
+        return dict(zip(self._ids, self.buffers, strict=True))
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The buffers as flat int64 arrays ``(starts, ends, sizes, alignments, fixed)`` in buffer
-        order; ``fixed`` is -1 for a free buffer. The compiled methods work on these."""
-        bufs, n = self.buffers, len(self.buffers)
-        return (
-            np.fromiter((b.start for b in bufs), np.int64, n),
-            np.fromiter((b.end for b in bufs), np.int64, n),
-            np.fromiter((b.size for b in bufs), np.int64, n),
-            np.fromiter((b.alignment for b in bufs), np.int64, n),
-            np.fromiter((-1 if b.offset is None else b.offset for b in bufs), np.int64, n),
-        )
+        order; ``fixed`` is -1 for a free buffer. The compiled methods work on these.
+
+        Each call returns fresh, writable copies, so a caller may reorder or change them
+        without touching the problem.
+        """
+        return (self._starts.copy(), self._ends.copy(), self._sizes.copy(), self._alignments.copy(),
+                self._fixed.copy())
+
+
+def _trusted_buffer(bid: BufferId, start: int, end: int, size: int, alignment: int, fixed: int) -> Buffer:
+    """A ``Buffer`` from values the problem has already checked: skips ``__post_init__`` (twice as fast)."""
+    buffer = object.__new__(Buffer)
+    buffer.__dict__.update(id=bid, start=start, end=end, size=size, alignment=alignment,
+                           offset=None if fixed == -1 else fixed)
+    return buffer
+
+
+@numba.njit(cache=True)
+def _position(live: np.ndarray, count: int, lows: np.ndarray, highs: np.ndarray, k: int) -> int:
+    """Where record ``k`` goes in ``live[:count]``, kept sorted by (low, high, index): a binary search."""
+    lo, hi = 0, count
+    while lo < hi:
+        mid = (lo + hi) // 2
+        m = live[mid]
+        if (lows[m], highs[m], m) < (lows[k], highs[k], k):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(cache=True)
+def first_overlap(starts: np.ndarray, ends: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> tuple[int, int]:
+    """Two records whose rectangles ``[starts, ends) x [lows, highs)`` overlap, or ``(-1, -1)``.
+
+    All arguments are int64 arrays of one length, every interval non-empty. A sweep over
+    time keeps the live address intervals sorted by their low end; while no overlap has been
+    seen they are pairwise disjoint, so a starting record can only meet its two neighbours
+    in that order. O(n log n) for the sorts and searches, plus shifts in the live array
+    (proportional to the number of records live at once). At equal times, ends come first:
+    lifetimes are half-open.
+
+    >>> first_overlap(*(np.array(v) for v in ([0, 1, 2], [2, 3, 4], [0, 4, 2], [4, 8, 6])))
+    (1, 2)
+    """
+    n = len(starts)
+    by_start = np.argsort(starts, kind="mergesort")
+    by_end = np.argsort(ends, kind="mergesort")
+    live = np.empty(n, np.int64)
+    count = 0
+    e = 0
+    for s in range(n):
+        k = by_start[s]
+        while e < n and ends[by_end[e]] <= starts[k]:
+            gone = by_end[e]
+            e += 1
+            at = _position(live, count, lows, highs, gone)
+            for q in range(at, count - 1):
+                live[q] = live[q + 1]
+            count -= 1
+        at = _position(live, count, lows, highs, k)
+        if at > 0 and highs[live[at - 1]] > lows[k]:
+            return live[at - 1], k
+        if at < count and lows[live[at]] < highs[k]:
+            return live[at], k
+        for q in range(count, at, -1):
+            live[q] = live[q - 1]
+        live[at] = k
+        count += 1
+    return -1, -1
 
 
 @dataclass(frozen=True)
@@ -146,7 +502,8 @@ class Solution:
 
     def peak(self, problem: Problem) -> int:
         """The highest address in use: max of offset + size over the problem's buffers (0 if empty)."""
-        return max((self.offsets[b.id] + b.size for b in problem.buffers), default=0)
+        offsets = self.offsets
+        return max(map(operator.add, (offsets[bid] for bid in problem.ids), problem._sizes.tolist()), default=0)
 
 
 Status = Literal["solved", "infeasible", "failed", "timeout"]
@@ -172,7 +529,8 @@ class AllocationResult:
     solution: Solution | None
     peak: int | None  #: highest address used by ``solution`` (bytes), None without a solution
     reason: str = ""  #: why the status is not "solved"
-    stats: dict[str, float] = field(default_factory=dict)  #: seconds, nodes, backtracks, ...
+    #: seconds, nodes, backtracks, ...; ``solve`` always sets "lower_bound" (LOAD, bytes)
+    stats: dict[str, float] = field(default_factory=dict)
 
     @property
     def solved(self) -> bool:

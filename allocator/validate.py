@@ -1,21 +1,26 @@
 """The independent validator: re-derives every constraint from the raw buffers.
 
-It shares no code with any placement method, so a bug in a method cannot hide in it.
+It shares no code with any placement method, so a bug in a method cannot hide in it. (The
+one kernel it borrows, ``problem.first_overlap``, belongs to the problem's own input checks,
+where it finds pinned buffers that clash; no method uses it.)
 """
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
+from typing import Any
 
-from allocator.problem import Problem, Solution
+import numba
+import numpy as np
+
+from allocator.problem import MAX_VALUE, Problem, Solution, first_overlap
 
 
 @dataclass(frozen=True)
 class Violation:
     """One broken constraint; ``buffers`` names the buffer ids involved."""
 
-    kind: str  #: "missing", "unknown", "alignment", "negative", "capacity", "fixed", "overlap"
+    kind: str  #: "missing", "unknown", "alignment", "negative", "capacity", "fixed", "range", "overlap"
     buffers: tuple[str, ...]
     message: str
 
@@ -49,7 +54,13 @@ def validate(problem: Problem, solution: Solution) -> ValidationReport:
     Checks: every buffer has an integer offset and no unknown id is placed; offsets are
     non-negative multiples of their buffer's alignment; fixed offsets are kept; every buffer
     lies inside the capacity (when there is one); and no two buffers whose lifetimes share a
-    timestep share a byte.
+    timestep share a byte. An offset beyond +-``MAX_VALUE`` is a "range" violation (no valid
+    placement needs one, and the overlap check computes in int64) and is left out of the
+    overlap check.
+
+    The work is whole-array: the per-buffer rules are numpy comparisons, and the overlap
+    check is a compiled sweep (``first_overlap``, O(n log n)) that lists every overlapping
+    pair only when there is one. About a second for two million buffers.
 
     >>> from allocator.problem import Buffer
     >>> p = Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4)], capacity=8)
@@ -61,83 +72,112 @@ def validate(problem: Problem, solution: Solution) -> ValidationReport:
     """
     violations: list[Violation] = []
     offsets = solution.offsets
-    known = {b.id for b in problem.buffers}
-    for extra in sorted(set(offsets) - known):
-        violations.append(Violation("unknown", (extra,), f"offset given for unknown buffer {extra!r}"))
-    placed = []
-    for b in problem.buffers:
-        if b.id not in offsets:
-            violations.append(Violation("missing", (b.id,), f"buffer {b.id!r} has no offset"))
+    ids = problem.ids
+    n = len(ids)
+    missing = object()
+    values: list[Any] = [offsets.get(bid, missing) for bid in ids]
+    if len(offsets) > n - values.count(missing):
+        for extra in sorted(set(offsets).difference(ids), key=str):
+            violations.append(Violation("unknown", (extra,), f"offset given for unknown buffer {extra!r}"))
+    starts, ends, sizes, alignments, fixed = problem.arrays()
+    if all(type(v) is int for v in values) and (not n or -MAX_VALUE <= min(values) and max(values) <= MAX_VALUE):
+        placed = np.ones(n, bool)
+        off = np.array(values, dtype=np.int64).reshape(n)
+        unplaced: dict[int, Violation] = {}
+    else:
+        placed, off, unplaced = _sort_out(ids, values, missing)
+    flagged = ~placed
+    negative = placed & (off < 0)
+    misaligned = placed & (off % alignments != 0)
+    moved = placed & (fixed >= 0) & (off != fixed)
+    outside = placed & (off + sizes > problem.capacity) if problem.capacity is not None else np.zeros(n, bool)
+    flagged |= negative | misaligned | moved | outside
+    for index in np.flatnonzero(flagged).tolist():
+        bid, value = ids[index], values[index]
+        if index in unplaced:
+            violations.append(unplaced[index])
             continue
-        off = offsets[b.id]
-        if not isinstance(off, int) or isinstance(off, bool):
-            violations.append(Violation("missing", (b.id,), f"buffer {b.id!r} has non-integer offset {off!r}"))
-            continue
-        if off < 0:
-            violations.append(Violation("negative", (b.id,), f"buffer {b.id!r} has negative offset {off}"))
-        if off % b.alignment:
-            violations.append(
-                Violation("alignment", (b.id,), f"buffer {b.id!r} offset {off} is not a multiple of {b.alignment}")
-            )
-        if b.offset is not None and off != b.offset:
-            violations.append(Violation("fixed", (b.id,), f"buffer {b.id!r} fixed at {b.offset} but placed at {off}"))
-        if problem.capacity is not None and off + b.size > problem.capacity:
-            violations.append(
-                Violation(
-                    "capacity", (b.id,),
-                    f"buffer {b.id!r} [{off}, {off + b.size}) exceeds capacity {problem.capacity}",
-                )
-            )
-        placed.append((b.start, b.end, off, off + b.size, b.id))
+        if negative[index]:
+            violations.append(Violation("negative", (bid,), f"buffer {bid!r} has negative offset {value}"))
+        if misaligned[index]:
+            violations.append(Violation("alignment", (bid,),
+                                        f"buffer {bid!r} offset {value} is not a multiple of {alignments[index]}"))
+        if moved[index]:
+            violations.append(Violation("fixed", (bid,),
+                                        f"buffer {bid!r} fixed at {fixed[index]} but placed at {value}"))
+        if outside[index]:
+            violations.append(Violation(
+                "capacity", (bid,),
+                f"buffer {bid!r} [{value}, {value + int(sizes[index])}) exceeds capacity {problem.capacity}"))
 
-    if _addresses_disjoint(placed):
+    rows = np.flatnonzero(placed)
+    starts, ends, lows = starts[rows], ends[rows], off[rows]
+    highs = lows + sizes[rows]
+    if len(rows) < 2 or first_overlap(starts, ends, lows, highs)[0] < 0:
         return ValidationReport(tuple(violations))
-    # Some pair overlaps: sweep over start times again, comparing each buffer with every
-    # earlier-starting one still live, to report every overlapping pair.
-    placed.sort()
-    active: list[tuple[int, int, int, int, str]] = []
-    for item in placed:
-        start, end, lo, hi, bid = item
-        active = [a for a in active if a[1] > start]
-        for a_start, a_end, a_lo, a_hi, a_id in active:
-            if lo < a_hi and a_lo < hi:
-                violations.append(
-                    Violation(
-                        "overlap", (a_id, bid),
-                        f"buffers {a_id!r} [{a_lo}, {a_hi}) and {bid!r} [{lo}, {hi}) overlap in address "
-                        f"while both live in steps [{max(start, a_start)}, {min(end, a_end)})",
-                    )
-                )
-        active.append(item)
+    # Some pair overlaps: list every one, in the order of a sweep over (start, end, low, high).
+    order = np.lexsort((np.arange(len(rows)), highs, lows, ends, starts))
+    earlier, later = _overlapping_pairs(starts, ends, lows, highs, order)
+    for i, j in zip(earlier.tolist(), later.tolist(), strict=True):
+        a, b = int(rows[i]), int(rows[j])
+        violations.append(Violation(
+            "overlap", (ids[a], ids[b]),
+            f"buffers {ids[a]!r} [{lows[i]}, {highs[i]}) and {ids[b]!r} [{lows[j]}, {highs[j]}) overlap in address "
+            f"while both live in steps [{max(starts[i], starts[j])}, {min(ends[i], ends[j])})",
+        ))
     return ValidationReport(tuple(violations))
 
 
-def _addresses_disjoint(placed: list[tuple[int, int, int, int, str]]) -> bool:
-    """True when no two ``(start, end, lo, hi, id)`` records overlap in both time and address.
+def _sort_out(ids: tuple[str, ...], values: list[Any],
+              missing: object) -> tuple[np.ndarray, np.ndarray, dict[int, Violation]]:
+    """The slow path of ``validate``: which offsets are usable integers, their int64 values, and a
+    violation for each other one."""
+    n = len(ids)
+    placed = np.zeros(n, bool)
+    off = np.zeros(n, np.int64)
+    unplaced: dict[int, Violation] = {}
+    for index, (bid, value) in enumerate(zip(ids, values, strict=True)):
+        if value is missing:
+            unplaced[index] = Violation("missing", (bid,), f"buffer {bid!r} has no offset")
+        elif not isinstance(value, int) or isinstance(value, bool):
+            unplaced[index] = Violation("missing", (bid,), f"buffer {bid!r} has non-integer offset {value!r}")
+        elif abs(value) > MAX_VALUE:
+            unplaced[index] = Violation("range", (bid,), f"buffer {bid!r} offset {value} is beyond +-MAX_VALUE "
+                                        "(2**62 - 1), the allocator's range")
+        else:
+            placed[index] = True
+            off[index] = value
+    return placed, off, unplaced
 
-    A sweep over time keeps the live address ranges sorted by low end. While no overlap has
-    been seen they are pairwise disjoint, so a starting buffer only has to be compared with
-    its two neighbours in that order: O(n log n) plus list shifts, instead of every live pair.
+
+@numba.njit(cache=True)
+def _overlapping_pairs(starts: np.ndarray, ends: np.ndarray, lows: np.ndarray, highs: np.ndarray,
+                       order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of records overlapping in time and address, as two index arrays ``(earlier, later)``.
+
+    Walks the records in ``order`` (by start), comparing each with every earlier one still
+    live: O(n x live + pairs). Only run once ``first_overlap`` has found that a pair exists.
     """
-    events: list[tuple[int, int, int]] = []  # (time, 0 = end / 1 = start, record index)
-    for k, (start, end, _, _, _) in enumerate(placed):
-        events.append((start, 1, k))
-        events.append((end, 0, k))
-    events.sort()  # at equal times ends come first: lifetimes are half-open
-    live: list[tuple[int, int, int]] = []  # (lo, hi, record index), sorted
-    for _, kind, k in events:
-        _, _, lo, hi, _ = placed[k]
-        key = (lo, hi, k)
-        at = bisect.bisect_left(live, key)
-        if kind == 0:
-            del live[at]
-            continue
-        if at > 0 and live[at - 1][1] > lo:
-            return False
-        if at < len(live) and live[at][0] < hi:
-            return False
-        live.insert(at, key)
-    return True
+    active = np.empty(len(order), np.int64)
+    count = 0
+    earlier = []
+    later = []
+    for k in order:
+        kept = 0
+        for q in range(count):
+            a = active[q]
+            if ends[a] > starts[k]:
+                active[kept] = a
+                kept += 1
+        count = kept
+        for q in range(count):
+            a = active[q]
+            if lows[k] < highs[a] and lows[a] < highs[k]:
+                earlier.append(a)
+                later.append(k)
+        active[count] = k
+        count += 1
+    return np.array(earlier, np.int64), np.array(later, np.int64)
 
 
 def check(problem: Problem, solution: Solution) -> None:
@@ -151,20 +191,30 @@ def lower_bound(problem: Problem) -> int:
     """LOAD: the largest total size of buffers live at one timestep (0 for no buffers).
 
     No placement can use less memory than this. Fixed buffers also bound the peak from below
-    by their end address.
+    by their end address, so the result is the larger of the two.
+
+    Whole-array work: with the buffers sorted by start and by end and the sizes summed along
+    each order, the bytes live at a start time ``t`` are the sizes of the buffers started by
+    ``t`` minus those of the buffers ended by ``t`` (half-open lifetimes: a buffer ending at
+    ``t`` is gone). The maximum is reached at some start time. The sums stay in int64
+    because ``Problem`` bounds the sum of all sizes by ``MAX_VALUE``.
 
     >>> from allocator.problem import Buffer
     >>> lower_bound(Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 5), Buffer("c", 2, 4, 1)]))
     9
     """
-    events: list[tuple[int, int]] = []
-    for b in problem.buffers:
-        events.append((b.start, b.size))
-        events.append((b.end, -b.size))
-    events.sort()  # ends (negative deltas) sort before starts at the same step: half-open ranges
-    live = best = 0
-    for _, delta in events:
-        live += delta
-        best = max(best, live)
-    fixed_top = max((b.offset + b.size for b in problem.buffers if b.offset is not None), default=0)
+    starts, ends, sizes, _, fixed = problem.arrays()
+    if not len(starts):
+        return 0
+    by_start = np.argsort(starts)
+    started_times = starts[by_start]
+    started_bytes = np.cumsum(sizes[by_start])
+    by_end = np.argsort(ends)
+    ended_times = ends[by_end]
+    ended_bytes = np.concatenate(([0], np.cumsum(sizes[by_end])))
+    started = started_bytes[np.searchsorted(started_times, started_times, side="right") - 1]
+    ended = ended_bytes[np.searchsorted(ended_times, started_times, side="right")]
+    best = int((started - ended).max())
+    pinned = fixed >= 0
+    fixed_top = int((fixed[pinned] + sizes[pinned]).max()) if pinned.any() else 0
     return max(best, fixed_top)
