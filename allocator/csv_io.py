@@ -3,116 +3,467 @@
 The header names the columns, in any order: ``id``, ``lower``, ``upper`` and ``size`` are
 required (``lower``/``upper`` are the half-open lifetime ``[lower, upper)``); ``alignment``
 and ``offset`` are optional, an ``offset`` in the input pins that buffer there (a fixed
-offset). An empty ``offset`` cell leaves the buffer free. Output files repeat the input
-columns and add ``offset``. Any other column is an error: silently ignoring it would hide a
-typo such as ``algnment``.
+offset). An empty ``offset`` cell leaves the buffer free, an empty ``alignment`` cell means
+1. Output files repeat the input columns and add ``offset``. Any other column is an error:
+silently ignoring it would hide a typo such as ``algnment``.
+
+What a cell may hold (decisions, so that nothing is read as something else):
+
+* The file is UTF-8, with or without a byte-order mark; a NUL byte or bytes that are not
+  UTF-8 make it a binary file, refused naming the file and line.
+* Spaces and tabs around a cell are not part of it (``5, 7`` reads 5 and 7, as people
+  write by hand); any other whitespace, and anything inside, is.
+* An integer is ASCII digits with an optional leading ``-``: ``+5``, ``1_000``, ``1e3``,
+  ``5.0``, ``1 000`` and non-ASCII digits (Python's ``int()`` accepts several of these) are
+  errors, not numbers. Every value must lie within ``[0, MAX_VALUE]`` (see
+  ``allocator.problem.MAX_VALUE``).
+* Cells may be quoted with ``"`` as in RFC 4180; a quoted id keeps its commas and newlines.
+* A blank line (empty, or spaces and tabs only) is skipped; a file with a header and no
+  rows is an error ("no buffers").
+
+Every error is a ``CSVFormatError`` whose message is one line: ``file:line: column 'name':
+what is wrong``. The rows are checked first, each on its own, and the earliest bad line is
+reported; then what involves several rows (a duplicate id, the stacking sum, two pinned
+buffers that clash) is reported at the line of the later row.
+
+Reading is columnar, for speed on large files (two million rows in a few seconds): a file
+without quotes is split by a compiled scan over its bytes, integers are parsed in the same
+compiled code, and the rows are checked with whole-array operations; only the first bad row
+is looked at in Python, to word its message. A file with quotes goes through Python's
+``csv`` module instead (same rules, slower).
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
+import io
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from allocator.problem import Buffer, InvalidProblemError, Problem, Solution
+import numba
+import numpy as np
+
+from allocator.problem import (
+    MAX_VALUE,
+    InvalidProblemError,
+    Problem,
+    Solution,
+    buffer_error,
+    check_capacity,
+    invalid_buffers,
+)
 
 REQUIRED = ("id", "lower", "upper", "size")
 OPTIONAL = ("alignment", "offset")
+INTEGER_COLUMNS = ("lower", "upper", "size", "alignment", "offset")
+
+#: the integers a cell may hold: ASCII digits with an optional leading minus
+_INTEGER = re.compile(r"-?[0-9]+")
+#: what surrounds a cell without being part of it
+_PADDING = " \t"
+
+# status codes of a parsed integer cell
+_OK, _EMPTY, _NOT_INTEGER, _LONG = 0, 1, 2, 3  # _LONG: more than 18 significant digits, checked in Python
 
 
 class CSVFormatError(InvalidProblemError):
     """A malformed CSV; the message names the file, the line and, when it applies, the column."""
 
 
+@dataclass
+class _Table:
+    """The rows of a CSV file as columns: what the two parsers (compiled and ``csv`` module) hand to the checks."""
+
+    header: list[str]
+    lines: np.ndarray  #: per row: the line it starts on (1-based)
+    ids: list[str]
+    empty_ids: np.ndarray  #: per row: True when its id cell is empty
+    integers: dict[str, tuple[np.ndarray, np.ndarray]]  #: column -> (int64 values, status codes)
+    cells: list[list[str]] | None  #: the rows' cells (``csv`` parser) or None (compiled parser)
+    data: bytes  #: the file's bytes (compiled parser)
+    bounds: np.ndarray | None  #: per row and column, the cell's [start, end) in ``data`` (compiled parser)
+    wrong_width: tuple[int, int] | None  #: (line, number of fields) of the first row with the wrong number
+
+    def cell(self, row: int, column: str) -> str:
+        """The text of one cell, for a message."""
+        at = self.header.index(column)
+        if self.cells is not None:
+            return self.cells[row][at]
+        assert self.bounds is not None
+        lo, hi = self.bounds[row, at]
+        return self.data[lo:hi].decode("utf-8")
+
+
 def read_csv(path: str | Path, capacity: int | None = None) -> Problem:
     """Read a MiniMalloc-format CSV into a ``Problem`` with the given capacity.
 
-    Raises ``CSVFormatError`` naming file, line and column for a missing or unknown column, a
-    non-integer cell, a duplicate id, a negative size or ``upper <= lower``.
+    Raises ``InvalidProblemError`` for a bad ``capacity`` (before reading), and
+    ``CSVFormatError`` naming file, line and column for anything wrong in the file: see the
+    module docstring for the rules.
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "p.csv")
+    ...     _ = open(path, "w").write("id,lower,upper,size\\nb1,0,3,4\\nb2,3,9,4\\n")
+    ...     read_csv(path, capacity=8).buffers[1]
+    Buffer(id='b2', start=3, end=9, size=4, alignment=1, offset=None)
     """
+    capacity = check_capacity(capacity)
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as exc:
         raise CSVFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    rows = csv.reader(text.splitlines())
-    try:
-        header = [h.strip() for h in next(rows)]
-    except StopIteration:
-        raise CSVFormatError(f"{path}: empty file, expected a header {','.join(REQUIRED)}") from None
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise CSVFormatError(f"{path}:{_line_at(data, nul)}: contains a NUL byte: a binary file, not a CSV")
+    text = None
+    if not data.isascii():
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CSVFormatError(f"{path}:{_line_at(data, exc.start)}: byte 0x{data[exc.start]:02x} is not UTF-8 "
+                                 "text: a binary file, not a CSV") from None
+    if not data or data.isspace():
+        raise CSVFormatError(f"{path}: empty file, expected a header {','.join(REQUIRED)}")
+    if b'"' in data or (b"\r" in data and data.count(b"\r") != data.count(b"\r\n")):
+        table = _parse_with_csv_module(path, text if text is not None else data.decode("ascii"))
+    else:
+        table = _parse_compiled(path, data)
+    return _problem(path, table, capacity)
+
+
+def _line_at(data: bytes, position: int) -> int:
+    """The 1-based line holding byte ``position``."""
+    return data.count(b"\n", 0, position) + 1
+
+
+def _check_header(path: Path, header: list[str]) -> None:
     for column in REQUIRED:
         if column not in header:
             raise CSVFormatError(f"{path}:1: missing column {column!r} (header must have {','.join(REQUIRED)})")
     for column in header:
         if column not in REQUIRED + OPTIONAL:
-            raise CSVFormatError(
-                f"{path}:1: unknown column {column!r} (known: {', '.join(REQUIRED + OPTIONAL)})"
-            )
+            raise CSVFormatError(f"{path}:1: unknown column {column!r} (known: {', '.join(REQUIRED + OPTIONAL)})")
     if len(set(header)) != len(header):
-        raise CSVFormatError(f"{path}:1: a column appears twice in the header")
-    index = {name: i for i, name in enumerate(header)}
-    buffers: list[Buffer] = []
-    seen: dict[str, int] = {}
-    for line_no, row in enumerate(rows, start=2):
-        if not row or all(not cell.strip() for cell in row):
-            continue  # blank lines, e.g. a trailing newline
-        if len(row) != len(header):
-            raise CSVFormatError(f"{path}:{line_no}: {len(row)} fields, the header has {len(header)}")
+        twice = next(column for column in header if header.count(column) > 1)
+        raise CSVFormatError(f"{path}:1: column {twice!r} appears twice in the header")
 
-        def integer(column: str, row: list[str] = row, line_no: int = line_no) -> int | None:
-            if column not in index:
-                return None
-            cell = row[index[column]].strip()
-            if cell == "" and column in OPTIONAL:
-                return None
-            try:
-                return int(cell)
-            except ValueError:
-                raise CSVFormatError(
-                    f"{path}:{line_no}: column {column!r}: {cell!r} is not an integer"
-                ) from None
 
-        bid = row[index["id"]].strip()
-        if not bid:
-            raise CSVFormatError(f"{path}:{line_no}: column 'id' is empty")
-        if bid in seen:
-            raise CSVFormatError(f"{path}:{line_no}: column 'id': {bid!r} already defined on line {seen[bid]}")
-        seen[bid] = line_no
-        lower, upper, size = integer("lower"), integer("upper"), integer("size")
-        alignment, offset = integer("alignment"), integer("offset")
-        assert lower is not None and upper is not None and size is not None
-        if size <= 0:
-            raise CSVFormatError(f"{path}:{line_no}: column 'size': buffer {bid!r} has size {size}, must be positive")
-        if lower < 0:
-            raise CSVFormatError(f"{path}:{line_no}: column 'lower': buffer {bid!r} starts at {lower} < 0")
-        if upper <= lower:
-            raise CSVFormatError(
-                f"{path}:{line_no}: column 'upper': buffer {bid!r} has upper {upper} <= lower {lower}"
-            )
-        try:
-            buffers.append(Buffer(bid, lower, upper, size, 1 if alignment is None else alignment, offset))
-        except InvalidProblemError as exc:
-            raise CSVFormatError(f"{path}:{line_no}: {exc}") from None
+# --- the compiled parser (files without quotes) ---------------------------------------------
+
+
+def _parse_compiled(path: Path, data: bytes) -> _Table:
+    """Split ``data`` (no quotes, line ends ``\\n`` or ``\\r\\n``) into a ``_Table`` with compiled scans."""
+    first_end = data.find(b"\n")
+    header_line = data[: len(data) if first_end < 0 else first_end].rstrip(b"\r").decode("utf-8")
+    header = [name.strip(_PADDING) for name in header_line.split(",")]
+    _check_header(path, header)
+    buf = np.frombuffer(data, np.uint8)
+    bounds, lines, bad_line, bad_count = _split_rows(buf, len(data) if first_end < 0 else first_end + 1, len(header))
+    wrong_width = (int(bad_line), int(bad_count)) if bad_line >= 0 else None
+    integers = {}
+    for column in INTEGER_COLUMNS:
+        if column in header:
+            values, status = _parse_integers(buf, bounds, header.index(column))
+            for row in np.flatnonzero(status == _LONG).tolist():
+                lo, hi = bounds[row, header.index(column)]
+                value = int(data[lo:hi])  # ASCII digits: the scan checked them
+                if abs(value) <= MAX_VALUE:
+                    values[row], status[row] = value, _OK
+            integers[column] = (values, status)
+    at = header.index("id")
+    ids = _gather_text(data, buf, bounds, at)
+    empty_ids = bounds[:, at, 0] == bounds[:, at, 1]
+    return _Table(header, lines, ids, empty_ids, integers, None, data, bounds, wrong_width)
+
+
+def _gather_text(data: bytes, buf: np.ndarray, bounds: np.ndarray, column: int) -> list[str]:
+    """The cells of one column as Python strings.
+
+    A compiled copy joins the cells with newlines (no unquoted cell holds one) and one
+    ``split`` makes the strings: a few times faster than decoding each cell on its own.
+    """
+    if not len(bounds):
+        return []
+    joined = _join_cells(buf, bounds[:, column, 0], bounds[:, column, 1])
+    return joined.tobytes().decode("utf-8").split("\n")
+
+
+@numba.njit(cache=True)
+def _split_rows(buf: np.ndarray, begin: int, width: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Cell bounds of every row from byte ``begin`` on.
+
+    Returns ``(bounds, lines, bad_line, bad_count)``: ``bounds[row, column]`` is the cell's
+    ``[start, end)`` in ``buf``, ``lines[row]`` the row's line number.
+
+    Lines end at ``\\n`` (a ``\\r`` before it is dropped); blank lines (spaces and tabs only)
+    are skipped; spaces and tabs around a cell are left out of its bounds. The scan stops at
+    the first row whose number of fields is not ``width`` and reports its line (-1 when
+    every row has ``width`` fields).
+    """
+    n = len(buf)
+    capacity = 1
+    for p in range(begin, n):
+        if buf[p] == 10:
+            capacity += 1
+    bounds = np.empty((capacity, width, 2), np.int64)
+    lines = np.empty(capacity, np.int64)
+    rows = 0
+    line = 2
+    pos = begin
+    while pos < n:
+        end = pos
+        while end < n and buf[end] != 10:
+            end += 1
+        stop = end - 1 if end > pos and buf[end - 1] == 13 else end
+        blank = True
+        for p in range(pos, stop):
+            if buf[p] != 32 and buf[p] != 9:
+                blank = False
+                break
+        if not blank:
+            count = 1
+            for p in range(pos, stop):
+                if buf[p] == 44:
+                    count += 1
+            if count != width:
+                return bounds[:rows], lines[:rows], line, count
+            field = 0
+            cell = pos
+            for p in range(pos, stop + 1):
+                if p == stop or buf[p] == 44:
+                    lo, hi = cell, p
+                    while lo < hi and (buf[lo] == 32 or buf[lo] == 9):
+                        lo += 1
+                    while hi > lo and (buf[hi - 1] == 32 or buf[hi - 1] == 9):
+                        hi -= 1
+                    bounds[rows, field, 0] = lo
+                    bounds[rows, field, 1] = hi
+                    field += 1
+                    cell = p + 1
+            lines[rows] = line
+            rows += 1
+        line += 1
+        pos = end + 1
+    return bounds[:rows], lines[:rows], -1, 0
+
+
+@numba.njit(cache=True)
+def _parse_integers(buf: np.ndarray, bounds: np.ndarray, column: int) -> tuple[np.ndarray, np.ndarray]:
+    """Parse one column of cells as ``-?[0-9]+``: ``(values, status)`` with the status codes of this module.
+
+    Up to 18 significant digits fit an int64 exactly; longer numbers get ``_LONG`` and are
+    settled in Python (their value decides whether they are in range).
+    """
+    rows = bounds.shape[0]
+    values = np.zeros(rows, np.int64)
+    status = np.zeros(rows, np.uint8)
+    for r in range(rows):
+        lo, hi = bounds[r, column, 0], bounds[r, column, 1]
+        if lo == hi:
+            status[r] = 1
+            continue
+        negative = buf[lo] == 45
+        first = lo + 1 if negative else lo
+        if first == hi:
+            status[r] = 2
+            continue
+        value = 0
+        digits = 0
+        for q in range(first, hi):
+            c = buf[q]
+            if c < 48 or c > 57:
+                status[r] = 2
+                break
+            if digits or c != 48:
+                digits += 1
+                if digits <= 18:
+                    value = value * 10 + (c - 48)
+        if status[r] == 0:
+            if digits > 18:
+                status[r] = 3
+            else:
+                values[r] = -value if negative else value
+    return values, status
+
+
+@numba.njit(cache=True)
+def _join_cells(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The byte ranges ``[starts, ends)`` of ``buf`` joined by newlines (``\\n``), as one byte array."""
+    total = len(starts) - 1
+    for r in range(len(starts)):
+        total += ends[r] - starts[r]
+    out = np.empty(total, np.uint8)
+    at = 0
+    for r in range(len(starts)):
+        if r:
+            out[at] = 10
+            at += 1
+        for q in range(starts[r], ends[r]):
+            out[at] = buf[q]
+            at += 1
+    return out
+
+
+# --- the csv-module parser (files with quotes or lone carriage returns) ---------------------
+
+
+def _parse_with_csv_module(path: Path, text: str) -> _Table:
+    """Parse ``text`` with ``csv.reader`` (quotes, newlines inside quoted cells) into a ``_Table``."""
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        return Problem(buffers, capacity)
+        header = [name.strip(_PADDING) for name in next(reader)]
+        _check_header(path, header)
+        width = len(header)
+        rows: list[list[str]] = []
+        lines: list[int] = []
+        wrong_width = None
+        line = reader.line_num + 1
+        for row in reader:
+            here, line = line, reader.line_num + 1
+            if not row or (len(row) == 1 and not row[0].strip(_PADDING)):
+                continue
+            if len(row) != width:
+                wrong_width = (here, len(row))
+                break
+            rows.append([cell.strip(_PADDING) for cell in row])
+            lines.append(here)
+    except csv.Error as exc:
+        raise CSVFormatError(f"{path}:{reader.line_num}: {exc}") from None
+    integers = {}
+    for column in INTEGER_COLUMNS:
+        if column in header:
+            at = header.index(column)
+            parsed = [_parse_integer(row[at]) for row in rows]
+            integers[column] = (np.array([value for value, _ in parsed], np.int64).reshape(len(rows)),
+                                np.array([status for _, status in parsed], np.uint8).reshape(len(rows)))
+    at = header.index("id")
+    ids = [row[at] for row in rows]
+    empty_ids = np.array([not bid for bid in ids], bool).reshape(len(ids))
+    return _Table(header, np.array(lines, np.int64), ids, empty_ids, integers, rows, b"", None, wrong_width)
+
+
+def _parse_integer(cell: str) -> tuple[int, int]:
+    """``(value, status)`` of one cell, by the same rule as ``_parse_integers``."""
+    if not cell:
+        return 0, _EMPTY
+    if not _INTEGER.fullmatch(cell):
+        return 0, _NOT_INTEGER
+    value = int(cell)
+    return (value, _OK) if abs(value) <= MAX_VALUE else (0, _LONG)
+
+
+# --- checks ---------------------------------------------------------------------------------
+
+
+def _problem(path: Path, table: _Table, capacity: int | None) -> Problem:
+    """Check the rows of ``table`` (the earliest bad line wins) and build the problem."""
+    n = len(table.ids)
+    header = table.header
+    bad = table.empty_ids.copy()
+    for column, (_, status) in table.integers.items():
+        bad |= (status != _OK) & ((status != _EMPTY) | (column not in OPTIONAL))
+    lower, upper, size = (table.integers[column][0] for column in ("lower", "upper", "size"))
+    alignment = np.ones(n, np.int64)
+    fixed = np.full(n, -1, np.int64)
+    if "alignment" in header:
+        values, status = table.integers["alignment"]
+        alignment = np.where(status == _EMPTY, 1, values)
+    if "offset" in header:
+        values, status = table.integers["offset"]
+        given = status != _EMPTY
+        bad |= given & (values < 0)  # -1 would otherwise read as "free"
+        fixed = np.where(given, values, -1)
+    bad |= invalid_buffers(lower, upper, size, alignment, fixed)
+    if bad.any():
+        row = int(np.argmax(bad))
+        message = _row_error(table, row)
+        assert message is not None, "the vectorised and the per-row checks disagree"
+        raise CSVFormatError(f"{path}:{table.lines[row]}: {message}")
+    if table.wrong_width is not None:
+        line, count = table.wrong_width
+        raise CSVFormatError(f"{path}:{line}: {count} fields, the header has {len(header)}")
+    if not n:
+        raise CSVFormatError(f"{path}: no buffers: the file has a header but no rows")
+    try:
+        return Problem.from_arrays(table.ids, lower, upper, size, alignment, fixed, capacity)
     except InvalidProblemError as exc:
-        raise CSVFormatError(f"{path}: {exc}") from None
+        if not exc.indices:
+            raise CSVFormatError(f"{path}: {exc}") from None
+        lines = [int(table.lines[i]) for i in exc.indices]
+        if len(exc.indices) == 2 and table.ids[exc.indices[0]] == table.ids[exc.indices[1]]:
+            raise CSVFormatError(f"{path}:{lines[1]}: column 'id': {table.ids[exc.indices[1]]!r} already defined "
+                                 f"on line {lines[0]}") from None
+        others = f" (see also line {', '.join(map(str, lines[:-1]))})" if len(lines) > 1 else ""
+        raise CSVFormatError(f"{path}:{lines[-1]}: {exc}{others}") from None
+
+
+def _row_error(table: _Table, row: int) -> str | None:
+    """What is wrong with one row, worded for the CSV (column names, not field names), or None.
+
+    Re-derives everything from the cell texts, independently of the vectorised checks.
+    """
+    bid = table.cell(row, "id")
+    if not bid:
+        return "column 'id' is empty"
+    values: dict[str, int | None] = {}
+    for column in INTEGER_COLUMNS:
+        if column not in table.header:
+            values[column] = None
+            continue
+        text = table.cell(row, column)
+        if not text and column in OPTIONAL:
+            values[column] = None
+        elif not _INTEGER.fullmatch(text):
+            return f"column {column!r}: {text!r} is not an integer (ASCII digits with an optional leading '-')"
+        else:
+            values[column] = int(text)
+    for column, value in values.items():
+        if value is not None and value > MAX_VALUE:
+            return (f"column {column!r}: buffer {bid!r}: {value} is beyond MAX_VALUE = 2**62 - 1, the largest value "
+                    "the allocator handles")
+    lower, upper, size = values["lower"], values["upper"], values["size"]
+    alignment, offset = values["alignment"], values["offset"]
+    assert lower is not None and upper is not None and size is not None
+    if size <= 0:
+        return f"column 'size': buffer {bid!r} has size {size}, must be positive"
+    if lower < 0:
+        return f"column 'lower': buffer {bid!r} starts at {lower} < 0"
+    if upper <= lower:
+        return f"column 'upper': buffer {bid!r} has upper {upper} <= lower {lower}"
+    if alignment is not None and alignment < 1:
+        return f"column 'alignment': buffer {bid!r} has alignment {alignment}, must be >= 1"
+    if offset is not None and offset < 0:
+        return f"column 'offset': buffer {bid!r} has offset {offset} < 0 (leave the cell empty for a free buffer)"
+    message = buffer_error(bid, lower, upper, size, 1 if alignment is None else alignment, offset)
+    return None if message is None else f"column 'offset': {message}"
+
+
+# --- output ---------------------------------------------------------------------------------
 
 
 def write_csv(path: str | Path, problem: Problem, solution: Solution | None = None) -> None:
     """Write ``problem`` (and the offsets of ``solution``, if given) in the MiniMalloc format."""
-    with_alignment = any(b.alignment != 1 for b in problem.buffers)
+    starts, ends, sizes, alignments, fixed = problem.arrays()
+    with_alignment = bool((alignments != 1).any())
     header = list(REQUIRED) + (["alignment"] if with_alignment else [])
-    with_offset = solution is not None or any(b.offset is not None for b in problem.buffers)
+    with_offset = solution is not None or bool((fixed >= 0).any())
     if with_offset:
         header.append("offset")
-    with open(path, "w", newline="") as handle:
+    columns: list[list[object]] = [list(problem.ids), starts.tolist(), ends.tolist(), sizes.tolist()]
+    if with_alignment:
+        columns.append(alignments.tolist())
+    if with_offset:
+        if solution is not None:
+            columns.append(["" if (o := solution.offsets.get(bid)) is None else o for bid in problem.ids])
+        else:
+            columns.append(["" if o < 0 else o for o in fixed.tolist()])
+    with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(header)
-        for b in problem.buffers:
-            row: list[object] = [b.id, b.start, b.end, b.size]
-            if with_alignment:
-                row.append(b.alignment)
-            if with_offset:
-                offset = solution.offsets.get(b.id) if solution is not None else b.offset
-                row.append("" if offset is None else offset)
-            writer.writerow(row)
+        writer.writerows(zip(*columns, strict=True))

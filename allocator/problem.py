@@ -102,9 +102,10 @@ def buffer_error(bid: object, start: int, end: int, size: int, alignment: int = 
     return None
 
 
+@numba.njit(cache=True)
 def invalid_buffers(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, alignments: np.ndarray,
                     fixed: np.ndarray) -> np.ndarray:
-    """Per buffer, True when it breaks a rule of ``buffer_error``: the vectorised form of that check.
+    """Per buffer, True when it breaks a rule of ``buffer_error``: the compiled, whole-array form of that check.
 
     All arguments are int64 arrays of one length; ``fixed`` is -1 for a free buffer (any
     other negative value is an invalid fixed offset). Locate the first True and call
@@ -113,12 +114,15 @@ def invalid_buffers(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, ali
     >>> invalid_buffers(*(np.array(v) for v in ([0, 0], [2, 0], [4, 4], [1, 1], [-1, -1]))).tolist()
     [False, True]
     """
-    pinned = fixed != -1
-    bad = (starts < 0) | (ends <= starts) | (sizes <= 0) | (alignments < 1) | (pinned & (fixed < 0))
-    bad |= (starts > MAX_VALUE) | (ends > MAX_VALUE) | (sizes > MAX_VALUE) | (alignments > MAX_VALUE)
-    # fixed + size could wrap around int64: compare fixed with MAX_VALUE - size (size clipped, so that cannot wrap)
-    bad |= pinned & ((fixed > MAX_VALUE) | (fixed > MAX_VALUE - np.clip(sizes, 0, MAX_VALUE)))
-    bad |= pinned & (fixed % np.maximum(alignments, 1) != 0)
+    bad = np.zeros(len(starts), np.bool_)
+    for i in range(len(starts)):
+        start, end, size, alignment, offset = starts[i], ends[i], sizes[i], alignments[i], fixed[i]
+        wrong = start < 0 or end <= start or size <= 0 or alignment < 1 or end > MAX_VALUE or size > MAX_VALUE
+        wrong = wrong or alignment > MAX_VALUE
+        if offset != -1 and not wrong:
+            # offset + size could wrap around int64: compare offset with MAX_VALUE - size (size is in range here)
+            wrong = offset < 0 or offset > MAX_VALUE - size or offset % alignment != 0
+        bad[i] = wrong
     return bad
 
 
@@ -166,7 +170,17 @@ class Buffer:
         return self.start < other.end and other.start < self.end
 
 
-def _checked_capacity(capacity: object) -> int | None:
+def check_capacity(capacity: object) -> int | None:
+    """``capacity`` itself when it is None or a positive integer of at most ``MAX_VALUE``.
+
+    Raises ``InvalidProblemError`` otherwise.
+
+    >>> check_capacity(2**62)
+    Traceback (most recent call last):
+    ...
+    allocator.problem.InvalidProblemError: capacity 4611686018427387904 is beyond MAX_VALUE = 2**62 - 1, the largest \
+value the allocator handles
+    """
     if capacity is None:
         return None
     if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity <= 0:
@@ -300,9 +314,13 @@ in both time and address: no placement can exist
         self._ids = ids
         self._starts, self._ends, self._sizes, self._alignments, self._fixed = columns
         self._buffers = buffers
-        self._capacity = _checked_capacity(capacity)
+        self._capacity = check_capacity(capacity)
         n = len(ids)
-        if len(set(ids)) != n:
+        # Duplicates by their hashes first: sorting n int64 is several times faster than a set of n
+        # strings. Equal hashes only send us to the exact check, which decides.
+        hashes = np.fromiter(map(hash, ids), np.int64, n)
+        hashes.sort()
+        if n > 1 and bool((hashes[1:] == hashes[:-1]).any()):
             first: dict[BufferId, int] = {}
             for index, bid in enumerate(ids):
                 if bid in first:
@@ -412,7 +430,7 @@ in both time and address: no placement can exist
         other = Problem.__new__(Problem)
         for name in self.__slots__:
             object.__setattr__(other, name, getattr(self, name))
-        object.__setattr__(other, "_capacity", _checked_capacity(capacity))
+        object.__setattr__(other, "_capacity", check_capacity(capacity))
         other._check_pinned_fit()
         return other
 
@@ -420,13 +438,17 @@ in both time and address: no placement can exist
         """Buffers keyed by id."""
         return dict(zip(self._ids, self.buffers, strict=True))
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def arrays(self, copy: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The buffers as flat int64 arrays ``(starts, ends, sizes, alignments, fixed)`` in buffer
         order; ``fixed`` is -1 for a free buffer. The compiled methods work on these.
 
-        Each call returns fresh, writable copies, so a caller may reorder or change them
-        without touching the problem.
+        By default each call returns fresh, writable copies, so a caller may reorder or change
+        them without touching the problem. ``copy=False`` returns the problem's own arrays,
+        read-only (writing raises), for callers that only read them: no copy of 40 bytes per
+        buffer.
         """
+        if not copy:
+            return self._columns()
         return (self._starts.copy(), self._ends.copy(), self._sizes.copy(), self._alignments.copy(),
                 self._fixed.copy())
 

@@ -79,7 +79,7 @@ def validate(problem: Problem, solution: Solution) -> ValidationReport:
     if len(offsets) > n - values.count(missing):
         for extra in sorted(set(offsets).difference(ids), key=str):
             violations.append(Violation("unknown", (extra,), f"offset given for unknown buffer {extra!r}"))
-    starts, ends, sizes, alignments, fixed = problem.arrays()
+    starts, ends, sizes, alignments, fixed = problem.arrays(copy=False)
     if all(type(v) is int for v in values) and (not n or -MAX_VALUE <= min(values) and max(values) <= MAX_VALUE):
         placed = np.ones(n, bool)
         off = np.array(values, dtype=np.int64).reshape(n)
@@ -193,28 +193,50 @@ def lower_bound(problem: Problem) -> int:
     No placement can use less memory than this. Fixed buffers also bound the peak from below
     by their end address, so the result is the larger of the two.
 
-    Whole-array work: with the buffers sorted by start and by end and the sizes summed along
-    each order, the bytes live at a start time ``t`` are the sizes of the buffers started by
-    ``t`` minus those of the buffers ended by ``t`` (half-open lifetimes: a buffer ending at
-    ``t`` is gone). The maximum is reached at some start time. The sums stay in int64
-    because ``Problem`` bounds the sum of all sizes by ``MAX_VALUE``.
+    Whole-array work: the (time, size) pairs of the starts and of the ends are each sorted
+    by time, then one compiled merge walks both, removing what ends by ``t`` before adding
+    what starts at ``t`` (half-open lifetimes). The maximum is reached at some start time.
+    The sums stay in int64 because ``Problem`` bounds the sum of all sizes by ``MAX_VALUE``.
 
     >>> from allocator.problem import Buffer
     >>> lower_bound(Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 5), Buffer("c", 2, 4, 1)]))
     9
     """
-    starts, ends, sizes, _, fixed = problem.arrays()
+    starts, ends, sizes, _, fixed = problem.arrays(copy=False)
     if not len(starts):
         return 0
-    by_start = np.argsort(starts)
-    started_times = starts[by_start]
-    started_bytes = np.cumsum(sizes[by_start])
-    by_end = np.argsort(ends)
-    ended_times = ends[by_end]
-    ended_bytes = np.concatenate(([0], np.cumsum(sizes[by_end])))
-    started = started_bytes[np.searchsorted(started_times, started_times, side="right") - 1]
-    ended = ended_bytes[np.searchsorted(ended_times, started_times, side="right")]
-    best = int((started - ended).max())
+    size_bits = int(sizes.max()).bit_length()
+    packed = int(ends.max()).bit_length() + size_bits <= 63
+    started = _sorted_by_time(starts, sizes, size_bits, packed)
+    ended = _sorted_by_time(ends, sizes, size_bits, packed)
+    best = _max_live(*started, *ended)
     pinned = fixed >= 0
     fixed_top = int((fixed[pinned] + sizes[pinned]).max()) if pinned.any() else 0
-    return max(best, fixed_top)
+    return max(int(best), fixed_top)
+
+
+def _sorted_by_time(times: np.ndarray, sizes: np.ndarray, size_bits: int,
+                    packed: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(times, sizes)`` reordered by time. When both fit in 63 bits together, one sort of
+    ``time << size_bits | size`` does it, several times faster than an argsort and two gathers."""
+    if packed:
+        keys = np.sort((times << size_bits) | sizes)
+        return keys >> size_bits, keys & ((1 << size_bits) - 1)
+    order = np.argsort(times)
+    return times[order], sizes[order]
+
+
+@numba.njit(cache=True)
+def _max_live(start_times: np.ndarray, start_sizes: np.ndarray, end_times: np.ndarray,
+              end_sizes: np.ndarray) -> int:
+    """The most bytes live at once, from the starts and the ends each sorted by time."""
+    live = 0
+    best = 0
+    e = 0
+    for s in range(len(start_times)):
+        while e < len(end_times) and end_times[e] <= start_times[s]:
+            live -= end_sizes[e]
+            e += 1
+        live += start_sizes[s]
+        best = max(best, live)
+    return best

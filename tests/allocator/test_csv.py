@@ -1,36 +1,28 @@
 """CSV I/O in the MiniMalloc format: the benchmarks load, output round-trips, bad lines are named."""
 
-from pathlib import Path
-
 import pytest
 
 from allocator import Buffer, CSVFormatError, Problem, Solution, lower_bound, read_csv, solve, write_csv
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="shared/benchmarks not present")
-
 CHALLENGING_LOAD = {c: 1048576 for c in "ABCDEFGHIJK"} | {"C": 1039360, "D": 986112, "J": 989184}
 
 
-@needs_shared
 @pytest.mark.parametrize("name", sorted(CHALLENGING_LOAD))
-def test_challenging_suite_loads_with_its_known_load(name):
-    problem = read_csv(SHARED / "minimalloc" / "challenging" / f"{name}.1048576.csv", capacity=1048576)
+def test_challenging_suite_loads_with_its_known_load(benchmarks, name):
+    problem = read_csv(benchmarks / "minimalloc" / "challenging" / f"{name}.1048576.csv", capacity=1048576)
     assert 154 <= len(problem) <= 454
     assert lower_bound(problem) == CHALLENGING_LOAD[name]
 
 
-@needs_shared
-def test_idealloc_traces_load():
+def test_idealloc_traces_load(benchmarks):
     sizes = {"somas_tensors/resnet50": 1042, "somas_tensors/pangu_2.6B": 18692, "iopddl/G_1": 816,
              "iopddl/S_1": 28526}
     for name, n in sizes.items():
-        assert len(read_csv(SHARED / "idealloc" / f"{name}.csv")) == n
+        assert len(read_csv(benchmarks / "idealloc" / f"{name}.csv")) == n
 
 
-@needs_shared
-def test_paper_example_solves_at_capacity_12():
-    problem = read_csv(SHARED / "minimalloc" / "examples" / "input.12.csv", capacity=12)
+def test_paper_example_solves_at_capacity_12(benchmarks):
+    problem = read_csv(benchmarks / "minimalloc" / "examples" / "input.12.csv", capacity=12)
     assert [b.id for b in problem.buffers][:2] == ["b1", "b2"]
     assert lower_bound(problem) <= 12
 
@@ -70,7 +62,8 @@ def test_columns_in_any_order_and_blank_offsets(tmp_path):
         ("id,lower,upper,size\n0,5,5,4\n", r":2: column 'upper': buffer '0' has upper 5 <= lower 5"),
         ("id,lower,upper,size\n0,-1,5,4\n", r":2: column 'lower': buffer '0' starts at -1 < 0"),
         ("id,lower,upper,size\n0,0,2,4\n0,1,3,4\n", r":3: column 'id': '0' already defined on line 2"),
-        ("id,lower,upper,size,alignment,offset\n0,0,2,4,4,2\n", r":2: buffer '0': fixed offset 2 is not a multiple"),
+        ("id,lower,upper,size,alignment,offset\n0,0,2,4,4,2\n",
+         r":2: column 'offset': buffer '0': fixed offset 2 is not a multiple of alignment 4"),
     ],
 )
 def test_malformed_csv_names_file_line_and_column(tmp_path, text, message):
