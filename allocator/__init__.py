@@ -7,11 +7,14 @@ Public surface::
 
 Every method is registered by name in ``METHODS``; ``solve`` checks its input, runs the
 method and validates the output with the independent ``validate`` before returning it.
+Every number a problem holds lies within ``MAX_VALUE`` (2**62 - 1, see
+``allocator.problem``); ``Problem`` refuses anything else, naming the buffer.
 """
 
 from allocator.anytime import MinimizeResult, minimize
 from allocator.csv_io import CSVFormatError, read_csv, write_csv
 from allocator.problem import (
+    MAX_VALUE,
     AllocationResult,
     Buffer,
     InvalidProblemError,
@@ -23,8 +26,7 @@ from allocator.registry import METHODS, register, solve
 from allocator.validate import InvalidSolutionError, ValidationReport, Violation, check, lower_bound, validate
 
 __all__ = [
-    "AllocationResult", "Buffer", "CSVFormatError", "InvalidProblemError", "InvalidSolutionError", "METHODS",
-    "MinimizeResult", "minimize",
-    "Problem", "Solution", "UnknownMethodError", "ValidationReport", "Violation", "check", "lower_bound",
-    "read_csv", "register", "solve", "validate", "write_csv",
+    "MAX_VALUE", "AllocationResult", "Buffer", "CSVFormatError", "InvalidProblemError", "InvalidSolutionError",
+    "METHODS", "MinimizeResult", "minimize", "Problem", "Solution", "UnknownMethodError", "ValidationReport",
+    "Violation", "check", "lower_bound", "read_csv", "register", "solve", "validate", "write_csv",
 ]

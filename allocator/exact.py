@@ -33,8 +33,23 @@ Two modes, chosen by ``problem.capacity``:
   ``"timeout"`` when none was found in time.
 
 ``reason`` names the solver's own status (``"CP-SAT OPTIMAL: ..."``, ``"MIP SCIP
-FEASIBLE: ..."``). Pinned buffers that overlap both in time and in address are reported
-``"infeasible"`` before any model is built.
+FEASIBLE: ..."``). Pinned buffers that overlap both in time and in address never get here:
+``Problem`` refuses them as bad input.
+
+Number ranges. ``Problem`` keeps every value within ``MAX_VALUE = 2**62 - 1``, but each
+solver has tighter limits, checked before a model is built (``InvalidProblemError``, one
+line naming the value and the limit):
+
+* CP-SAT refuses a model (MODEL_INVALID) when a variable's domain leaves +-(2**63 - 1) // 2,
+  when the domains of all variables (their widths) sum to 2**63 - 1 or more, when any linear
+  expression (an interval's start + size + end included) can reach beyond (2**63 - 1) // 2,
+  or when the areas of the NoOverlap2D rectangles sum beyond 2**63 - 1. In units of the gcd,
+  with the address range cut to the stacking horizon (no placement needs more) and, when
+  the raw times are too large, the times renumbered by rank (only their order matters),
+  ``cpsat`` checks these sums exactly and refuses only what CP-SAT would.
+* ``mip`` goes through doubles, which hold integers exactly only up to 2**53; its big-M
+  constraints sum up to twice the big-M bound, so it refuses a bound (the capacity, or the
+  greedy peak when minimising) above 2**52 units.
 
 Both models work in units of the gcd of all sizes, alignments and fixed offsets, which is
 exact: pushing every free buffer down as far as it goes (lowest original offset first)
@@ -46,8 +61,10 @@ products further from the solver's tolerances.
 from __future__ import annotations
 
 import math
+import operator
 import time
 
+import numpy as np
 from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
@@ -62,6 +79,9 @@ MIP_BACKENDS = ("SCIP", "HIGHS", "CBC", "SAT")
 #: ``mip`` declines ("failed", with the count) above this many time-overlapping pairs: building
 #: the pairwise model is Python work that no time limit interrupts (pangu has 12 million pairs)
 MIP_MAX_PAIRS = 2_000_000
+#: ``mip`` refuses a big-M bound (capacity or greedy peak, in units) above this: its constraints'
+#: activities reach about twice the bound, and doubles hold integers exactly only up to 2**53
+MIP_MAX_BIG_M = 2**52
 #: backends given the greedy hint: OR-Tools 9.15 crashes on SetHint with HiGHS, CBC ignores it
 _HINTED_BACKENDS = frozenset({"SCIP", "SAT"})
 #: how far a MIP value may be from an integer before it counts as numerical trouble
@@ -83,9 +103,9 @@ _MIP_STATUS_NAMES = {
 
 def _unit(problem: Problem) -> int:
     """The gcd of every size, alignment and fixed offset: all offsets and peaks can be taken as multiples of it."""
-    values = [b.size for b in problem.buffers] + [b.alignment for b in problem.buffers]
-    values += [b.offset for b in problem.buffers if b.offset]
-    return math.gcd(*values) if values else 1
+    _, _, sizes, alignments, fixed = problem.arrays(copy=False)
+    values = np.concatenate([sizes, alignments, fixed[fixed > 0]])
+    return int(np.gcd.reduce(values)) if len(values) else 1
 
 
 def _time_overlapping_pairs(buffers: tuple[Buffer, ...]) -> list[tuple[int, int]]:
@@ -106,18 +126,6 @@ def _time_overlapping_pairs(buffers: tuple[Buffer, ...]) -> list[tuple[int, int]
     return pairs
 
 
-def _pinned_clash(problem: Problem) -> str | None:
-    """A message naming two fixed buffers that share both a timestep and a byte, or None."""
-    pinned = tuple(b for b in problem.buffers if b.offset is not None)
-    for i, j in _time_overlapping_pairs(pinned):
-        a, b = pinned[i], pinned[j]
-        assert a.offset is not None and b.offset is not None
-        if a.offset < b.offset + b.size and b.offset < a.offset + a.size:
-            return (f"fixed buffers {a.id!r} [{a.offset}, {a.offset + a.size}) and {b.id!r} "
-                    f"[{b.offset}, {b.offset + b.size}) overlap while both are live")
-    return None
-
-
 def _oversized(problem: Problem) -> str | None:
     """A message naming a buffer larger than the capacity, or None (``solve`` catches this by LOAD first)."""
     for b in problem.buffers:
@@ -134,9 +142,16 @@ def _greedy(problem: Problem) -> dict[str, int]:
 
 
 def _horizon(problem: Problem, unit: int) -> int:
-    """An upper bound on the optimal peak (in units): every free buffer stacked, aligned, above the pinned ones."""
-    top = max((b.offset + b.size for b in problem.buffers if b.offset is not None), default=0) // unit
-    return top + sum((b.size + b.alignment - unit) // unit for b in problem.buffers if b.offset is None)
+    """An upper bound on the optimal peak (in units): every free buffer stacked, aligned, above the pinned ones.
+
+    At most ``MAX_VALUE`` (``Problem`` bounds this stacking sum), and a placement with this
+    peak always exists, so no model needs a larger address range.
+    """
+    _, _, sizes, alignments, fixed = problem.arrays(copy=False)
+    pinned = fixed >= 0
+    top = int((fixed[pinned] + sizes[pinned]).max()) // unit if pinned.any() else 0
+    free = ~pinned
+    return top + sum(((sizes[free] + alignments[free] - unit) // unit).tolist())
 
 
 def _seconds_left(deadline: float | None) -> float | None:
@@ -157,11 +172,72 @@ def _empty_output(problem: Problem) -> MethodOutput:
 
 # --- CP-SAT ---------------------------------------------------------------------------------
 
+#: CP-SAT's bound on a variable's domain and on any linear expression: (2**63 - 1) // 2
+CPSAT_MAX_VALUE = (2**63 - 1) // 2
+#: CP-SAT's bound (exclusive) on the sum of all variable domains and of the NoOverlap2D areas
+CPSAT_MAX_SUM = 2**63 - 1
+
+
+def _cpsat_times(problem: Problem, unit: int) -> tuple[list[int], list[int]]:
+    """The buffers' start and end times for the model: raw, or ranks when the raw ones break a CP-SAT limit.
+
+    Only the order of the times matters to NoOverlap2D and the cumulative, so ranks give
+    the same problem. They are used only when needed (a fixed interval's start + size + end
+    beyond ``CPSAT_MAX_VALUE``, or the rectangles' areas summing past ``CPSAT_MAX_SUM``), so
+    that ordinary instances keep the model they always had.
+    """
+    starts, ends, sizes, _, _ = problem.arrays(copy=False)
+    area = sum(map(operator.mul, (ends - starts).tolist(), (sizes // unit).tolist()))
+    if 2 * int(ends.max()) <= CPSAT_MAX_VALUE and area < CPSAT_MAX_SUM:
+        return starts.tolist(), ends.tolist()
+    times = np.unique(np.concatenate([starts, ends]))
+    return np.searchsorted(times, starts).tolist(), np.searchsorted(times, ends).tolist()
+
+
+def _check_cpsat_limits(problem: Problem, unit: int, top: int, minimising: bool, time_starts: list[int],
+                        time_ends: list[int]) -> None:
+    """Raise ``InvalidProblemError`` when the model ``cpsat`` would build breaks one of CP-SAT's limits.
+
+    Mirrors CP-SAT's model validator for the variables and constraints ``cpsat`` creates
+    (all in units): ``k_i`` in ``[0, (top - size_i) // alignment_i]`` per free buffer and
+    the peak in ``[LOAD, top]``; an address interval ``alignment * k + [0, size)`` counts
+    ``alignment * k_max + 2 * size`` (CP-SAT adds its start, size and end); a pinned one
+    ``2 * (offset + size)``; the rectangles' areas are lifetime x size.
+    """
+    _, _, sizes, alignments, fixed = problem.arrays(copy=False)
+    ids = problem.ids
+    why = "too large for CP-SAT (use greedy-by-size, best-fit, minimalloc or telamalloc)"
+    domains = top if minimising else 0
+    for i, (size, alignment, offset) in enumerate(zip((sizes // unit).tolist(), (alignments // unit).tolist(),
+                                                      fixed.tolist(), strict=True)):
+        if offset >= 0:
+            reach = 2 * (offset // unit + size)
+        else:
+            k_max = (top - size) // alignment
+            domains += k_max
+            reach = alignment * k_max + 2 * size
+        if reach > CPSAT_MAX_VALUE:
+            raise InvalidProblemError(
+                f"cpsat: buffer {ids[i]!r}: its address interval (start + size + end) reaches {reach * unit} B, beyond "
+                f"CP-SAT's limit of (2**63 - 1) // 2 = {CPSAT_MAX_VALUE} (in units of {unit} B) on any linear "
+                f"expression: {why}")
+    if domains >= CPSAT_MAX_SUM:
+        raise InvalidProblemError(
+            f"cpsat: the offset domains of the {len(ids)} buffers (each up to {top * unit} B) sum to "
+            f"{domains} units of {unit} B, beyond CP-SAT's limit of 2**63 - 1 on the sum of all variable domains: "
+            f"{why}")
+    area = sum(map(operator.mul, map(operator.sub, time_ends, time_starts), (sizes // unit).tolist()))
+    if area >= CPSAT_MAX_SUM:
+        raise InvalidProblemError(
+            f"cpsat: the buffers' areas (lifetime x size, times by rank) sum to {area}, beyond CP-SAT's limit of "
+            f"2**63 - 1 on the NoOverlap2D areas: {why}")
+
+
 
 @register("cpsat", "CP-SAT on the NoOverlap2D model with a redundant cumulative: feasibility under the capacity, "
           "or the minimal peak without one")
 def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, hint: bool = True,
-          seed: int = 0) -> MethodOutput:
+          seed: int = 0, deterministic_time: float | None = None) -> MethodOutput:
     """Place ``problem`` with CP-SAT (see the module docstring for the model and the modes).
 
     Parameters
@@ -174,11 +250,18 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
     hint : start from the greedy-by-size placement (the offsets that fit the capacity);
         when minimising, its peak is also the peak's upper bound.
     seed : CP-SAT ``random_seed``.
+    deterministic_time : CP-SAT ``max_deterministic_time``: a limit in CP-SAT's own work
+        units, which does not depend on the machine's speed or load. With one worker the
+        outcome under this limit is reproducible (tests use it instead of wall seconds).
 
     Returns a ``MethodOutput`` whose ``stats`` hold ``"optimal"`` (1.0 when the peak is
     proven minimal, or, with a capacity, when CP-SAT reports OPTIMAL: it does so for any
     placement of a model without objective), ``"conflicts"``, ``"branches"``,
-    ``"wall_time"`` (seconds) and, when minimising, ``"bound"`` (bytes, >= LOAD).
+    ``"wall_time"`` (seconds), ``"deterministic_time"`` and, when minimising, ``"bound"``
+    (bytes, >= LOAD).
+
+    Raises ``InvalidProblemError`` when the numbers are too large for CP-SAT (see the
+    module docstring), naming the buffer or sum at fault.
 
     >>> from allocator.problem import Buffer
     >>> out = cpsat(Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4), Buffer("c", 2, 4, 4)]))
@@ -189,30 +272,40 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
         raise InvalidProblemError(f"cpsat: workers must be a positive integer, got {workers!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise InvalidProblemError(f"cpsat: seed must be an integer, got {seed!r}")
+    if deterministic_time is not None and not (isinstance(deterministic_time, int | float)
+                                               and math.isfinite(deterministic_time) and deterministic_time > 0):
+        raise InvalidProblemError(f"cpsat: deterministic_time must be a positive number, got {deterministic_time!r}")
     if not problem.buffers:
         return _empty_output(problem)
-    trouble = _oversized(problem) or _pinned_clash(problem)
+    trouble = _oversized(problem)
     if trouble:
         return MethodOutput("infeasible", None, trouble)
     minimising = problem.capacity is None
     unit = _unit(problem)
     load = lower_bound(problem)
+    horizon = _horizon(problem, unit)
     start_offsets = _greedy(problem) if hint else None
+
+    if problem.capacity is not None:
+        top = min(problem.capacity // unit, horizon)
+    elif start_offsets is not None:
+        top = min(Solution(start_offsets).peak(problem) // unit, horizon)
+    else:
+        top = horizon
+    time_starts, time_ends = _cpsat_times(problem, unit)
+    _check_cpsat_limits(problem, unit, top, minimising, time_starts, time_ends)
 
     model = cp_model.CpModel()
     peak: cp_model.IntVar | None = None
-    if problem.capacity is not None:
-        top = problem.capacity // unit
-    else:
-        top = Solution(start_offsets).peak(problem) // unit if start_offsets is not None else _horizon(problem, unit)
+    if minimising:
         peak = model.new_int_var(-(-load // unit), top, "peak")
-        if start_offsets is not None:
-            model.add_hint(peak, top)
+        if start_offsets is not None and Solution(start_offsets).peak(problem) <= top * unit:
+            model.add_hint(peak, Solution(start_offsets).peak(problem) // unit)
     times, addresses, demands = [], [], []
     ks: dict[int, cp_model.IntVar] = {}
     for i, b in enumerate(problem.buffers):
         size, align = b.size // unit, b.alignment // unit
-        times.append(model.new_fixed_size_interval_var(b.start, b.lifetime, f"time_{i}"))
+        times.append(model.new_fixed_size_interval_var(time_starts[i], time_ends[i] - time_starts[i], f"time_{i}"))
         if b.offset is not None:
             low: cp_model.LinearExprT = b.offset // unit
             addresses.append(model.new_fixed_size_interval_var(b.offset // unit, size, f"address_{i}"))
@@ -233,6 +326,8 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
+    if deterministic_time is not None:
+        solver.parameters.max_deterministic_time = float(deterministic_time)
     left = _seconds_left(deadline)
     if left is not None:
         if left <= 0:
@@ -242,7 +337,8 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
     status = solver.solve(model)
     name = solver.status_name(status)
     stats = {"conflicts": float(solver.num_conflicts), "branches": float(solver.num_branches),
-             "wall_time": float(solver.wall_time), "optimal": 0.0}
+             "wall_time": float(solver.wall_time), "deterministic_time": float(solver.deterministic_time),
+             "optimal": 0.0}
     if status == cp_model.MODEL_INVALID:
         raise RuntimeError(f"cpsat built an invalid CP-SAT model: {model.validate()}")
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -308,7 +404,7 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     if not problem.buffers:
         return _empty_output(problem)
     bufs = problem.buffers
-    trouble = _oversized(problem) or _pinned_clash(problem)
+    trouble = _oversized(problem)
     if trouble:
         return MethodOutput("infeasible", None, trouble)
     starts, ends, _, _, _ = problem.arrays()
@@ -322,6 +418,14 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     greedy = _greedy(problem) if minimising or hint else None
     pairs = _time_overlapping_pairs(bufs)  # quadratic in the buffers live together: TelaMalloc §3.2
     big_m = problem.capacity // unit if problem.capacity is not None else Solution(greedy or {}).peak(problem) // unit
+    if big_m > MIP_MAX_BIG_M:
+        largest = int(np.argmax(problem.arrays(copy=False)[2]))
+        what = (f"capacity {problem.capacity} B" if problem.capacity is not None
+                else f"greedy-by-size peak {big_m * unit} B (the big-M bound when minimising)")
+        raise InvalidProblemError(
+            f"mip: the {what} exceeds 2**52 units of {unit} B (largest buffer {bufs[largest].id!r}, "
+            f"{bufs[largest].size} B): the big-M constraints sum to about twice it, and doubles hold integers "
+            "exactly only up to 2**53 (use cpsat)")
 
     # Offsets in units: a constant for a fixed buffer, alignment * k for a free one.
     ks: dict[int, pywraplp.Variable] = {}
@@ -338,7 +442,7 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
             return MethodOutput("timeout", None, f"MIP {chosen}: time limit reached while building the model "
                                 f"({count:,} of {len(pairs):,} pairs)", {"optimal": 0.0})
         if bufs[i].offset is not None and bufs[j].offset is not None:
-            continue  # both pinned: _pinned_clash has checked them
+            continue  # both pinned: Problem has checked that they do not clash
         z = below[i, j] = solver.BoolVar(f"z_{i}_{j}")
         solver.Add(lows[i] + bufs[i].size // unit <= lows[j] + big_m * (1 - z))
         solver.Add(lows[j] + bufs[j].size // unit <= lows[i] + big_m * z)
