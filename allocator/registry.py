@@ -4,7 +4,9 @@ A method is a plain function ``method(problem, deadline, **options) -> MethodOut
 ``register`` adds it under a name. ``solve`` owns the shared contract so a method only
 implements placement: it rejects unknown methods and options, proves the trivial
 infeasibility (LOAD above the capacity) once for all methods, times the run, and validates
-every returned placement with the independent validator before handing it back.
+every returned placement with the independent validator before handing it back. Malformed
+input never reaches a method: ``Problem`` refuses it when it is built (values beyond
+``MAX_VALUE``, duplicate ids, pinned buffers that clash, ...).
 """
 
 from __future__ import annotations
@@ -71,8 +73,13 @@ def solve(problem: Problem, method: str = "greedy-by-size", timeout: float | Non
     options : passed to the method (e.g. ``seed``); unknown options raise.
 
     Raises ``UnknownMethodError`` for an unknown method, ``InvalidProblemError`` for a bad
-    timeout, and ``InvalidSolutionError`` if a method returns a placement that breaks a
-    constraint (a bug in that method, never hidden).
+    timeout (or input a method cannot represent, e.g. ``mip`` beyond 2**52 units), and
+    ``InvalidSolutionError`` if a method returns a placement that breaks a constraint (a bug
+    in that method, never hidden).
+
+    The result's ``stats["lower_bound"]`` is LOAD (``validate.lower_bound``), computed once
+    here for every status: a caller that wants LOAD reads it there instead of computing it
+    again.
 
     >>> from allocator.problem import Buffer
     >>> p = Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4)], capacity=8)
@@ -81,6 +88,8 @@ def solve(problem: Problem, method: str = "greedy-by-size", timeout: float | Non
     ('solved', 8, [0, 4])
     >>> solve(p.with_capacity(7)).reason
     'LOAD 8 exceeds capacity 7'
+    >>> r.stats["lower_bound"]
+    8
     """
     if method not in METHODS:
         raise UnknownMethodError(f"unknown allocator method {method!r}; known: {', '.join(sorted(METHODS))}")
