@@ -31,11 +31,12 @@ import numpy as np
 #: may hold: 2**62 - 1. Two reasons fix it. The compiled kernels compute in int64, and adding
 #: two values of at most 2**62 - 1 (an offset and a size, a running sum and a size) stays below
 #: 2**63, so one addition can never overflow. CP-SAT requires every variable's domain to lie
-#: within +-(2**63 - 1) // 2, which is exactly this value. ``Problem`` also bounds the sum
-#: that any stacking of the buffers reaches: the highest pinned end plus, over every buffer,
-#: its size plus ``alignment - 1`` (the most padding aligning it can add) is at most
-#: ``MAX_VALUE``. So any placement that puts each buffer at the lowest aligned offset above
-#: the buffers it meets, and so any peak a method reports, is at most ``MAX_VALUE`` too.
+#: within +-(2**63 - 1) // 2, which is exactly this value. ``Problem`` also bounds two sums,
+#: each at most ``MAX_VALUE``: over all buffers, size plus ``alignment - 1`` (the most padding
+#: aligning a buffer can add); and the highest pinned end plus that same sum over the free
+#: buffers. So stacking every buffer, or every free buffer above the pinned ones, stays in
+#: range: any placement that puts each buffer at the lowest aligned offset above the buffers
+#: it meets, and so any peak such a method reports, is at most ``MAX_VALUE`` too.
 MAX_VALUE = 2**62 - 1
 
 
@@ -221,9 +222,10 @@ class Problem:
       most ``MAX_VALUE``;
     * ids are unique;
     * a pinned (fixed-offset) buffer lies inside the capacity;
-    * the stacking sum is in range: the highest pinned end plus the running sum of ``size +
-      alignment - 1`` over the buffers, in order, stays at most ``MAX_VALUE`` (the error
-      names the buffer at which it passes);
+    * the stacking sums are in range (see ``MAX_VALUE``): the running sum of ``size +
+      alignment - 1`` over the buffers in order, and the highest pinned end plus the same
+      running sum over the free buffers, stay at most ``MAX_VALUE`` (the error names the
+      buffer at which a sum passes it);
     * no two pinned buffers overlap both in time and in address. That is bad input, not a
       verdict of any method: no placement can exist. It is checked here, once for every
       method, by a sweep over the pinned buffers only (O(p log p) for p pinned buffers).
@@ -355,22 +357,30 @@ in both time and address: no placement can exist
                 f"{self._capacity}", (at,))
 
     def _check_stacking_sum(self) -> None:
-        """The highest pinned end plus the running sum of ``size + alignment - 1`` stays within ``MAX_VALUE``."""
+        """Both stacking sums of ``MAX_VALUE``'s comment stay within it; raise naming the buffer where one passes."""
         n = len(self._ids)
         if not n:
             return
         padded = self._sizes + (self._alignments - 1)  # each term < 2**63: both parts are at most MAX_VALUE
         if self._pinned_top + int(padded.max()) * n <= MAX_VALUE:
-            return  # even n copies of the largest term fit: no running sum can pass the limit
-        totals = accumulate(padded.tolist(), initial=self._pinned_top)  # exact Python integers
-        next(totals)
-        for index, total in enumerate(totals):
+            return  # even n copies of the largest term fit: neither running sum can pass the limit
+        terms = padded.tolist()
+        free = (self._fixed < 0).tolist()
+        every = accumulate(terms)  # exact Python integers
+        above = accumulate((term if is_free else 0 for term, is_free in zip(terms, free, strict=True)),
+                           initial=self._pinned_top)
+        next(above)
+        for index, (total, stacked) in enumerate(zip(every, above, strict=True)):
             if total > MAX_VALUE:
-                above = f" above the highest pinned end {self._pinned_top}" if self._pinned_top else ""
                 raise InvalidProblemError(
                     f"buffer {self._ids[index]!r}: the sizes plus alignment padding of the buffers up to this one "
-                    f"sum to {total}{above}, beyond MAX_VALUE = 2**62 - 1: stacking them would overflow the "
-                    "allocator's int64 arithmetic", (index,))
+                    f"sum to {total}, beyond MAX_VALUE = 2**62 - 1: stacking them would overflow the allocator's "
+                    "int64 arithmetic", (index,))
+            if stacked > MAX_VALUE:
+                raise InvalidProblemError(
+                    f"buffer {self._ids[index]!r}: stacked above the highest pinned end {self._pinned_top}, the free "
+                    f"buffers' sizes plus alignment padding up to this one reach {stacked}, beyond MAX_VALUE = "
+                    "2**62 - 1: stacking them would overflow the allocator's int64 arithmetic", (index,))
 
     # --- the public surface -----------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from allocator import (
@@ -64,7 +64,6 @@ def _verdict(problem: Problem, method: str, **options) -> str:
     return result.status
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problem=small_problems(max_buffers=10))
 def test_cpsat_mip_and_minimalloc_agree_on_feasibility(problem):
     expected = _verdict(problem, "minimalloc")
@@ -73,7 +72,6 @@ def test_cpsat_mip_and_minimalloc_agree_on_feasibility(problem):
         assert _verdict(problem, "mip", backend="SCIP") == expected
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problem=small_problems(max_buffers=8))
 def test_cpsat_and_mip_reach_the_same_proven_minimal_peak(problem):
     free = problem.with_capacity(None)

@@ -1,7 +1,7 @@
 """The validator catches every kind of violation and names the buffers involved."""
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from allocator import Buffer, InvalidProblemError, Problem, Solution, lower_bound, validate
@@ -84,7 +84,6 @@ buffers = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
 @given(buffers)
 def test_validator_agrees_with_a_byte_by_byte_check(items):
     problem = Problem([Buffer(str(i), s, s + d, size) for i, (s, d, size, _) in enumerate(items)], capacity=16)
@@ -103,3 +102,47 @@ def test_validator_agrees_with_a_byte_by_byte_check(items):
     assert ("capacity" in kinds(report)) == out_of_bounds
     live = max(sum(b.size for b in problem.buffers if b.start <= t < b.end) for t in range(12))
     assert lower_bound(problem) == live
+
+
+def test_offsets_beyond_the_allocators_range_are_reported_not_overflowed():
+    p = Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4)])
+    report = validate(p, Solution({"a": 0, "b": 2**70}))
+    assert kinds(report) == ["range"] and "'b'" in str(report)
+    assert kinds(validate(p, Solution({"a": 0, "b": 4.0}))) == ["missing"]  # a float is not an offset
+
+
+def test_every_overlapping_pair_is_listed_once():
+    n = 30
+    p = Problem([Buffer(f"b{i}", 0, 5, 2) for i in range(n)])
+    report = validate(p, Solution({f"b{i}": i for i in range(n)}))  # each meets the next one
+    assert kinds(report) == ["overlap"] * (n - 1)
+    assert {v.buffers for v in report.violations} == {(f"b{i}", f"b{i + 1}") for i in range(n - 1)}
+    stacked = validate(p, Solution({f"b{i}": 0 for i in range(n)}))  # all at one offset: every pair
+    assert len(stacked.violations) == n * (n - 1) // 2
+
+
+rectangles = st.lists(st.tuples(st.integers(0, 30), st.integers(1, 6), st.integers(1, 9), st.integers(0, 40)),
+                      min_size=1, max_size=40)
+
+
+@given(rectangles)
+def test_validator_agrees_with_a_pairwise_check_on_larger_sets(items):
+    problem = Problem([Buffer(str(i), s, s + d, size) for i, (s, d, size, _) in enumerate(items)])
+    offsets = {str(i): off for i, (_, _, _, off) in enumerate(items)}
+    expected = set()
+    for i, a in enumerate(problem.buffers):
+        for b in problem.buffers[i + 1:]:
+            oa, ob = offsets[a.id], offsets[b.id]
+            if a.overlaps_in_time(b) and oa < ob + b.size and ob < oa + a.size:
+                expected.add(frozenset((a.id, b.id)))
+    report = validate(problem, Solution(offsets))
+    assert {frozenset(v.buffers) for v in report.violations} == expected
+    assert len(report.violations) == len(expected)
+
+
+@pytest.mark.parametrize("scale", [1, 2**40])  # times that pack with the sizes into one sort key, and that do not
+def test_lower_bound_matches_a_step_by_step_count(scale):
+    items = [(0, 3, 5), (1, 2, 7), (2, 6, 1), (2, 4, 2**20), (5, 9, 3), (6, 7, 4)]
+    problem = Problem([Buffer(str(i), s * scale, e * scale, size) for i, (s, e, size) in enumerate(items)])
+    live = max(sum(size for s, e, size in items if s <= t < e) for t in range(10))
+    assert lower_bound(problem) == live == 2**20 + 5 + 1  # steps 2..3: the 5, the 1 and the 2**20 buffers
