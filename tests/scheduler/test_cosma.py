@@ -47,7 +47,7 @@ def cp_sat(monkeypatch: pytest.MonkeyPatch) -> SolveLog:
     log = SolveLog()
 
     class Recording(cp_model.CpSolver):
-        def solve(self, model, *args, **kwargs):  # type: ignore[no-untyped-def]
+        def solve(self, model, *args, **kwargs):
             params = self.parameters
             params.max_deterministic_time = min(params.max_deterministic_time, log.cap)
             code = super().solve(model, *args, **kwargs)
