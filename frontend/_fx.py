@@ -3,10 +3,29 @@
 Private: ``frontend.trace.trace`` imports this module when it runs, so ``import frontend``
 stays free of torch. The policy (what is an operator, a weight, an alias) is documented in
 ``frontend.trace``; this module implements it.
+
+Fake tensors
+------------
+Only shapes and dtypes are ever needed, so no example value is computed for real: the
+shape-specialising tracer and the shape propagation run every operator under a
+``torch._subclasses.FakeTensorMode`` (``allow_non_fake_inputs=True``, so the model's real
+parameters are wrapped on the fly). A fake tensor has a shape, a dtype and a device but no
+storage, so memory and time do not grow with the input size (resnet18 at 1x3x10000x10000 traces
+like at 224x224), and the model itself may live on the ``meta`` device (the zoo builds it there,
+skipping weight initialisation). Fake kernels raise the same errors as real ones (a wrong input
+rank gives the model's own ``RuntimeError``), which meta kernels alone do not.
+
+Fallback, per model and only when needed: an operator whose output *shape* depends on tensor
+data (``nonzero``, boolean-mask indexing, ``unique``, ``.item()``, ``.tolist()``) has no fake
+result. If shape propagation, or a value the shape-specialising tracer needed, hits one, the step
+is redone on the real example inputs (as before fake tensors; memory grows with the input again).
+That needs real tensors: with meta inputs or weights it is a ``TraceError`` instead. No model of
+``frontend.list_models()`` needs the fallback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import operator
 import traceback
@@ -18,8 +37,13 @@ import networkx as nx
 import torch
 import torch.fx
 import torch.nn.functional as F
-from torch.fx.node import Node, _get_qualified_name, map_arg
-from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+)
+from torch.fx.node import Node, _get_qualified_name, map_aggregate, map_arg
+from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
 
 from frontend import cost
 from frontend.graph import add_operator, add_tensor, check_graph, dtype_bytes, new_graph
@@ -51,6 +75,9 @@ class _Tracer(torch.fx.Tracer):
 
 
 _UNKNOWN = object()  # value the shape-specialising tracer could not compute
+
+#: what fake kernels raise for an operator whose result depends on tensor data
+_DATA_DEPENDENT = (DataDependentOutputException, DynamicOutputShapeException)
 
 #: tensor methods / attributes / functions that read only metadata, never data
 _METADATA_METHODS = frozenset({
@@ -106,12 +133,17 @@ class _ShapeTracer(_Tracer):
     they fail exactly as under plain symbolic tracing.
     """
 
-    def __init__(self, leaf_modules: tuple[type, ...], inputs: Mapping[str, Any]) -> None:
+    def __init__(self, leaf_modules: tuple[type, ...], inputs: Mapping[str, Any],
+                 mode: FakeTensorMode | None = None) -> None:
         super().__init__(leaf_modules)
         self._inputs = dict(inputs)
+        self._mode = mode  # evaluate under this fake mode (``inputs`` are its fakes); None: real
         self._values: dict[Node, Any] = {}
         self._static: dict[Node, bool] = {}
         self._evaluating = False
+        #: a value could not be computed because its shape or value depends on tensor data
+        #: (only ever under a fake mode; a rerun on real inputs may then resolve it)
+        self.needed_data = False
 
     def proxy(self, node: Node) -> torch.fx.Proxy:
         return _ValueProxy(node, self)
@@ -149,7 +181,7 @@ class _ShapeTracer(_Tracer):
             return _UNKNOWN
         previous, self._evaluating = self._evaluating, True  # the real call must bypass the tracer's hooks
         try:
-            with torch.no_grad():
+            with torch.no_grad(), (self._mode if self._mode is not None else contextlib.nullcontext()):
                 if node.op == "call_function":
                     return node.target(*args, **kwargs)  # type: ignore[operator]
                 if node.op == "call_method":
@@ -157,6 +189,9 @@ class _ShapeTracer(_Tracer):
                     return getattr(self_arg, str(node.target))(*rest, **kwargs)
                 if node.op == "call_module":
                     return self.root.get_submodule(str(node.target))(*args, **kwargs)
+        except _DATA_DEPENDENT:
+            self.needed_data = True
+            return _UNKNOWN
         except Exception:
             return _UNKNOWN
         finally:
@@ -259,30 +294,193 @@ def _where(exc: BaseException) -> str:
     return ""
 
 
+def _message(exc: BaseException) -> str:
+    """``Type: message`` of ``exc`` on one line: the message's first paragraph, its lines joined.
+
+    Torch's messages put the summary first and details (hints, lists of backends) after a blank
+    line; the summary is what names the problem.
+    """
+    paragraph: list[str] = []
+    for line in str(exc).splitlines():
+        if line.strip():
+            paragraph.append(line.strip())
+        elif paragraph:
+            break
+    return f"{type(exc).__name__}: {' '.join(paragraph)}" if paragraph else type(exc).__name__
+
+
 def _reason(exc: BaseException) -> str:
     where = _where(exc)
-    return f"{type(exc).__name__}: {exc}" + (f" (at {where})" if where else "")
+    return _message(exc) + (f" (at {where})" if where else "")
+
+
+def _describe_inputs(inputs: Sequence[Any]) -> str:
+    """``example inputs of shape (1, 3, 224)``: the shapes (type names for non-tensors) of ``inputs``."""
+    shapes = [str(tuple(int(d) for d in x.shape)) if isinstance(x, torch.Tensor) else type(x).__name__
+              for x in inputs]
+    return f"example inputs of shape{'s' if len(shapes) > 1 else ''} {', '.join(shapes) or '()'}"
+
+
+def _fakes(mode: FakeTensorMode, values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` with every tensor replaced by a fake of it under ``mode`` (same shape, dtype, device)."""
+    return {k: mode.from_tensor(v) if isinstance(v, torch.Tensor) else v for k, v in values.items()}
+
+
+@contextlib.contextmanager
+def _quiet_fake_tensors() -> Iterator[None]:
+    """Silence ``torch._subclasses.fake_tensor``'s log while tracing.
+
+    When a fake kernel raises (an input of the wrong shape), FakeTensorMode logs the error with a
+    full traceback at ERROR level before re-raising it; ``trace`` reports that same error as one
+    ``TraceError`` line, so the log would only print a traceback on the user's terminal.
+    """
+    import logging
+
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    previous, logger.disabled = logger.disabled, True
+    try:
+        yield
+    finally:
+        logger.disabled = previous
+
+
+def _new_fake_mode() -> FakeTensorMode:
+    # allow_non_fake_inputs: the model's own (real or meta) parameters are wrapped as they are read
+    return FakeTensorMode(allow_non_fake_inputs=True)
+
+
+def _has_real_tensors(model: torch.nn.Module, inputs: Sequence[Any]) -> bool:
+    """Are ``model``'s parameters and buffers and the example inputs real (none on ``meta``)?"""
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    return not any(t.is_meta for t in [*tensors, *model.parameters(), *model.buffers()])
 
 
 def symbolic_trace(model: torch.nn.Module, inputs: tuple[Any, ...], name: str,
                    leaf_modules: tuple[type, ...] = ()) -> torch.fx.GraphModule:
-    """FX-trace ``model``; retry with shape specialisation; ``TraceError`` with FX's reason."""
+    """FX-trace ``model``; retry with shape specialisation; ``TraceError`` with FX's reason.
+
+    The shape-specialising retry evaluates on fake copies of ``inputs``; only if a value it
+    needed depends on tensor data, and the tensors are real, is it rerun on real clones (a
+    clone: the shadow execution must not mutate the caller's tensors in place).
+    """
     by_name, defaults = _bind_inputs(model, inputs, name)
     try:
         tracer: _Tracer = _Tracer(leaf_modules)
         graph = tracer.trace(model, concrete_args=defaults or None)
     except Exception as plain_error:
-        # clone: the shadow execution must not mutate the caller's tensors in place
-        shadow = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in by_name.items()}
+        mode = _new_fake_mode()
+        specialised = _ShapeTracer(leaf_modules, _fakes(mode, by_name), mode)
         try:
-            tracer = _ShapeTracer(leaf_modules, shadow)
-            graph = tracer.trace(model, concrete_args=defaults or None)
-        except Exception as specialised_error:
-            message = f"cannot trace {name!r} with torch.fx: {_reason(plain_error)}"
+            tracer, graph = specialised, specialised.trace(model, concrete_args=defaults or None)
+        except Exception as fake_error:
+            specialised_error: Exception = fake_error
+            if specialised.needed_data and _has_real_tensors(model, inputs):
+                shadow = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in by_name.items()}
+                real = _ShapeTracer(leaf_modules, shadow)
+                try:
+                    tracer, graph = real, real.trace(model, concrete_args=defaults or None)
+                except Exception as real_error:
+                    specialised_error = real_error
+                else:
+                    return torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
+            message = f"cannot trace {name!r} on {_describe_inputs(inputs)} with torch.fx: {_reason(plain_error)}"
             if str(specialised_error) != str(plain_error):
                 message += f"; with shapes specialised to the example inputs: {_reason(specialised_error)}"
             raise TraceError(message) from plain_error
     return torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
+
+
+# --------------------------------------------------------------------------- shape propagation
+
+
+class _NodeFailure(Exception):
+    """Running FX node ``node`` raised ``error`` (kept whole: torch.fx appends text to messages)."""
+
+    def __init__(self, node: Node, error: Exception) -> None:
+        super().__init__(f"{node.name}: {error}")
+        self.node = node
+        self.error = error
+
+
+class _ShapePropagation(torch.fx.Interpreter):
+    """``torch.fx.passes.shape_prop.ShapeProp``, on fake tensors, without printing tracebacks.
+
+    Runs the traced module node by node (under ``mode`` when given, else on whatever the inputs
+    are) and records each tensor result's ``TensorMetadata`` in ``node.meta["tensor_meta"]``,
+    as ShapeProp does. Unlike ShapeProp it prints nothing when an operator fails: the failure
+    comes back as ``_NodeFailure`` with the operator and the model's own exception.
+    """
+
+    def __init__(self, gm: torch.fx.GraphModule, mode: FakeTensorMode | None) -> None:
+        super().__init__(gm)
+        self.extra_traceback = False  # torch.fx would append the node and a tlparse hint
+        self.mode = mode
+
+    def run_node(self, n: Node) -> Any:
+        try:
+            with self.mode if self.mode is not None else contextlib.nullcontext():
+                result = super().run_node(n)
+        except Exception as error:
+            raise _NodeFailure(n, error) from error
+        found = [False]
+
+        def extract(obj: Any) -> Any:
+            if isinstance(obj, torch.Tensor):
+                found[0] = True
+                return _extract_tensor_metadata(obj)
+            return obj
+
+        meta = map_aggregate(result, extract)
+        if found[0]:
+            n.meta["tensor_meta"] = meta
+        return result
+
+
+def _where_node(node: Node) -> str:
+    """``operator 'layer1_0_conv1' (layer1.0.conv1)``: the FX node, and its target when it says more."""
+    if node.op in ("call_module", "call_method", "get_attr"):
+        target = str(node.target)
+    else:
+        try:
+            target = _get_qualified_name(node.target)  # type: ignore[arg-type]
+        except Exception:
+            target = getattr(node.target, "__qualname__", repr(node.target))
+    return f"operator {node.name!r}" + (f" ({target})" if target != node.name else "")
+
+
+def propagate_shapes(gm: torch.fx.GraphModule, model: torch.nn.Module, inputs: tuple[Any, ...], name: str) -> None:
+    """Record every node's ``tensor_meta`` by running ``gm`` on fake copies of ``inputs``.
+
+    ``TraceError`` (one line: the model, the input shapes, the failing operator and the model's
+    own error) if an operator fails, e.g. on an input of the wrong rank. Falls back to the real
+    ``inputs`` when an output shape depends on tensor data and the tensors are real (see the
+    module docstring).
+    """
+    mode = _new_fake_mode()
+    fakes = tuple(mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in inputs)
+    try:
+        with torch.no_grad():
+            _ShapePropagation(gm, mode).run(*fakes)
+        return
+    except _NodeFailure as failure:
+        node, error = failure.node, failure.error
+    if isinstance(error, _DATA_DEPENDENT):
+        if not _has_real_tensors(model, inputs):
+            raise TraceError(
+                f"cannot trace {name!r} on {_describe_inputs(inputs)}: the output shape of {_where_node(node)} "
+                f"depends on tensor data, and the model or its inputs "
+                f"are on the meta device; trace it with real weights and inputs"
+            ) from error
+        try:
+            with torch.no_grad():
+                _ShapePropagation(gm, None).run(*inputs)
+            return
+        except _NodeFailure as failure:
+            node, error = failure.node, failure.error
+    raise TraceError(
+        f"cannot trace {name!r} on {_describe_inputs(inputs)}: {_message(error)} "
+        f"(at {_where_node(node)})"
+    ) from error
 
 
 # --------------------------------------------------------------------------- conversion
@@ -719,12 +917,9 @@ def trace(model: torch.nn.Module, example_inputs: Any, dtype: str = "fp32", name
     dtype_bytes(dtype)
     name = name or type(model).__name__
     inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
-    gm = symbolic_trace(model, inputs, name, leaf_modules)
-    try:
-        with torch.no_grad():
-            ShapeProp(gm).propagate(*inputs)
-    except Exception as exc:
-        raise TraceError(f"cannot run the traced {name!r} on the example inputs: {exc}") from exc
+    with _quiet_fake_tensors():
+        gm = symbolic_trace(model, inputs, name, leaf_modules)
+        propagate_shapes(gm, model, inputs, name)
     converter = _Converter(gm, model, dtype, name)
     converter.run()
     graph = converter.emit()

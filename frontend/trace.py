@@ -1,8 +1,13 @@
 """Trace a PyTorch model into a ``DataflowGraph`` (see ``frontend.graph`` for the format).
 
-``trace(model, example_inputs)`` runs ``torch.fx`` symbolic tracing and then
-``torch.fx.passes.shape_prop.ShapeProp`` on the example inputs, and turns the FX graph into
-operators and tensors:
+``trace(model, example_inputs)`` runs ``torch.fx`` symbolic tracing and then shape propagation
+(``torch.fx.passes.shape_prop.ShapeProp``'s job) on *fake* copies of the example inputs, and
+turns the FX graph into operators and tensors. Fake tensors (``torch._subclasses.FakeTensorMode``)
+carry shape, dtype and device but no data, so no activation is ever computed: memory and time do
+not grow with the input size, and the model's weights may be on the ``meta`` device (the zoo's
+``trace_model`` builds them there). Only an operator whose output shape depends on tensor
+*data* (``nonzero``, boolean masks) makes the propagation fall back to the real inputs; see
+``frontend._fx``. The graph:
 
 * **operators** are the FX ``call_module`` / ``call_function`` / ``call_method`` nodes that
   compute tensors, named after their FX node, with a normalised ``op`` kind and their cost
@@ -79,12 +84,27 @@ arguments' shapes. Forward arguments not covered by ``example_inputs`` are speci
 default values.
 
 If plain symbolic tracing fails, the model is traced again with a shape-specialising tracer
-that runs the example inputs alongside the trace: control flow and ``len()`` over tensor
+that runs (fake copies of) the example inputs alongside the trace: control flow and ``len()`` over tensor
 *metadata* (``x.dim() == 3``, ``x.size(1) != y.size(1)``, ``x.is_nested``, ``len(x.shape)``)
 resolves to the example's values, which the graph is specialised to anyway. Control flow on
 tensor *data* (``if x.sum() > 0``), iterating a tensor (``for img in images``) and any other
 untraceable construct still fail, and ``trace`` raises ``TraceError`` with torch.fx's reason.
 This is how ``nn.Transformer`` traces (its layers check ``src.dim()`` before choosing a fast path).
+
+Errors
+------
+Every failure is one ``TraceError`` line (a ``ValueError``, so the command line prints it as
+``error: ...`` and exits 2) naming the model and the example input shapes, then the reason: for
+a model that cannot run on its input (``--input-shape 1,3,224`` on resnet18) the failing
+operator and the model's own error, the first paragraph of its message, without a traceback:
+
+    cannot trace 'resnet18' on example inputs of shape (1, 3, 224): RuntimeError: Given groups=1,
+    weight of size [64, 3, 7, 7], expected input[1, 1, 3, 224] to have 3 channels, but got 1
+    channels instead (at operator 'conv1')
+
+(one line in reality). The message is the fake kernel's, which for most operators is the real
+kernel's; a few meta kernels word it differently (a matmul says ``a and b must have same
+reduction dim``).
 """
 
 from __future__ import annotations
@@ -136,7 +156,8 @@ def trace(
     ------
     TraceError
         torch.fx cannot trace the model (data-dependent control flow, ...), or the traced
-        graph fails to run on the example inputs.
+        graph fails to run on the example inputs (a wrong input rank, ...); one line naming the
+        model, the input shapes and the reason (see "Errors" above).
     GraphFormatError
         ``dtype`` is unknown.
     """

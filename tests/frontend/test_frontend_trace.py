@@ -463,7 +463,83 @@ def test_forward_arguments_beyond_example_inputs_keep_defaults(well_formed):
 
 
 def test_wrong_example_inputs_raise_trace_error():
-    with pytest.raises(TraceError, match="example inputs"):
+    with pytest.raises(TraceError, match=r"'Linear' on example inputs of shape \(2, 5\): RuntimeError: .*\[4, 4\]"):
         trace(nn.Linear(4, 4), (torch.randn(2, 5),))
     with pytest.raises(TraceError, match="3 example inputs"):
         trace(nn.Sequential(nn.ReLU()), (torch.randn(2), torch.randn(2), torch.randn(2)))
+
+
+def test_a_failing_operator_gives_one_line_with_model_inputs_operator_and_own_error(capfd):
+    """No traceback (torch's ShapeProp printed one), one line: model, input shapes, where, the model's words."""
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())
+    with pytest.raises(TraceError) as info:
+        trace(model, (torch.randn(1, 3, 16),), name="tiny-cnn")
+    message = str(info.value)
+    assert "\n" not in message
+    assert "'tiny-cnn'" in message and "(1, 3, 16)" in message
+    assert "expected input[1, 1, 3, 16] to have 3 channels, but got 1 channels instead" in message  # conv2d's own
+    assert "at operator '_0'" in message
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(TraceError):
+        trace(nn.Linear(4, 4), (torch.randn(2, 5),))  # a fake kernel that logs its failure
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+
+
+def test_several_example_inputs_are_all_named_in_the_error():
+    class Add(nn.Module):
+        def forward(self, a, b):
+            return a + b
+
+    with pytest.raises(TraceError, match=r"example inputs of shapes \(2, 3\), \(4, 5\): RuntimeError: .*broadcast"):
+        trace(Add(), (torch.randn(2, 3), torch.randn(4, 5)))
+
+
+# --------------------------------------------------------------------------- fake tensors
+
+
+class DataDependentShape(nn.Module):
+    """The output shape depends on the input's values: fake tensors cannot know it."""
+
+    def forward(self, x):
+        return x.nonzero() * 2
+
+
+class DataDependentLoop(nn.Module):
+    """Control flow on a data-dependent size: needs the shape-specialising tracer and real values."""
+
+    def forward(self, x):
+        for _ in range(x.nonzero().size(0)):
+            x = x + 1
+        return x
+
+
+def test_shapes_propagate_on_fake_tensors_and_leave_the_inputs_alone(well_formed):
+    """A huge input traces without memory: only shapes are computed; the caller's tensor is untouched."""
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2), nn.ReLU())
+    x = torch.empty(1, 3, 30001, 30001, device="meta")  # 10.8 GB as a real fp32 tensor, 3.6 GB at conv's output
+    graph = trace(model.to("meta"), (x,))
+    well_formed(graph)
+    assert graph.graph["tensors"]["_1"]["shape"] == [1, 4, 15000, 15000]
+    assert graph.graph["tensors"]["_1"]["nbytes"] == 4 * 4 * 15000 * 15000
+    real = torch.tensor([1.0, -2.0, 3.0])
+    trace(nn.ReLU(inplace=True), (real,))
+    assert real.tolist() == [1.0, -2.0, 3.0]  # the in-place relu ran on a fake
+
+
+def test_a_data_dependent_shape_falls_back_to_the_real_inputs(well_formed):
+    x = torch.tensor([[1.0, 0.0], [0.0, 2.0], [3.0, 0.0]])
+    graph = trace(DataDependentShape(), (x,))
+    well_formed(graph)
+    assert graph.graph["tensors"]["nonzero"]["shape"] == [3, 2]  # 3 non-zeros, 2 coordinates: from the data
+    graph = trace(DataDependentLoop(), (torch.tensor([1.0, 0.0, 2.0, 3.0]),))
+    well_formed(graph)
+    assert [d["op"] for _, d in graph.nodes(data=True)] == ["add"] * 3  # one per non-zero; nonzero itself is dead
+
+
+@pytest.mark.parametrize("model", [DataDependentShape(), DataDependentLoop()], ids=["shape", "control_flow"])
+def test_a_data_dependent_shape_on_meta_tensors_is_a_one_line_trace_error(model):
+    with pytest.raises(TraceError) as info:
+        trace(model, (torch.empty(3, 2, device="meta"),), name="picky")
+    message = str(info.value)
+    assert "\n" not in message and "'picky'" in message and "(3, 2)" in message

@@ -1,7 +1,10 @@
 """The model zoo: names, inputs, and every supported model tracing to a sound graph."""
 
+import json
 import math
-import time
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
@@ -37,9 +40,7 @@ def published_gmacs(name):
 def check_model_graph(name, well_formed):
     model, inputs = load_model(name)
     assert not model.training
-    start = time.perf_counter()
     graph = trace(model, inputs, name=name)
-    seconds = time.perf_counter() - start
     well_formed(graph)
     assert graph.graph["name"] == name
     tensors = graph.graph["tensors"]
@@ -57,7 +58,7 @@ def check_model_graph(name, well_formed):
     reference = published_gmacs(name)
     if reference is not None:
         assert macs / 1e9 == pytest.approx(reference, rel=0.005, abs=5e-4)  # published to 3 decimals
-    return graph, seconds
+    return graph
 
 
 def test_list_models_is_the_supported_set():
@@ -66,9 +67,17 @@ def test_list_models_is_the_supported_set():
     assert {"resnet18", "vit_b_16", "swin_t", "segmentation.fcn_resnet50", "video.s3d", "transformer"} <= set(models)
 
 
+def as_json(graph):
+    from frontend.graph import graph_to_json
+
+    return json.loads(json.dumps(graph_to_json(graph)))
+
+
 @pytest.mark.parametrize("name", FAST_MODELS)
 def test_small_models_trace(name, well_formed):
-    check_model_graph(name, well_formed)
+    graph = check_model_graph(name, well_formed)
+    # trace_model builds the model with its weights on the meta device: the same graph
+    assert as_json(trace_model(name)) == as_json(graph)
 
 
 @pytest.mark.slow
@@ -139,3 +148,63 @@ def test_detection_model_raises_trace_error_naming_the_model_and_fx_reason():
     assert name in message
     assert "Proxy object cannot be iterated" in message  # torch.fx's own reason
     assert "generalized_rcnn.py" in message  # and where
+
+
+# --------------------------------------------------------------------------- input shapes and memory
+
+
+def test_meta_build_has_no_weight_data():
+    model, (x,) = load_model("resnet18", input_shape=(1, 3, 64, 64), device="meta")
+    tensors = [*model.parameters(), *model.buffers()]
+    assert tensors and all(t.is_meta for t in tensors)
+    assert x.is_meta and x.shape == (1, 3, 64, 64)
+    cpu, _ = load_model("resnet18")
+    assert [(n, p.shape) for n, p in model.named_parameters()] == [(n, p.shape) for n, p in cpu.named_parameters()]
+
+
+def test_a_wrong_rank_input_shape_is_one_line_naming_model_shape_and_its_error(capfd):
+    with pytest.raises(TraceError) as info:
+        trace_model("resnet18", input_shape=(1, 3, 224))
+    message = str(info.value)
+    assert "\n" not in message
+    assert "'resnet18'" in message and "(1, 3, 224)" in message
+    assert "expected input[1, 1, 3, 224] to have 3 channels, but got 1 channels instead" in message  # conv2d's words
+    assert "conv1" in message
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 0, 224), (1, 3, -4, 224), (1, 3, 22.5, 224), (1, 3, True, 224), ("1", 3)])
+def test_a_bad_input_shape_is_refused_naming_the_model(shape):
+    with pytest.raises(ValueError, match=r"input shape .* of model 'squeezenet1_0'.*integer >= 1"):
+        load_model("squeezenet1_0", input_shape=shape)
+
+
+def test_load_model_refuses_an_unknown_device():
+    with pytest.raises(ValueError, match="device must be 'cpu' or 'meta'"):
+        load_model("squeezenet1_0", device="cuda:7")
+
+
+def test_a_huge_input_shape_allocates_no_activation_memory():
+    """resnet18 at 1x3x4096x4096: its first activation alone is 1 GiB as a real tensor.
+
+    The peak resident memory of a fresh process may not grow by more than 200 MiB between
+    tracing at 224x224 and at 4096x4096 (with real tensors it grew by several GiB; fake tensors
+    make it independent of the input size). A subprocess, so that earlier tests' peaks do not hide
+    the growth; memory, not time, so the machine's load does not matter.
+    """
+    code = textwrap.dedent("""
+        import json, resource
+        import frontend
+        small = frontend.trace_model("resnet18", input_shape=(1, 3, 224, 224))
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        big = frontend.trace_model("resnet18", input_shape=(1, 3, 4096, 4096))
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print(json.dumps({"growth_kib": after - before, "conv1": big.graph["tensors"]["conv1"]["shape"],
+                          "ops": [len(small), len(big)]}))
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    report = json.loads(result.stdout)
+    assert report["conv1"] == [1, 64, 2048, 2048]
+    assert report["ops"][0] == report["ops"][1] > 0
+    assert report["growth_kib"] < 200 * 1024, f"peak RSS grew by {report['growth_kib'] / 1024:.0f} MiB"
