@@ -7,6 +7,8 @@ where it finds pinned buffers that clash; no method uses it.)
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,17 +77,18 @@ def validate(problem: Problem, solution: Solution) -> ValidationReport:
     ids = problem.ids
     n = len(ids)
     missing = object()
-    values: list[Any] = [offsets.get(bid, missing) for bid in ids]
-    if len(offsets) > n - values.count(missing):
+    values, off = _usable_offsets(offsets, ids)
+    found = n
+    if off is None:  # some offset is missing, not an int, or out of range: sort them out one by one
+        values = [offsets.get(bid, missing) for bid in ids]
+        placed, off, unplaced = _sort_out(ids, values, missing)
+        found = n - sum(value is missing for value in values)
+    else:
+        placed, unplaced = np.ones(n, bool), {}
+    if len(offsets) > found:
         for extra in sorted(set(offsets).difference(ids), key=str):
             violations.append(Violation("unknown", (extra,), f"offset given for unknown buffer {extra!r}"))
     starts, ends, sizes, alignments, fixed = problem.arrays(copy=False)
-    if all(type(v) is int for v in values) and (not n or -MAX_VALUE <= min(values) and max(values) <= MAX_VALUE):
-        placed = np.ones(n, bool)
-        off = np.array(values, dtype=np.int64).reshape(n)
-        unplaced: dict[int, Violation] = {}
-    else:
-        placed, off, unplaced = _sort_out(ids, values, missing)
     flagged = ~placed
     negative = placed & (off < 0)
     misaligned = placed & (off % alignments != 0)
@@ -128,7 +131,32 @@ def validate(problem: Problem, solution: Solution) -> ValidationReport:
     return ValidationReport(tuple(violations))
 
 
-def _sort_out(ids: tuple[str, ...], values: list[Any],
+def _usable_offsets(offsets: Mapping[str, Any], ids: tuple[str, ...]) -> tuple[Sequence[Any], np.ndarray | None]:
+    """The fast path of ``validate``: every buffer's offset, and as int64 when all are ints within +-MAX_VALUE.
+
+    Returns ``(values, None)`` when some offset is missing, not an ``int`` or out of range,
+    so the caller sorts them out one by one. The lookups and type checks run at C speed
+    (``itemgetter``, ``map``): a second or so for two million ids instead of several.
+    """
+    if not ids:
+        return (), np.zeros(0, np.int64)
+    try:
+        found = operator.itemgetter(*ids)(offsets)
+    except KeyError:
+        return (), None
+    values = (found,) if len(ids) == 1 else found
+    if not set(map(type, values)) <= {int}:  # bool, float, numpy integers... are not offsets
+        return values, None
+    try:
+        off = np.array(values, dtype=np.int64).reshape(len(ids))
+    except OverflowError:
+        return values, None
+    if int(off.min()) < -MAX_VALUE or int(off.max()) > MAX_VALUE:
+        return values, None
+    return values, off
+
+
+def _sort_out(ids: tuple[str, ...], values: Sequence[Any],
               missing: object) -> tuple[np.ndarray, np.ndarray, dict[int, Violation]]:
     """The slow path of ``validate``: which offsets are usable integers, their int64 values, and a
     violation for each other one."""

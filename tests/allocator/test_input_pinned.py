@@ -66,3 +66,32 @@ def test_the_sweep_finds_a_clash_exactly_when_a_pairwise_check_does(items):
         assert (i, j) == (-1, -1)
     else:
         assert (min(i, j), max(i, j)) in clashing
+
+
+def test_the_sweep_is_exact_on_thousands_of_records():
+    # Enough records for several levels of the sweep's bitmap (64 ranks per word, 64 words per summary bit).
+    rng = np.random.default_rng(7)
+    n = 20_000
+    starts = rng.integers(0, 5_000, n)
+    ends = starts + rng.integers(1, 60, n)
+    slot = np.empty(n, np.int64)  # interval colouring: records live together get different slots
+    free: list[int] = []
+    busy: list[tuple[int, int]] = []
+    for i in np.argsort(starts, kind="stable").tolist():
+        busy.sort()
+        while busy and busy[0][0] <= starts[i]:
+            free.append(busy.pop(0)[1])
+        slot[i] = free.pop() if free else len(free) + len(busy)
+        busy.append((int(ends[i]), int(slot[i])))
+    lows = 8 * slot
+    assert first_overlap(starts, ends, lows, lows + 8) == (-1, -1)  # touching slots do not overlap
+    for k in rng.choice(n, 20, replace=False).tolist():
+        live = np.flatnonzero((starts < ends[k]) & (starts[k] < ends) & (np.arange(n) != k))
+        if not len(live):
+            continue
+        moved = lows.copy()
+        moved[k] = lows[rng.choice(live)] + 3  # now overlaps that record (and maybe others) in both dimensions
+        i, j = first_overlap(starts, ends, moved, moved + 8)
+        assert k in (i, j) and i != j
+        other = j if i == k else i
+        assert starts[other] < ends[k] and starts[k] < ends[other] and abs(moved[other] - moved[k]) < 8
