@@ -1,8 +1,8 @@
 """More production heuristics: the orders of TensorFlow Lite, TVM and TelaMalloc over one placement loop.
 
 Every method here but ``telamalloc-heuristic`` is an order of the buffers followed by
-``greedy._place`` (lowest offset that fits, or best-fitting gap), so the gap walk is compiled
-once, for all of them:
+``allocator.placement.place`` (lowest offset that fits, or best-fitting gap), so the gap walk
+is compiled once, for all of them:
 
 * ``greedy-in-order``: buffers in the order they are first used (start, then index), each at
   the lowest offset that fits. TensorFlow Lite's in-order ("naive") strategy, one of the five
@@ -21,26 +21,39 @@ once, for all of them:
 * ``telamalloc-heuristic``: the baseline heuristic of TelaMalloc (Maas et al., ASPLOS 2023, §3.1):
   blocks fill the skyline bottom-up, row by row; on the lowest row, the highest contention first
   (ties: alignment, size x lifetime^2, lifetime); it is the one method here not built on
-  ``_place`` (a block never drops into a hole below the skyline: its own ``_skyline_rows``).
+  ``place`` (a block never drops into a hole below the skyline: its own ``_skyline_rows``).
 
 Like ``greedy``'s methods they place fixed-offset buffers first where they are pinned, ignore
 the capacity while placing and then compare the peak with it ("failed" with the full
-placement when it is exceeded). Only ``hill-climb`` consults the deadline. The orders are
-computed with whole-array numpy operations on ``Problem.arrays()``; the loops over buffers
-are the compiled ``_place``.
+placement when it is exceeded). Every one reads the deadline in its compiled loop (every
+1,024 buffers placed, or every 2**20 buffers scanned by the skyline); a method cut short
+before its first complete placement returns ``"timeout"`` without one and says how far it
+got. The orders are computed with whole-array numpy operations on ``Problem.arrays()``
+(keys that could pass int64, such as size x lifetime^2, are compared exactly as 64-bit
+limbs); the loops over buffers are compiled.
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 from numba import njit
 
-from allocator.greedy import _lexsort_order, _place, _run, _size_keys, _verdict
+from allocator.greedy import size_keys, wide_product
+from allocator.placement import (
+    Placement,
+    clock,
+    deadline_passed,
+    greedy_method,
+    lexsort_order,
+    place,
+    verdict,
+)
 from allocator.problem import Problem
 from allocator.registry import MethodOutput, register
 from allocator.sweep import range_max, sweep
+
+_INT64_MAX = np.iinfo(np.int64).max
+_CLOCK_WORK = 1 << 20  # the skyline reads the clock once per this many buffers scanned
 
 
 def conflict_counts(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -77,14 +90,22 @@ def breadth_visit_rank(problem: Problem) -> np.ndarray:
     return n_sections - 1 - range_max(n_sections - 1 - section_rank, cross.first_section, cross.last_section)
 
 
-def exact_rank(values: np.ndarray) -> np.ndarray:
-    """Dense ranks (0 = smallest) of exact Python-integer values, for keys that may exceed int64.
+def product_limbs(sizes: np.ndarray, lifetimes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The exact values ``size x lifetime^2`` (up to 2**186) as three uint64 limbs, lowest first.
 
-    >>> exact_rank(np.array([2**70, 3, 2**70, 5], dtype=object)).tolist()
-    [2, 0, 2, 1]
+    Sorting by the limbs (``np.lexsort((low, middle, high))``) sorts by the exact product,
+    where an int64 product would wrap around for large sizes or lifetimes.
+
+    >>> low, middle, high = product_limbs(np.array([3, 2**62]), np.array([5, 2**61]))
+    >>> [int(x) + (int(y) << 64) + (int(z) << 128) for x, y, z in zip(low, middle, high)] == [75, 2**184]
+    True
     """
-    _, inverse = np.unique(values, return_inverse=True)
-    return inverse.astype(np.int64).reshape(-1)
+    square_high, square_low = wide_product(lifetimes, lifetimes)
+    low_high, low = wide_product(square_low, sizes)  # square_low x size = low_high * 2**64 + low
+    high, middle_part = wide_product(square_high, sizes)  # < 2**124 x 2**62: high stays below 2**64
+    middle = middle_part + low_high
+    high = high + (middle < low_high)  # carry of the middle limb
+    return low, middle, high
 
 
 @register("greedy-in-order", "buffers in first-use order (start, then input order), lowest offset that fits "
@@ -98,7 +119,7 @@ def greedy_in_order(problem: Problem, deadline: float | None = None) -> MethodOu
     """
     arrays = problem.arrays()
     starts = arrays[0]
-    return _run(problem, arrays, (starts,), best_fit=False, name="greedy-in-order")
+    return greedy_method(problem, arrays, (starts,), best_fit=False, name="greedy-in-order", deadline=deadline)
 
 
 @register("greedy-by-breadth", "steps in decreasing breadth, their live buffers largest first, into the "
@@ -109,7 +130,7 @@ def greedy_by_breadth(problem: Problem, deadline: float | None = None) -> Method
     The breadth of a time step (an operator) is the total size of the buffers live at it.
     Steps are visited in decreasing breadth; at each, its live buffers not yet placed are
     placed largest first. A buffer goes into the smallest gap between the placed buffers it
-    overlaps in time that holds it, else on top of them (``_place`` with ``best_fit``). This
+    overlaps in time that holds it, else on top of them (``place`` with ``best_fit``). This
     is the offset form of the rule TFLite's GPU delegate applies to shared objects, where a
     tensor takes the smallest free object that is large enough.
 
@@ -120,7 +141,8 @@ def greedy_by_breadth(problem: Problem, deadline: float | None = None) -> Method
     arrays = problem.arrays()
     sizes = arrays[2]
     visit = breadth_visit_rank(problem) if problem.buffers else np.zeros(0, np.int64)
-    return _run(problem, arrays, (-sizes, visit), best_fit=True, name="greedy-by-breadth")
+    return greedy_method(problem, arrays, (-sizes, visit), best_fit=True, name="greedy-by-breadth",
+                         deadline=deadline)
 
 
 @register("greedy-by-conflicts", "most time-overlapping buffers first, then largest, lowest offset that fits "
@@ -134,8 +156,8 @@ def greedy_by_conflicts(problem: Problem, deadline: float | None = None) -> Meth
     """
     arrays = problem.arrays()
     starts, ends, sizes, _, _ = arrays
-    return _run(problem, arrays, (-sizes, -conflict_counts(starts, ends)), best_fit=False,
-                name="greedy-by-conflicts")
+    return greedy_method(problem, arrays, (-sizes, -conflict_counts(starts, ends)), best_fit=False,
+                         name="greedy-by-conflicts", deadline=deadline)
 
 
 @register("telamalloc-heuristic", "skyline filled bottom-up row by row: on the lowest floor, highest contention "
@@ -160,53 +182,76 @@ def telamalloc_heuristic(problem: Problem, deadline: float | None = None) -> Met
     if not problem.buffers:
         return MethodOutput("solved", {})
     lifetime = ends - starts
-    if int(sizes.max()) * int(lifetime.max()) ** 2 < 2**63:
-        weight = sizes * lifetime * lifetime
-    else:  # size x lifetime^2 would overflow int64: rank the exact values instead
-        weight = exact_rank(sizes.astype(object) * lifetime.astype(object) ** 2)
+    weight_low, weight_middle, weight_high = product_limbs(sizes, lifetime)  # size x lifetime^2, exact
     contention = sweep(problem).span_total()
-    order = _lexsort_order((-lifetime, -weight, -aligns, -contention), len(sizes))
+    order = lexsort_order((-lifetime, ~weight_low, ~weight_middle, ~weight_high, -aligns, -contention), len(sizes))
     priority = np.empty(len(sizes), np.int64)
     priority[order] = np.arange(len(sizes))
-    offsets = _skyline_rows(starts, ends, sizes, aligns, fixed, priority)
-    return _verdict(problem, offsets, sizes, "telamalloc-heuristic")
+    offsets, placed, stop = _skyline_rows(starts, ends, sizes, aligns, fixed, priority,
+                                          deadline=np.inf if deadline is None else deadline)
+    placement = Placement(offsets, int(placed), 0, ("complete", "deadline", "overflow")[stop])
+    return verdict(problem, placement, sizes, "telamalloc-heuristic")
 
 
 @njit(cache=True)
-def _skyline_rows(starts, ends, sizes, aligns, fixed, priority):  # pragma: no cover - compiled
+def _raise_floor(floor, top, alignment):  # pragma: no cover - compiled
+    """``max(floor, top aligned up)``, saturating at the int64 maximum instead of wrapping around."""
+    pad = (alignment - top % alignment) % alignment
+    if top > _INT64_MAX - pad:
+        return _INT64_MAX
+    return max(floor, top + pad)
+
+
+@njit(cache=True)
+def _skyline_rows(starts, ends, sizes, aligns, fixed, priority, deadline=np.inf):  # pragma: no cover - compiled
     """Bottom-up skyline fill: repeatedly the lowest floor, the highest priority (lowest number) there.
 
     A buffer's floor is the highest top of the placed buffers it overlaps in time (aligned up):
     placing X at its floor raises the skyline over X's lifetime to X's top, so every unplaced
-    buffer overlapping X gets floor ``max(floor, top of X)``. O(n^2) in all.
+    buffer overlapping X gets floor ``max(floor, top of X)``. O(n^2) in all. The clock is read
+    before the first step and then once per ``2**20`` buffers scanned. Returns (offsets,
+    buffers placed, stop code: 0 complete, 1 deadline, 2 a top above 2**63 - 1).
     """
     n = sizes.shape[0]
     offsets = np.full(n, -1, np.int64)
     floor = np.zeros(n, np.int64)
     left = n
+    scanned = _CLOCK_WORK  # read the clock at the first step
     for i in range(n):
         if fixed[i] >= 0:
             offsets[i] = fixed[i]
             left -= 1
     for i in range(n):
         if fixed[i] >= 0:
+            scanned += n
+            if scanned >= _CLOCK_WORK:
+                scanned = 0
+                if clock() > deadline:
+                    return offsets, n - left, 1
             top = fixed[i] + sizes[i]
             for j in range(n):
                 if offsets[j] < 0 and starts[j] < ends[i] and starts[i] < ends[j]:
-                    floor[j] = max(floor[j], (top + aligns[j] - 1) // aligns[j] * aligns[j])
+                    floor[j] = _raise_floor(floor[j], top, aligns[j])
     while left > 0:
+        scanned += n
+        if scanned >= _CLOCK_WORK:
+            scanned = 0
+            if clock() > deadline:
+                return offsets, n - left, 1
         best = -1
         for j in range(n):
             if offsets[j] < 0 and (best < 0 or floor[j] < floor[best]
                                    or (floor[j] == floor[best] and priority[j] < priority[best])):
                 best = j
+        if floor[best] > _INT64_MAX - sizes[best]:
+            return offsets, n - left, 2
         offsets[best] = floor[best]
         left -= 1
         top = floor[best] + sizes[best]
         for j in range(n):
             if offsets[j] < 0 and starts[j] < ends[best] and starts[best] < ends[j]:
-                floor[j] = max(floor[j], (top + aligns[j] - 1) // aligns[j] * aligns[j])
-    return offsets
+                floor[j] = _raise_floor(floor[j], top, aligns[j])
+    return offsets, n, 0
 
 
 @register("hill-climb", "greedy-by-size's order, then seeded random moves of a peak buffer earlier in the order, "
@@ -218,16 +263,19 @@ def hill_climb(problem: Problem, deadline: float | None = None, seed: int = 0, i
     ``numpy.random.default_rng(seed)`` generator, a free buffer whose top is the current peak
     and one of the free buffers it overlaps in time that come before it in the order, and moves
     the peak buffer to just before that one; the new order is placed with the lowest-offset
-    rule (``_place``) and kept when its peak is no higher (equal peaks are kept too, so the
+    rule (``place``) and kept when its peak is no higher (equal peaks are kept too, so the
     climb can cross plateaus). TVM swaps pairs of neighbours and sometimes accepts a worse
     order; here the move always lifts a peak buffer over a buffer that pushed it up.
 
     Stops after ``iterations`` attempts; earlier when the peak reaches LOAD, when it fits the
     capacity (TVM's "desired bytes"), when no peak buffer has an earlier-placed free
     neighbour (then every order gives that buffer the same top, so no order lowers the peak),
-    or at the deadline. The result is the same for the same ``seed`` and ``iterations``
-    unless the deadline cuts the run short, which depends on the machine's speed. Its peak is
-    never above greedy-by-size's. Each attempt costs one full placement, O(n^2).
+    or at the deadline (also read inside each placement, every 1,024 buffers: an attempt cut
+    short is dropped). The result is the same for the same ``seed`` and ``iterations`` unless
+    the deadline cuts the run short, which depends on the machine's speed. Its peak is never
+    above greedy-by-size's; when the deadline passes before greedy-by-size's placement is
+    complete the status is ``"timeout"`` without a placement. Each attempt costs one full
+    placement, about O(overlapping pairs x log) (``allocator.placement``).
     """
     if iterations < 0:
         raise ValueError(f"hill-climb: iterations must be >= 0, got {iterations}")
@@ -238,9 +286,11 @@ def hill_climb(problem: Problem, deadline: float | None = None, seed: int = 0, i
         return MethodOutput("solved", {})
     rng = np.random.default_rng(seed)
     free = fixed < 0
-    order = _lexsort_order(_size_keys(starts, ends, sizes), n)
-    offsets = _place(starts, ends, sizes, aligns, fixed, order, False)
-    peak = int((offsets + sizes).max())
+    order = lexsort_order(size_keys(starts, ends, sizes), n)
+    best = place(starts, ends, sizes, aligns, fixed, order, deadline=deadline)
+    if not best.complete:  # no complete placement to climb from
+        return verdict(problem, best, sizes, "hill-climb", stats={"attempts": 0, "kept": 0, "improved": 0})
+    peak = int((best.offsets + sizes).max())
     target = int(sweep(problem).section_total.max())
     if problem.capacity is not None:
         target = max(target, problem.capacity)
@@ -253,26 +303,31 @@ def hill_climb(problem: Problem, deadline: float | None = None, seed: int = 0, i
             break
         if attempts >= iterations:
             break
-        if deadline is not None and time.perf_counter() >= deadline:
+        if deadline_passed(deadline):
             stop = "deadline"
             break
         position[order] = np.arange(n)
-        mover, before = _pick_move(rng, starts, ends, sizes, offsets, free, position, peak)
+        mover, before = _pick_move(rng, starts, ends, sizes, best.offsets, free, position, peak)
         if mover < 0:
             stop = "local optimum"
             break
         attempts += 1
         at, to = position[mover], position[before]
         candidate = np.concatenate((order[:to], order[at:at + 1], order[to:at], order[at + 1:]))
-        placed = _place(starts, ends, sizes, aligns, fixed, candidate, False)
-        new_peak = int((placed + sizes).max())
+        trial = place(starts, ends, sizes, aligns, fixed, candidate, deadline=deadline)
+        if trial.stop == "deadline":  # the attempt is cut short: keep the last complete placement
+            stop = "deadline"
+            break
+        if not trial.complete:  # a top above 2**63 - 1: worse than any peak
+            continue
+        new_peak = int((trial.offsets + sizes).max())
         if new_peak <= peak:
             kept += 1
             improved += new_peak < peak
-            order, offsets, peak = candidate, placed, new_peak
+            order, best, peak = candidate, trial, new_peak
     stats: dict[str, float] = {"attempts": attempts, "kept": kept, "improved": improved}
     note = f" (deadline reached after {attempts} attempts)" if stop == "deadline" else ""
-    return _verdict(problem, offsets, sizes, "hill-climb", note, stats)
+    return verdict(problem, best, sizes, "hill-climb", note, stats)
 
 
 def _pick_move(rng: np.random.Generator, starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray,
