@@ -101,7 +101,7 @@ def load_best_fit(problem: Problem, deadline: float | None = None) -> MethodOutp
     arrays = problem.arrays()
     starts, ends, sizes, _, _ = arrays
     width = ends - starts
-    load = sweep(problem).span_total() if problem.buffers else np.zeros(0, np.int64)
+    load = sweep(problem).span_total() if len(problem) else np.zeros(0, np.int64)
     area_high, area_low = wide_product(width, sizes)  # width x size passes int64 for large values
     return greedy_method(problem, arrays, (starts, ~area_low, ~area_high, -width, -load), best_fit=True,
                          name="load-best-fit", deadline=deadline)

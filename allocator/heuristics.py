@@ -140,7 +140,7 @@ def greedy_by_breadth(problem: Problem, deadline: float | None = None) -> Method
     """
     arrays = problem.arrays()
     sizes = arrays[2]
-    visit = breadth_visit_rank(problem) if problem.buffers else np.zeros(0, np.int64)
+    visit = breadth_visit_rank(problem) if len(problem) else np.zeros(0, np.int64)
     return greedy_method(problem, arrays, (-sizes, visit), best_fit=True, name="greedy-by-breadth",
                          deadline=deadline)
 
@@ -179,7 +179,7 @@ def telamalloc_heuristic(problem: Problem, deadline: float | None = None) -> Met
     """
     arrays = problem.arrays()
     starts, ends, sizes, aligns, fixed = arrays
-    if not problem.buffers:
+    if len(problem) == 0:
         return MethodOutput("solved", {})
     lifetime = ends - starts
     weight_low, weight_middle, weight_high = product_limbs(sizes, lifetime)  # size x lifetime^2, exact

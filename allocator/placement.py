@@ -391,14 +391,14 @@ def verdict(problem: Problem, placement: Placement, sizes: np.ndarray, name: str
     capacity miss.
     """
     stats = stats or {}
-    n = len(problem.buffers)
+    n = len(problem)
     if placement.stop == "deadline":
         return MethodOutput("timeout", None, timeout_reason(name, placement.placed, n), stats)
     if placement.stop == "overflow":
         return MethodOutput("failed", None, f"{name}: after {placement.placed:,} of {n:,} buffers the next one "
                             "would end above 2**63 - 1 bytes", stats)
     offsets = placement.offsets
-    placement_map = {b.id: int(o) for b, o in zip(problem.buffers, offsets.tolist(), strict=True)}
+    placement_map = dict(zip(problem.ids, offsets.tolist(), strict=True))
     peak = int((offsets + sizes).max()) if n else 0
     if problem.capacity is not None and peak > problem.capacity:
         return MethodOutput("failed", placement_map,
@@ -416,7 +416,7 @@ def greedy_method(problem: Problem, arrays: tuple[np.ndarray, ...], keys: tuple[
     """The whole of a one-shot greedy method: ``arrays`` (``problem.arrays()``) placed in the
     order of ``keys`` (``lexsort_order``), then ``verdict``."""
     starts, ends, sizes, alignments, fixed = arrays
-    if not problem.buffers:
+    if len(problem) == 0:
         return MethodOutput("solved", {})
     order = lexsort_order(keys, len(starts))
     placement = place(starts, ends, sizes, alignments, fixed, order, best_fit=best_fit, deadline=deadline)
