@@ -119,8 +119,24 @@ def table_large() -> list[str]:
     return lines
 
 
+def table_telamalloc() -> list[str]:
+    """TelaMalloc Table 1's microbenchmarks at LOAD: ours against the paper's figures."""
+    refs = references()
+    lines = ["| benchmark | status | ours: total | ours: per step | paper: total | paper: per step |",
+             "|---|---|---:|---:|---:|---:|"]
+    for r in read("telamalloc_table1.csv"):
+        name = Path(r["instance"]).stem
+        seconds, steps = float(r["seconds"]), int(r["nodes"])
+        paper = refs.get(f"table1_{name}", {}).get("value", "")
+        total, per_step = (paper.split(";") + [""])[:2]
+        lines.append(f"| {name} | {r['status']} | {1e3 * seconds:,.0f} ms | {1e6 * seconds / max(steps, 1):.1f} µs | "
+                     f"{total} | {per_step} |")
+    return lines
+
+
 TABLES: dict[str, Callable[[], list[str]]] = {
     "fit": table_fit, "minimize": table_minimize, "traces": table_traces, "large": table_large,
+    "telamalloc": table_telamalloc,
 }
 
 
