@@ -1,5 +1,7 @@
 """The validator catches every kind of violation and names the buffers involved."""
 
+import importlib
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -146,3 +148,12 @@ def test_lower_bound_matches_a_step_by_step_count(scale):
     problem = Problem([Buffer(str(i), s * scale, e * scale, size) for i, (s, e, size) in enumerate(items)])
     live = max(sum(size for s, e, size in items if s <= t < e) for t in range(10))
     assert lower_bound(problem) == live == 2**20 + 5 + 1  # steps 2..3: the 5, the 1 and the 2**20 buffers
+
+
+def test_a_placement_with_too_many_overlaps_lists_the_first_and_counts_the_rest(monkeypatch):
+    monkeypatch.setattr(importlib.import_module("allocator.validate"), "MAX_LISTED_OVERLAPS", 10)
+    n = 12
+    p = Problem([Buffer(f"b{i}", 0, 5, 2) for i in range(n)])
+    report = validate(p, Solution({f"b{i}": 0 for i in range(n)}))  # every pair overlaps: 66
+    assert len(report.violations) == 11 and not report.ok
+    assert report.violations[-1].message == "... and 56 more overlapping pairs (only the first 10 are listed)"
