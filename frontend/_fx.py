@@ -13,7 +13,10 @@ parameters are wrapped on the fly). A fake tensor has a shape, a dtype and a dev
 storage, so memory and time do not grow with the input size (resnet18 at 1x3x10000x10000 traces
 like at 224x224), and the model itself may live on the ``meta`` device (the zoo builds it there,
 skipping weight initialisation). Fake kernels raise the same errors as real ones (a wrong input
-rank gives the model's own ``RuntimeError``), which meta kernels alone do not.
+rank gives the model's own ``RuntimeError``), which meta kernels alone do not. When the model
+and its inputs are all on meta (the zoo), shape propagation runs on them directly first, since
+meta kernels are about 4x faster than FakeTensorMode's dispatch (resnet50: 0.2 against 0.8
+CPU-seconds; real tensors took 0.4), and reruns under FakeTensorMode only to report a failure.
 
 Fallback, per model and only when needed: an operator whose output *shape* depends on tensor
 data (``nonzero``, boolean-mask indexing, ``unique``, ``.item()``, ``.tolist()``) has no fake
@@ -355,6 +358,12 @@ def _has_real_tensors(model: torch.nn.Module, inputs: Sequence[Any]) -> bool:
     return not any(t.is_meta for t in [*tensors, *model.parameters(), *model.buffers()])
 
 
+def _all_meta(model: torch.nn.Module, inputs: Sequence[Any]) -> bool:
+    """Are the example inputs and ``model``'s parameters and buffers all on ``meta``?"""
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    return all(t.is_meta for t in [*tensors, *model.parameters(), *model.buffers()])
+
+
 def symbolic_trace(model: torch.nn.Module, inputs: tuple[Any, ...], name: str,
                    leaf_modules: tuple[type, ...] = ()) -> torch.fx.GraphModule:
     """FX-trace ``model``; retry with shape specialisation; ``TraceError`` with FX's reason.
@@ -454,8 +463,17 @@ def propagate_shapes(gm: torch.fx.GraphModule, model: torch.nn.Module, inputs: t
     ``TraceError`` (one line: the model, the input shapes, the failing operator and the model's
     own error) if an operator fails, e.g. on an input of the wrong rank. Falls back to the real
     ``inputs`` when an output shape depends on tensor data and the tensors are real (see the
-    module docstring).
+    module docstring). When the model and the inputs are all on meta, it runs on them directly
+    first (meta kernels, about 4x faster than FakeTensorMode's dispatch); only if an operator
+    fails there does it rerun under FakeTensorMode, for the error as the real kernel words it.
     """
+    if _all_meta(model, inputs):
+        try:
+            with torch.no_grad():
+                _ShapePropagation(gm, None).run(*inputs)
+            return
+        except _NodeFailure:
+            pass  # meta kernels word some errors their own way ("Invalid channel dimensions")
     mode = _new_fake_mode()
     fakes = tuple(mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in inputs)
     try:
