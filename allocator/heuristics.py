@@ -50,7 +50,7 @@ from allocator.placement import (
 )
 from allocator.problem import Problem
 from allocator.registry import MethodOutput, register
-from allocator.sweep import range_max, sweep
+from allocator.sweep import compress_times, range_max, sweep
 
 _INT64_MAX = np.iinfo(np.int64).max
 _CLOCK_WORK = 1 << 20  # the skyline reads the clock once per this many buffers scanned
@@ -60,13 +60,22 @@ def conflict_counts(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Per buffer, how many other buffers overlap it in time (TVM's ``conflicts.size()``).
 
     Buffer j overlaps i when ``s_j < e_i`` and ``e_j > s_i``; every j with ``e_j <= s_i`` also
-    has ``s_j < e_i``, so the count is a difference of two binary searches, O(n log n).
+    has ``s_j < e_i``, so the count is (starts before ``e_i``) - (ends at or before ``s_i``) - 1.
+    Both are prefix sums of event counts over the compressed time axis (``compress_times``), so
+    2,000,000 buffers take a fraction of a second; two binary searches per buffer took 4 s of CPU
+    (every search misses the cache).
 
     >>> conflict_counts(np.array([0, 1, 5]), np.array([3, 2, 6])).tolist()
     [1, 1, 0]
     """
-    began_before_end = np.searchsorted(np.sort(starts), ends, side="left")
-    ended_by_start = np.searchsorted(np.sort(ends), starts, side="right")
+    if len(starts) == 0:
+        return np.zeros(0, np.int64)
+    times, first, last = compress_times(starts, ends)
+    starts_up_to = np.cumsum(np.bincount(first, minlength=len(times)))  # starts at times[0..k]
+    ends_up_to = np.cumsum(np.bincount(last, minlength=len(times)))  # ends at times[0..k]
+    # starts strictly before times[last]: those up to times[last - 1]; last >= 1 since end > start
+    began_before_end = starts_up_to[last - 1]
+    ended_by_start = ends_up_to[first]
     return (began_before_end - ended_by_start - 1).astype(np.int64)
 
 

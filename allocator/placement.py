@@ -367,10 +367,38 @@ def place(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, alignments: n
 def lexsort_order(keys: tuple[np.ndarray, ...], n: int) -> np.ndarray:
     """Buffer indices sorted by ``keys`` (``np.lexsort``: the last key is the primary one), ties by index.
 
+    Keys are integer arrays (int64, or uint64 limbs). ``np.lexsort`` makes one stable pass per
+    key (1.3 s of CPU for greedy-by-size's three keys on 2,000,000 buffers), so adjacent keys
+    whose value ranges fit together in 62 bits are first packed into one int64, most
+    significant first; when everything and the index fit in 63 bits, one plain sort of packed
+    values does it all. The order is the same: packing (key - min) values is order-preserving,
+    and ties still fall to the index (the passes are stable).
+
     >>> lexsort_order((np.array([5, 3, 4]), np.array([1, 0, 1])), 3).tolist()
     [1, 2, 0]
     """
-    return np.lexsort((np.arange(n),) + keys).astype(np.int64)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    words: list[np.ndarray] = []  # most significant first
+    used = 63  # bits used in words[-1]; 63 = full, start a new word
+    for key in reversed(keys):
+        low, high = int(key.min()), int(key.max())
+        bits = (high - low).bit_length()
+        if bits > 62:  # too wide to pack: a word of its own, as it is
+            words.append(key)
+            used = 63
+        elif used + bits <= 62:
+            words[-1] = (words[-1] << bits) | (key - low).astype(np.int64)
+            used += bits
+        else:
+            words.append((key - low).astype(np.int64))
+            used = bits
+    index_bits = max(n - 1, 1).bit_length()
+    if len(words) == 1 and used + index_bits <= 63:
+        return np.sort((words[0] << index_bits) | np.arange(n, dtype=np.int64)) & ((1 << index_bits) - 1)
+    if len(words) == 1:
+        return np.argsort(words[0], kind="stable").astype(np.int64)
+    return np.lexsort(tuple(reversed(words))).astype(np.int64)
 
 
 def deadline_passed(deadline: float | None) -> bool:
@@ -418,6 +446,8 @@ def greedy_method(problem: Problem, arrays: tuple[np.ndarray, ...], keys: tuple[
     starts, ends, sizes, alignments, fixed = arrays
     if len(problem) == 0:
         return MethodOutput("solved", {})
+    if deadline_passed(deadline):  # the keys took the time left: no need to sort them
+        return MethodOutput("timeout", None, timeout_reason(name, int((fixed >= 0).sum()), len(problem)))
     order = lexsort_order(keys, len(starts))
     placement = place(starts, ends, sizes, alignments, fixed, order, best_fit=best_fit, deadline=deadline)
     return verdict(problem, placement, sizes, name)
