@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import gc
 import io
 import re
 from dataclasses import dataclass
@@ -314,8 +315,23 @@ def _join_cells(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.nda
 
 
 def _parse_with_csv_module(path: Path, text: str) -> _Table:
-    """Parse ``text`` with ``csv.reader`` (quotes, newlines inside quoted cells) into a ``_Table``."""
+    """Parse ``text`` with ``csv.reader`` (quotes, newlines inside quoted cells) into a ``_Table``.
+
+    The garbage collector is paused meanwhile: a list per row would trigger many full
+    collections, none of which could free anything.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_rows(path, text)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _parse_rows(path: Path, text: str) -> _Table:
     reader = csv.reader(io.StringIO(text, newline=""))
+    padded = " " in text or "\t" in text
     try:
         header = [name.strip(_PADDING) for name in next(reader)]
         _check_header(path, header)
@@ -331,21 +347,49 @@ def _parse_with_csv_module(path: Path, text: str) -> _Table:
             if len(row) != width:
                 wrong_width = (here, len(row))
                 break
-            rows.append([cell.strip(_PADDING) for cell in row])
+            rows.append([cell.strip(_PADDING) for cell in row] if padded else row)
             lines.append(here)
     except csv.Error as exc:
         raise CSVFormatError(f"{path}:{reader.line_num}: {exc}") from None
-    integers = {}
-    for column in INTEGER_COLUMNS:
-        if column in header:
-            at = header.index(column)
-            parsed = [_parse_integer(row[at]) for row in rows]
-            integers[column] = (np.array([value for value, _ in parsed], np.int64).reshape(len(rows)),
-                                np.array([status for _, status in parsed], np.uint8).reshape(len(rows)))
-    at = header.index("id")
-    ids = [row[at] for row in rows]
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in header]
+    integers = {column: _parse_column(columns[header.index(column)]) for column in INTEGER_COLUMNS
+                if column in header}
+    ids = list(columns[header.index("id")])
     empty_ids = np.array([not bid for bid in ids], bool).reshape(len(ids))
     return _Table(header, np.array(lines, np.int64), ids, empty_ids, integers, rows, b"", None, wrong_width)
+
+
+def _parse_column(cells: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, status)`` of a column of cell texts: joined by newlines and parsed by the compiled parser,
+    or one by one when a cell holds a newline itself (a quoted cell may)."""
+    joined = "\n".join(cells)
+    if not cells or joined.count("\n") != len(cells) - 1:
+        parsed = [_parse_integer(cell) for cell in cells]
+        return (np.array([value for value, _ in parsed], np.int64).reshape(len(cells)),
+                np.array([status for _, status in parsed], np.uint8).reshape(len(cells)))
+    data = joined.encode("utf-8")
+    buf = np.frombuffer(data, np.uint8)
+    bounds = _line_bounds(buf, len(cells))
+    values, status = _parse_integers(buf, bounds, 0)
+    for row in np.flatnonzero(status == _LONG).tolist():
+        value, status[row] = _parse_integer(cells[row])
+        values[row] = value if status[row] == _OK else 0
+    return values, status
+
+
+@numba.njit(cache=True)
+def _line_bounds(buf: np.ndarray, rows: int) -> np.ndarray:
+    """The ``[start, end)`` of each of the ``rows`` newline-separated cells of ``buf``, shaped (rows, 1, 2)."""
+    bounds = np.empty((rows, 1, 2), np.int64)
+    row = 0
+    start = 0
+    for p in range(len(buf) + 1):
+        if p == len(buf) or buf[p] == 10:
+            bounds[row, 0, 0] = start
+            bounds[row, 0, 1] = p
+            row += 1
+            start = p + 1
+    return bounds
 
 
 def _parse_integer(cell: str) -> tuple[int, int]:
