@@ -27,7 +27,8 @@ settings.register_profile("long", derandomize=False, deadline=None, max_examples
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 #: where the shared benchmark instances live (override with $ACCELSIM_BENCHMARKS)
-BENCHMARKS = Path(os.environ.get("ACCELSIM_BENCHMARKS", Path(__file__).resolve().parent.parent / "shared" / "benchmarks"))
+BENCHMARKS = Path(os.environ.get("ACCELSIM_BENCHMARKS",
+                                 Path(__file__).resolve().parent.parent / "shared" / "benchmarks"))
 
 
 @pytest.fixture(scope="session")
