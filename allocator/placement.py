@@ -32,11 +32,12 @@ Deadline. The kernel reads a compiled clock before its first placement and every
 ``CLOCK_EVERY`` placements after, and stops once the deadline has passed. A partial placement
 is not a placement: ``verdict`` turns it into status ``"timeout"`` without offsets.
 
-Range of values. With every size and alignment at most 2**62 - 1 and every fixed offset +
-size at most 2**63 - 1 (the limits ``allocator.problem`` enforces) nothing here overflows
-int64: the gap test is ``cursor <= low - size - pad`` rather than ``aligned + size <= low``,
-and a buffer whose top would pass 2**63 - 1 stops the kernel (``stop == "overflow"``)
-instead of wrapping around.
+Range of values. ``allocator.problem`` keeps every value at most ``MAX_VALUE`` = 2**62 - 1,
+and the pinned tops plus the stacked free sizes and their alignment padding too, so no top
+this kernel computes for a ``Problem`` passes 2**62 - 1. The kernel takes any int64 arrays,
+though, so it never computes past its inputs' range: the gap test is
+``cursor <= low - size - pad`` rather than ``aligned + size <= low``, and a buffer whose top
+would pass 2**63 - 1 stops it (``stop == "overflow"``) instead of wrapping around.
 """
 
 from __future__ import annotations
@@ -354,7 +355,7 @@ def place(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, alignments: n
     >>> p = place(starts, ends, sizes, ones, -ones, np.array([0, 1, 2]))
     >>> p.offsets.tolist(), p.placed, p.stop
     ([0, 4, 0], 3, 'complete')
-    >>> place(starts, ends, sizes, ones, -ones, np.array([0, 1, 2]), deadline=0.0).stop
+    >>> place(starts, ends, sizes, ones, -ones, np.array([0, 1, 2]), deadline=-1.0).stop
     'deadline'
     """
     times, first, last = compress_times(starts, ends)
