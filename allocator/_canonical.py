@@ -1,19 +1,31 @@
 """The compiled core of the exact canonical search (see ``allocator.minimalloc``).
 
 Everything here is numba ``njit`` code over flat int64 arrays; ``allocator.minimalloc`` is
-the Python layer that prepares the arrays, runs the portfolio and converts the result.
+the Python layer that prepares the arrays, runs the portfolio and converts the result. Its one
+entry point is :func:`run_search`, which takes three typed records and the limits by keyword:
+
+* :class:`SearchInstance`: the problem as flat arrays (sizes, alignments, pins, cross sections);
+* :class:`Preorder`: the static rank that breaks ties, and what is derived from it;
+* :class:`SearchSwitches`: one field per pruning technique, so an ablation is one field.
 
 Search state
 ------------
-* ``offset[i]``: the buffer's offset, ``-1`` while unplaced.
-* ``sec_top[k]``: the highest address in use in cross section ``k`` by placed buffers. The
-  lowest offset a buffer can take ("floor") is the max of ``sec_top`` over its sections.
-* ``sec_free[k]``: total size of the unplaced free (not fixed) buffers live in section ``k``.
-* ``pos[j]``: the offset unplaced buffer ``j`` would take now (its aligned floor, or its fixed
-  offset). Placing a buffer raises ``pos`` of the unplaced buffers it overlaps; only those of
-  the current group can overlap it, so the update costs one pass over the group.
-* trails of ``(section, old sec_top)`` and ``(buffer, old pos)`` pairs and a stack of placed
-  buffers, so backtracking restores the state exactly instead of recomputing it.
+* ``placement.offset[i]``: the buffer's offset, ``-1`` while unplaced.
+* ``sections.top[k]``: the highest address in use in cross section ``k`` by placed buffers.
+  The lowest offset a buffer can take ("floor") is the max of the tops over its sections.
+* ``sections.free[k]``: total size of the unplaced free (not fixed) buffers live in ``k``.
+* ``placement.pos[j]``: the offset unplaced buffer ``j`` would take now (its aligned floor, or
+  its fixed offset). Placing a buffer raises ``pos`` of the unplaced buffers it overlaps; only
+  those of the current group can overlap it, so the update costs one pass over the group.
+* trails of ``(index, old value)`` rows for the section tops, the positions and the ranks,
+  and a stack of placed buffers, so backtracking restores the state exactly instead of
+  recomputing it.
+
+The helpers take the arrays in small records (``_Buffers``, ``_Placement``, ``_Sections``)
+and the node's scalars in ``_Node``. Numba passes a record as one argument per array (and
+reference-counts the arrays of a record bound inside inlined code): handing every helper the
+whole state and the frame stack made the search up to 40 % slower, while with these narrow
+records it searches as many nodes per second as the single-function kernel it replaced.
 
 Frames
 ------
@@ -23,17 +35,42 @@ it works on (a run of the ``members`` stack, sorted by start time), the canonica
 tried and the dominance bounds of the node. A *sequence* frame holds the independent groups
 a dynamic temporal decomposition split the node into; they are solved one after another and
 never backtracked into (they do not interact), so a failure in one fails the whole node.
+
+Integer range
+-------------
+All arithmetic is int64. It cannot overflow when the capacity, every size, alignment and
+pinned offset are at most ``MAX_VALUE = 2**62 - 1`` and the sizes plus alignments of all
+buffers sum to at most ``MAX_VALUE`` (``allocator.problem`` guarantees this for every
+problem; ``allocator.minimalloc`` checks the capacity of each search): a position is at most
+``capacity + alignment - 1`` (an aligned floor of a top that fits), so a position plus a
+size, or plus a section's unplaced bytes, stays below ``2 * MAX_VALUE < 2**63``.
+``_BIG = 2**62`` stands for "none" because it exceeds every
+capacity. The hashes multiply in uint64 and wrap on purpose.
+
+Time
+----
+The clock is read through object mode (``_now``), which costs a few microseconds, so the
+search reads it once per ``CLOCK_WORK`` units of work (a unit is one buffer or section
+visited), not once per node: a node on a large instance can visit a million buffers, and a
+node count alone would let the search overrun its deadline by seconds.
 """
 
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numba
 import numpy as np
 from numba import njit
 
 SOLVED, EXHAUSTED, NODE_LIMIT, TIME_LIMIT, CANCELLED = 0, 1, 2, 3, 4
+
+#: the largest capacity, size, alignment or pinned offset (and sum of sizes plus alignments)
+#: the kernel's int64 arithmetic handles without overflow
+MAX_VALUE = (1 << 62) - 1
+#: units of work (buffers and sections visited) between two readings of the clock
+CLOCK_WORK = 1 << 17
 
 _OPEN, _NEXT, _FAIL, _SUCCEED = 0, 1, 2, 3
 _NORMAL, _SEQUENCE = 0, 1
@@ -49,6 +86,157 @@ _SALT_D = np.uint64(0x082EFA98EC4E6C89)
 _SALT_E = np.uint64(0x452821E638D01377)
 
 
+class SearchInstance(NamedTuple):
+    """The problem as the kernel sees it: flat arrays indexed by buffer or by cross section."""
+
+    sizes: np.ndarray  #: int64 bytes per buffer
+    aligns: np.ndarray  #: int64 alignment per buffer (bytes, >= 1)
+    fixed: np.ndarray  #: int64 pinned offset per buffer, -1 when free
+    first_section: np.ndarray  #: int64 first cross section the buffer is live in
+    last_section: np.ndarray  #: int64 one past the last cross section it is live in
+    by_start: np.ndarray  #: int64 buffer indices sorted by start time, then index: the root group
+    hash_key_a: np.ndarray  #: uint64 random key per buffer for the state hash (odd)
+    hash_key_b: np.ndarray  #: uint64 second, independent key per buffer
+    section_start: np.ndarray  #: int64 CSR row starts of ``section_buffers`` (staircase bound only)
+    section_buffers: np.ndarray  #: int64 buffers live in each section, section by section
+    n_sections: int  #: number of cross sections
+
+
+class Preorder(NamedTuple):
+    """One static preorder of the portfolio and what is derived from it."""
+
+    rank: np.ndarray  #: int64 rank per buffer (0 first): breaks ties in the canonical order
+    twin_before: np.ndarray  #: int64 identical free buffer just before it in rank order, -1 for none
+    rerank_pre: np.ndarray  #: int64 group re-ranking key before T (see ``rerank_groups``)
+    rerank_post: np.ndarray  #: int64 group re-ranking key after T (distinct per buffer)
+
+
+class SearchSwitches(NamedTuple):
+    """Which techniques the kernel applies; ``allocator.minimalloc.kernel_switches`` builds it
+    from ``MiniMallocOptions`` (whose docstrings cite the paper's sections)."""
+
+    canonical: bool  #: place in non-decreasing (offset, rank) order only
+    section_inference: bool  #: height + unplaced bytes <= capacity in every section
+    offset_floor: bool  #: ... with the height raised to the largest placed offset
+    effective_height: bool  #: ... and to the lowest position of an unplaced buffer there
+    staircase: bool  #: the per-position form of the section bound (replaces the sum form)
+    dominance: bool  #: skip a candidate when an unplaced buffer fits entirely below it
+    decomposition: bool  #: split a node into groups that do not overlap in time
+    restart_groups: bool  #: each group restarts its canonical order at offset 0
+    rerank_groups: bool  #: each group re-ranks its buffers by the T of its unplaced bytes
+    lowest_offset_first: bool  #: try candidates by (offset, rank); off: by rank only
+    hatless: bool  #: a refuted candidate overlapping no unplaced buffer fails its node
+    table_bits: int  #: log2 of the slots of the failed-state table; 0: no table
+
+
+class SearchResult(NamedTuple):
+    """What one run of the kernel returns."""
+
+    status: int  #: SOLVED, EXHAUSTED, NODE_LIMIT, TIME_LIMIT or CANCELLED
+    offsets: np.ndarray  #: int64 offset per buffer (complete only when SOLVED)
+    nodes: int  #: candidates placed
+    backtracks: int  #: candidates refuted and nodes failed
+    splits: int  #: dynamic decompositions performed
+    table_hits: int  #: nodes pruned because their state had failed before
+
+
+class _Buffers(NamedTuple):
+    """The static per-buffer arrays the helpers read (the same arrays as the ``SearchInstance``).
+
+    The helpers take small records like this one rather than the whole instance: numba passes
+    a record as one argument per array field, so a narrow record keeps each call cheap.
+    """
+
+    sizes: np.ndarray
+    aligns: np.ndarray
+    fixed: np.ndarray
+    first_section: np.ndarray
+    last_section: np.ndarray
+
+
+class _Placement(NamedTuple):
+    """The per-buffer search state (see the module docstring)."""
+
+    offset: np.ndarray  #: offset, -1 while unplaced
+    pos: np.ndarray  #: the offset an unplaced buffer would take now
+    rank: np.ndarray  #: current rank (re-ranked groups change it)
+
+
+class _Sections(NamedTuple):
+    """The per-section search state."""
+
+    top: np.ndarray  #: highest address in use by placed buffers
+    free: np.ndarray  #: bytes of the unplaced free buffers live there
+    unplaced: np.ndarray  #: unplaced buffers live there (which sections the state hash covers)
+
+
+class _Node(NamedTuple):
+    """The scalars of one search node that its candidates are checked against."""
+
+    begin: int  #: the node's group is ``members[begin:end]``
+    end: int
+    scan_end: int  #: candidates are looked for in ``members[begin:scan_end]`` (``begin``: none left)
+    omax: int  #: canonical bounds: largest offset placed so far ...
+    imax: int  #: ... and the rank of the buffer placed there
+    last_pos: int  #: the candidate tried last (the next one comes after it)
+    last_rank: int
+    klo: int  #: sections the group spans: ``[klo, khi)``
+    khi: int
+    hmin: int  #: lowest top of an unplaced free buffer (dominance)
+    fmin: int  #: lowest unplaced pinned offset
+
+
+class _Frames(NamedTuple):
+    """The search stack, one entry per frame (see the module docstring); used by ``search`` only."""
+
+    kind: np.ndarray  #: _NORMAL or _SEQUENCE
+    begin: np.ndarray  #: normal: first member of the group; sequence: first entry in ``bounds``
+    end: np.ndarray  #: normal: one past the last member of the group
+    omax: np.ndarray  #: canonical bounds on entry: largest offset placed ...
+    imax: np.ndarray  #: ... and the rank of the buffer placed there
+    last_pos: np.ndarray  #: last candidate tried: its position ...
+    last_rank: np.ndarray  #: ... and its rank
+    hatless: np.ndarray  #: the last candidate tried overlapped no unplaced buffer
+    section_mark: np.ndarray  #: trail tops on entry (undo marks)
+    position_mark: np.ndarray
+    rank_mark: np.ndarray
+    placed_mark: np.ndarray
+    members_mark: np.ndarray
+    bounds_mark: np.ndarray
+    klo: np.ndarray  #: sections the group spans: [klo, khi)
+    khi: np.ndarray
+    hmin: np.ndarray  #: lowest top of an unplaced free buffer (dominance)
+    fmin: np.ndarray  #: lowest unplaced pinned offset
+    hash_a: np.ndarray  #: state hash on entry (restored on undo)
+    hash_b: np.ndarray
+    key_a: np.ndarray  #: state key on entry (hash and bounds), for the table
+    key_b: np.ndarray
+    group: np.ndarray  #: sequence frames: index of the group being solved
+    groups: np.ndarray  #: sequence frames: number of groups
+
+
+def run_search(instance: SearchInstance, preorder: Preorder, switches: SearchSwitches, *, capacity: int,
+               node_limit: int, deadline: float, stop: np.ndarray) -> SearchResult:
+    """Run the depth-first search over canonical partial solutions once.
+
+    ``capacity`` is in bytes (at most ``MAX_VALUE``); the search stops after ``node_limit``
+    nodes (NODE_LIMIT), when ``time.perf_counter()`` passes ``deadline`` (TIME_LIMIT; a
+    negative deadline means none), or when another thread sets ``stop[0]`` (a one-element
+    int64 array) to non-zero (CANCELLED). The compiled search releases the GIL. Ctrl-C
+    raises KeyboardInterrupt at the kernel's next reading of the clock.
+    """
+    try:
+        status, offsets, nodes, backtracks, splits, hits = search(
+            instance, preorder, switches, capacity=capacity, node_limit=node_limit, deadline=deadline, stop=stop)
+    except SystemError as exc:
+        # Ctrl-C is handled while the kernel reads the clock in object mode, and numba hands the
+        # KeyboardInterrupt back wrapped in a SystemError; give the caller the interrupt itself.
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            raise KeyboardInterrupt from None
+        raise
+    return SearchResult(int(status), offsets, int(nodes), int(backtracks), int(splits), int(hits))
+
+
 @njit(cache=True)
 def _mix(a, b, salt):  # pragma: no cover - compiled
     """A 64-bit hash of the pair ``(a, b)`` (splitmix64 finaliser); ``salt`` picks the function."""
@@ -60,6 +248,7 @@ def _mix(a, b, salt):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _now() -> float:  # pragma: no cover - compiled
+    """``time.perf_counter()`` from compiled code (object mode: read it sparingly)."""
     with numba.objmode(t="float64"):
         t = time.perf_counter()
     return t
@@ -67,6 +256,7 @@ def _now() -> float:  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _grow(array, needed):  # pragma: no cover - compiled
+    """``array`` itself when it holds ``needed`` entries, else a copy at least twice as long."""
     if needed <= array.shape[0]:
         return array
     bigger = np.empty(max(needed, 2 * array.shape[0]), array.dtype)
@@ -75,9 +265,85 @@ def _grow(array, needed):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _remember(table_a, table_b, table_mask, key_a, key_b):  # pragma: no cover - compiled
+def _grow_trail(trail, needed):  # pragma: no cover - compiled
+    """A trail of ``(index, old value)`` rows with room for ``needed`` rows."""
+    if needed <= trail.shape[0]:
+        return trail
+    bigger = np.empty((max(needed, 2 * trail.shape[0]), 2), trail.dtype)
+    bigger[: trail.shape[0]] = trail
+    return bigger
+
+
+@njit(cache=True)
+def _restore(values, trail, top, mark):  # pragma: no cover - compiled
+    """Undo the trail down to ``mark``: write each old value back, newest first; returns ``mark``."""
+    while top > mark:
+        top -= 1
+        values[trail[top, 0]] = trail[top, 1]
+    return top
+
+
+@njit(cache=True)
+def _new_frames(depth_cap):  # pragma: no cover - compiled
+    """An empty search stack with room for ``depth_cap`` frames."""
+    return _Frames(
+        kind=np.empty(depth_cap, np.int64), begin=np.empty(depth_cap, np.int64), end=np.empty(depth_cap, np.int64),
+        omax=np.empty(depth_cap, np.int64), imax=np.empty(depth_cap, np.int64),
+        last_pos=np.empty(depth_cap, np.int64), last_rank=np.empty(depth_cap, np.int64),
+        hatless=np.zeros(depth_cap, np.bool_), section_mark=np.empty(depth_cap, np.int64),
+        position_mark=np.empty(depth_cap, np.int64), rank_mark=np.empty(depth_cap, np.int64),
+        placed_mark=np.empty(depth_cap, np.int64), members_mark=np.empty(depth_cap, np.int64),
+        bounds_mark=np.empty(depth_cap, np.int64), klo=np.empty(depth_cap, np.int64),
+        khi=np.empty(depth_cap, np.int64), hmin=np.empty(depth_cap, np.int64), fmin=np.empty(depth_cap, np.int64),
+        hash_a=np.empty(depth_cap, np.uint64), hash_b=np.empty(depth_cap, np.uint64),
+        key_a=np.empty(depth_cap, np.uint64), key_b=np.empty(depth_cap, np.uint64),
+        group=np.empty(depth_cap, np.int64), groups=np.empty(depth_cap, np.int64),
+    )
+
+
+@njit(cache=True)
+def _root_state(buffers, rank, n_sections):  # pragma: no cover - compiled
+    """The state at the root: nothing placed; free buffers counted in their sections."""
+    n = buffers.sizes.shape[0]
+    placement = _Placement(offset=np.full(n, -1, np.int64), pos=np.zeros(n, np.int64), rank=rank.copy())
+    sections = _Sections(top=np.zeros(n_sections, np.int64), free=np.zeros(n_sections, np.int64),
+                         unplaced=np.zeros(n_sections, np.int64))
+    for j in range(n):
+        if buffers.fixed[j] >= 0:
+            placement.pos[j] = buffers.fixed[j]
+        for k in range(buffers.first_section[j], buffers.last_section[j]):
+            sections.unplaced[k] += 1
+            if buffers.fixed[j] < 0:
+                sections.free[k] += buffers.sizes[j]
+    return placement, sections
+
+
+@njit(cache=True)
+def _root_hash(hash_key_a, hash_key_b, sections):  # pragma: no cover - compiled
+    """The root's two state hashes: every buffer unplaced, every live section at top 0."""
+    hash_a = np.uint64(0)
+    hash_b = np.uint64(0)
+    for j in range(hash_key_a.shape[0]):
+        hash_a ^= hash_key_a[j]
+        hash_b ^= hash_key_b[j]
+    for k in range(sections.unplaced.shape[0]):
+        if sections.unplaced[k] > 0:
+            hash_a ^= _mix(k, 0, _SALT_A)
+            hash_b ^= _mix(k, 0, _SALT_B)
+    return hash_a, hash_b
+
+
+@njit(cache=True)
+def _table_holds(table_a, table_b, key_a, key_b):  # pragma: no cover - compiled
+    """The failed-state table holds this state: it was searched to exhaustion before."""
+    slot = key_a & np.uint64(table_a.shape[0] - 1)
+    return table_a[slot] == key_a and table_b[slot] == key_b
+
+
+@njit(cache=True)
+def _remember(table_a, table_b, key_a, key_b):  # pragma: no cover - compiled
     """Record a state searched to exhaustion (overwriting whatever held its slot)."""
-    slot = key_a & table_mask
+    slot = key_a & np.uint64(table_a.shape[0] - 1)
     table_a[slot] = key_a
     table_b[slot] = key_b
 
@@ -99,6 +365,78 @@ def _group_bounds(omax, imax, restart_groups):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _survey(members, begin, end, n_sections, buffers, placement):  # pragma: no cover - compiled
+    """Look over the unplaced buffers of the group ``members[begin:end]`` (sorted by start).
+
+    Returns ``(count, runs, klo, khi, hmin, fmin)``: how many are unplaced, into how many runs
+    that do not overlap in time they fall, the sections ``[klo, khi)`` they span, the lowest
+    top (position + size) of an unplaced free buffer (dominance) and the lowest unplaced
+    pinned offset (``_BIG`` for none).
+    """
+    count = 0
+    runs = 0
+    run_end = -1
+    klo = n_sections
+    khi = 0
+    hmin = _BIG
+    fmin = _BIG
+    for m in range(begin, end):
+        j = members[m]
+        if placement.offset[j] >= 0:
+            continue
+        first = buffers.first_section[j]
+        last = buffers.last_section[j]
+        count += 1
+        if count == 1 or first >= run_end:
+            runs += 1
+            run_end = last
+        elif last > run_end:
+            run_end = last
+        if first < klo:
+            klo = first
+        if last > khi:
+            khi = last
+        if buffers.fixed[j] >= 0:
+            if buffers.fixed[j] < fmin:
+                fmin = buffers.fixed[j]
+        elif placement.pos[j] + buffers.sizes[j] < hmin:
+            hmin = placement.pos[j] + buffers.sizes[j]
+    return count, runs, klo, khi, hmin, fmin
+
+
+@njit(cache=True)
+def _split_into_runs(members, begin, end, write, bounds, bounds_top, buffers,
+                     placement):  # pragma: no cover - compiled
+    """Dynamic temporal decomposition (§7): copy the unplaced buffers of ``members[begin:end]``
+    to ``members[write:]`` and push each run's ``[begin, end)`` onto ``bounds``.
+
+    A run ends where no buffer seen so far is live any more (members are sorted by start), so
+    the runs do not overlap in time. Returns the new ``(members top, bounds top)``.
+    """
+    run_end = -1
+    first = True
+    for m in range(begin, end):
+        j = members[m]
+        if placement.offset[j] >= 0:
+            continue
+        if first or buffers.first_section[j] >= run_end:
+            if not first:
+                bounds[bounds_top] = write
+                bounds_top += 1
+            bounds[bounds_top] = write
+            bounds_top += 1
+            run_end = buffers.last_section[j]
+            first = False
+        elif buffers.last_section[j] > run_end:
+            run_end = buffers.last_section[j]
+        members[write] = j
+        write += 1
+    bounds[bounds_top] = write
+    bounds_top += 1
+    return write, bounds_top
+
+
+@njit(cache=True)
 def _rank_term(j, r, r0):  # pragma: no cover - compiled
     """Hash terms ``(a, b)`` of buffer ``j`` holding rank ``r`` instead of its static rank ``r0``."""
     if r == r0:
@@ -107,8 +445,8 @@ def _rank_term(j, r, r0):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _rerank(members, begin, end, rank, rank0, pre_key, post_key, first_sec, last_sec, sec_free, rank_trail_j,
-            rank_trail_v, rank_trail_top):  # pragma: no cover - compiled
+def _rerank(members, begin, end, preorder, buffers, placement, sections, rank_trail,
+            rank_top):  # pragma: no cover - compiled
     """Re-rank the buffers ``members[begin:end]`` of one group by the key ``(pre, -T, post)``.
 
     T is the largest total of *unplaced* buffer bytes over the sections a buffer spans, taken
@@ -117,6 +455,7 @@ def _rerank(members, begin, end, rank, rank0, pre_key, post_key, first_sec, last
     order, so ranks stay distinct across groups. Old ranks go on the trail; returns
     ``(new trail top, hash delta a, hash delta b)``.
     """
+    rank = placement.rank
     g = end - begin
     t_cur = np.empty(g, np.int64)
     post = np.empty(g, np.int64)
@@ -125,12 +464,12 @@ def _rerank(members, begin, end, rank, rank0, pre_key, post_key, first_sec, last
     for x in range(g):
         j = members[begin + x]
         t = 0
-        for k in range(first_sec[j], last_sec[j]):
-            if sec_free[k] > t:
-                t = sec_free[k]
+        for k in range(buffers.first_section[j], buffers.last_section[j]):
+            if sections.free[k] > t:
+                t = sections.free[k]
         t_cur[x] = -t
-        post[x] = post_key[j]
-        pre[x] = pre_key[j]
+        post[x] = preorder.rerank_post[j]
+        pre[x] = preorder.rerank_pre[j]
         old[x] = rank[j]
     order = np.argsort(post, kind="mergesort")
     order = order[np.argsort(t_cur[order], kind="mergesort")]
@@ -144,459 +483,433 @@ def _rerank(members, begin, end, rank, rank0, pre_key, post_key, first_sec, last
         r_new = values[x]
         if r_old == r_new:
             continue
-        rank_trail_j[rank_trail_top] = j
-        rank_trail_v[rank_trail_top] = r_old
-        rank_trail_top += 1
-        oa, ob = _rank_term(j, r_old, rank0[j])
-        na, nb = _rank_term(j, r_new, rank0[j])
+        rank_trail[rank_top, 0] = j
+        rank_trail[rank_top, 1] = r_old
+        rank_top += 1
+        oa, ob = _rank_term(j, r_old, preorder.rank[j])
+        na, nb = _rank_term(j, r_new, preorder.rank[j])
         delta_a ^= oa ^ na
         delta_b ^= ob ^ nb
         rank[j] = r_new
-    return rank_trail_top, delta_a, delta_b
+    return rank_top, delta_a, delta_b
 
 
 @njit(cache=True)
-def _undo(to_trail, to_pos_trail, to_placed, trail_top, pos_trail_top, placed_top, trail_k, trail_v,
-          pos_trail_j, pos_trail_v, sec_top, pos, placed, offset, fixed, first_sec, last_sec, sec_free,
-          sizes, sec_count):  # pragma: no cover - compiled
-    """Restore the state to the given trail marks; return the new tops."""
-    while trail_top > to_trail:
-        trail_top -= 1
-        sec_top[trail_k[trail_top]] = trail_v[trail_top]
-    while pos_trail_top > to_pos_trail:
-        pos_trail_top -= 1
-        pos[pos_trail_j[pos_trail_top]] = pos_trail_v[pos_trail_top]
-    while placed_top > to_placed:
+def _pick_candidate(node, switches, capacity, members, buffers, placement,
+                    twin_before):  # pragma: no cover - compiled
+    """The node's next candidate after the one it tried last, or -1 when none is left.
+
+    Candidates are the unplaced buffers of the node's group, tried in increasing
+    ``(position, rank)`` (or rank only without ``lowest_offset_first``); a candidate must fit
+    the capacity at its position and, with ``canonical``, keep the canonical order (§5), not
+    pass an unplaced pinned buffer, and (``dominance``, §6.3) leave no gap an unplaced buffer
+    fits in. Returns ``(buffer, its position, its rank)``.
+    """
+    best = -1
+    best_pos = _BIG
+    best_rank = _BIG
+    for m in range(node.begin, node.scan_end):
+        j = members[m]
+        if placement.offset[j] >= 0:
+            continue
+        twin = twin_before[j]
+        if twin >= 0 and placement.offset[twin] < 0:
+            continue  # identical buffers are placed in rank order (symmetry breaking)
+        p = placement.pos[j]
+        r = placement.rank[j]
+        if not switches.lowest_offset_first:
+            # candidates are tried in increasing rank: skip those already tried
+            if r <= node.last_rank or r > best_rank:
+                continue
+        else:
+            # candidates are tried in increasing (offset, rank): skip those already tried
+            if p < node.last_pos or (p == node.last_pos and r <= node.last_rank):
+                continue
+            if p > best_pos or (p == best_pos and r > best_rank):
+                continue
+        if p + buffers.sizes[j] > capacity:
+            continue
+        if switches.canonical:
+            if p < node.omax or (p == node.omax and r < node.imax):
+                continue  # offset or index non-monotonic
+            if p > node.fmin:
+                continue  # an unplaced fixed buffer would end up below the canonical order
+            if switches.dominance and p >= node.hmin:
+                continue  # some unplaced buffer fits entirely below: dominated
+        best = j
+        best_pos = p
+        best_rank = r
+    return best, best_pos, best_rank
+
+
+@njit(cache=True)
+def _occupy_sections(i, top, buffers, sections, section_trail, section_top, hash_a,
+                     hash_b):  # pragma: no cover - compiled
+    """Buffer ``i`` now ends at ``top`` in the sections it spans: raise their tops (trailing the
+    old ones), take its bytes out of their unplaced totals and update the state hashes.
+
+    ``section_trail`` must have room for the sections ``i`` spans. Returns
+    ``(section trail top, hash a, hash b)``.
+    """
+    for k in range(buffers.first_section[i], buffers.last_section[i]):
+        if buffers.fixed[i] < 0:
+            sections.free[k] -= buffers.sizes[i]
+        old = sections.top[k]
+        hash_a ^= _mix(k, old, _SALT_A)
+        hash_b ^= _mix(k, old, _SALT_B)
+        if old < top:
+            section_trail[section_top, 0] = k
+            section_trail[section_top, 1] = old
+            section_top += 1
+            sections.top[k] = top
+        sections.unplaced[k] -= 1
+        if sections.unplaced[k] > 0:
+            hash_a ^= _mix(k, sections.top[k], _SALT_A)
+            hash_b ^= _mix(k, sections.top[k], _SALT_B)
+    return section_top, hash_a, hash_b
+
+
+@njit(cache=True)
+def _unplace(placed, placed_top, mark, buffers, placement, sections):  # pragma: no cover - compiled
+    """Take the buffers placed after ``mark`` off again (their sections count them unplaced)."""
+    while placed_top > mark:
         placed_top -= 1
         j = placed[placed_top]
-        offset[j] = -1
-        for k in range(first_sec[j], last_sec[j]):
-            sec_count[k] += 1
-            if fixed[j] < 0:
-                sec_free[k] += sizes[j]
-    return trail_top, pos_trail_top, placed_top
+        placement.offset[j] = -1
+        for k in range(buffers.first_section[j], buffers.last_section[j]):
+            sections.unplaced[k] += 1
+            if buffers.fixed[j] < 0:
+                sections.free[k] += buffers.sizes[j]
+    return placed_top
+
+
+@njit(cache=True)
+def _raise_overlapping(node, i, members, buffers, placement, position_trail,
+                       position_top):  # pragma: no cover - compiled
+    """After placing ``i``: raise the position of every unplaced free buffer of the group that
+    overlaps it in time to above it (aligned), and check that no unplaced pinned buffer that
+    overlaps it in time overlaps it in address.
+
+    ``position_trail`` must have room for the group. Returns ``(alive, hat, trail top)``;
+    ``hat`` is whether ``i`` overlaps any unplaced buffer in time.
+    """
+    p = placement.offset[i]
+    top = p + buffers.sizes[i]
+    lo_i = buffers.first_section[i]
+    hi_i = buffers.last_section[i]
+    hat = False
+    for m in range(node.begin, node.end):
+        q = members[m]
+        if placement.offset[q] >= 0 or buffers.first_section[q] >= hi_i or buffers.last_section[q] <= lo_i:
+            continue
+        hat = True
+        if buffers.fixed[q] >= 0:
+            # a pinned buffer overlapping i in time must not overlap it in address
+            if buffers.fixed[q] < top and p < buffers.fixed[q] + buffers.sizes[q]:
+                return False, hat, position_top
+        else:
+            a = buffers.aligns[q]
+            raised = (top + a - 1) // a * a
+            if placement.pos[q] < raised:
+                position_trail[position_top, 0] = q
+                position_trail[position_top, 1] = placement.pos[q]
+                position_top += 1
+                placement.pos[q] = raised
+    return True, hat, position_top
+
+
+@njit(cache=True)
+def _pinned_order_holds(node, i, members, buffers, placement):  # pragma: no cover - compiled
+    """With ``canonical``: every unplaced pinned buffer of the group still comes after ``i``
+    in the canonical (offset, rank) order, so it can still be placed."""
+    p = placement.offset[i]
+    for m in range(node.begin, node.end):
+        q = members[m]
+        if placement.offset[q] < 0 and buffers.fixed[q] >= 0:
+            if buffers.fixed[q] < p or (buffers.fixed[q] == p and placement.rank[q] < placement.rank[i]):
+                return False
+    return True
+
+
+@njit(cache=True)
+def _staircase_holds(node, floor, capacity, section_start, section_buffers, buffers, placement, sections,
+                     stair_pos, stair_size):  # pragma: no cover - compiled
+    """Per section of the node: the unplaced free buffers at or above any of their positions
+    ``v`` must all fit above ``v``: ``v + (their sizes) <= capacity`` for every such ``v``.
+    Positions count from at least the section top and ``floor``. Returns
+    ``(holds, buffers visited)``.
+    """
+    visited = 0
+    for k in range(node.klo, node.khi):
+        if sections.free[k] == 0:
+            continue
+        base = sections.top[k]
+        if floor > base:
+            base = floor
+        m = 0
+        for e in range(section_start[k], section_start[k + 1]):
+            q = section_buffers[e]
+            visited += 1
+            if placement.offset[q] >= 0 or buffers.fixed[q] >= 0:
+                continue
+            v = placement.pos[q]
+            if v < base:
+                v = base
+            # insertion sort by position, highest first
+            w = m
+            while w > 0 and stair_pos[w - 1] < v:
+                stair_pos[w] = stair_pos[w - 1]
+                stair_size[w] = stair_size[w - 1]
+                w -= 1
+            stair_pos[w] = v
+            stair_size[w] = buffers.sizes[q]
+            m += 1
+        above = 0
+        for w in range(m):
+            above += stair_size[w]
+            if stair_pos[w] + above > capacity:
+                return False, visited
+    return True, visited
+
+
+@njit(cache=True)
+def _sections_hold(node, floor, effective_height, capacity, members, buffers, placement, sections,
+                   effective):  # pragma: no cover - compiled
+    """Section inference (§6.2, eq. 3): in every section of the node the unplaced free
+    buffers must stack above its height, ``height + unplaced bytes <= capacity``.
+
+    The height is the section's top, raised to ``floor`` (the largest placed offset with
+    ``offset_floor``, else 0) and, with ``effective_height``, to the lowest position of an
+    unplaced free buffer of the node's group live there (``effective`` is scratch space).
+    """
+    if effective_height:
+        for k in range(node.klo, node.khi):
+            effective[k] = _BIG
+        for m in range(node.begin, node.end):
+            q = members[m]
+            if placement.offset[q] >= 0 or buffers.fixed[q] >= 0:
+                continue
+            v = placement.pos[q]
+            for k in range(buffers.first_section[q], buffers.last_section[q]):
+                if v < effective[k]:
+                    effective[k] = v
+    for k in range(node.klo, node.khi):
+        if sections.free[k] == 0:
+            continue
+        height = sections.top[k]
+        if floor > height:
+            height = floor
+        if effective_height and effective[k] > height:
+            height = effective[k]
+        if height + sections.free[k] > capacity:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)
-def search(sizes, aligns, fixed, rank_in, first_sec, last_sec, n_sections, members_init, capacity,
-           node_limit, deadline, canonical, section_inference, offset_floor, effective_height,
-           dominance, decomposition, restart_groups, buffer_key_a, buffer_key_b,
-           table_bits, staircase, section_start, section_buffers, rank_first,
-           twin_before, hatless, rerank, pre_key, post_key, stop):  # pragma: no cover - compiled
-    """Depth-first search over canonical partial solutions.
+def search(instance, preorder, switches, capacity, node_limit, deadline, stop):  # pragma: no cover - compiled
+    """Depth-first search over canonical partial solutions (call it through :func:`run_search`).
 
-    Returns ``(status, offsets, nodes, backtracks, splits, table_hits)``; ``status`` is SOLVED, EXHAUSTED (the
-    whole space was searched: infeasible), NODE_LIMIT, TIME_LIMIT or CANCELLED (another thread set
-    ``stop[0]``, a one-element int64 array, to non-zero). ``deadline`` is a
+    Returns ``(status, offsets, nodes, backtracks, splits, table_hits)``; ``status`` is SOLVED,
+    EXHAUSTED (the whole space was searched: infeasible), NODE_LIMIT, TIME_LIMIT or CANCELLED
+    (another thread set ``stop[0]``, a one-element int64 array, to non-zero). ``deadline`` is a
     ``time.perf_counter()`` value, or a negative number for none.
 
-    ``table_bits > 0`` turns on a table of ``2**table_bits`` failed states. The future of a
-    node depends only on its unplaced buffers, the section tops where they live and the
-    canonical bounds, so a state that was searched to exhaustion once fails again wherever
-    it recurs. States are keyed by two independent 64-bit Zobrist-style hashes (unplaced
-    buffers XOR per-section ``(section, top)`` terms XOR the bounds), kept incrementally; a
-    false hit needs both to collide. Entries are overwritten on collision of the slot.
-    With ``rerank`` a group's ranks can differ from ``rank_in``; the ranks of unplaced buffers
-    steer their future, so every rank that differs adds a ``(buffer, rank)`` term to the hash.
+    ``switches.table_bits > 0`` turns on a table of ``2**table_bits`` failed states. The
+    future of a node depends only on its unplaced buffers, the section tops where they live
+    and the canonical bounds, so a state that was searched to exhaustion once fails again
+    wherever it recurs. States are keyed by two independent 64-bit Zobrist-style hashes
+    (unplaced buffers XOR per-section ``(section, top)`` terms XOR the bounds), kept
+    incrementally; a false hit needs both to collide. Entries are overwritten on collision of
+    the slot. With ``rerank_groups`` a group's ranks can differ from ``preorder.rank``; the
+    ranks of unplaced buffers steer their future, so every rank that differs adds a
+    ``(buffer, rank)`` term to the hash.
     """
-    n = sizes.shape[0]
-    rank = rank_in.copy()
-    rank_trail_j = np.empty(n + 16, np.int64)
-    rank_trail_v = np.empty(n + 16, np.int64)
-    rank_trail_top = 0
-    offset = np.full(n, -1, np.int64)
-    sec_top = np.zeros(n_sections, np.int64)
-    sec_free = np.zeros(n_sections, np.int64)
-    pos = np.zeros(n, np.int64)
-    span_total = 0
-    for j in range(n):
-        span_total += last_sec[j] - first_sec[j]
-        if fixed[j] >= 0:
-            pos[j] = fixed[j]
-        else:
-            for k in range(first_sec[j], last_sec[j]):
-                sec_free[k] += sizes[j]
-    effective = np.zeros(n_sections, np.int64)
-    # read the clock every 1024 nodes, or every node when a node walks many sections
-    check_mask = 1023 if span_total < 200_000 else 0
-    stair_pos = np.empty(n + 1, np.int64)
-    stair_size = np.empty(n + 1, np.int64)
-    sec_count = np.zeros(n_sections, np.int64)
-    hash_a = np.uint64(0)
-    hash_b = np.uint64(0)
-    for j in range(n):
-        hash_a ^= buffer_key_a[j]
-        hash_b ^= buffer_key_b[j]
-        for k in range(first_sec[j], last_sec[j]):
-            sec_count[k] += 1
-    for k in range(n_sections):
-        if sec_count[k] > 0:
-            hash_a ^= _mix(k, 0, _SALT_A)
-            hash_b ^= _mix(k, 0, _SALT_B)
-    table_size = (1 << table_bits) if table_bits > 0 else 1
+    n = instance.sizes.shape[0]
+    if deadline >= 0 and _now() > deadline:
+        return TIME_LIMIT, np.full(n, -1, np.int64), 0, 0, 0, 0
+    buffers = _Buffers(sizes=instance.sizes, aligns=instance.aligns, fixed=instance.fixed,
+                       first_section=instance.first_section, last_section=instance.last_section)
+    placement, sections = _root_state(buffers, preorder.rank, instance.n_sections)
+    offset = placement.offset
+    rank = placement.rank
+    rank0 = preorder.rank
+    hash_a, hash_b = _root_hash(instance.hash_key_a, instance.hash_key_b, sections)
+    use_table = switches.table_bits > 0
+    table_size = (1 << switches.table_bits) if use_table else 1
     table_a = np.zeros(table_size, np.uint64)
     table_b = np.zeros(table_size, np.uint64)
-    table_mask = np.uint64(table_size - 1)
-    hits = 0
+    effective = np.zeros(instance.n_sections, np.int64)
+    stair_pos = np.empty(n + 1, np.int64)
+    stair_size = np.empty(n + 1, np.int64)
+    span_total = 0
+    for j in range(n):
+        span_total += instance.last_section[j] - instance.first_section[j]
+    work = 0  # units of work since the clock was last read
 
-    trail_k = np.empty(min(span_total + 1, 4 * n + 16), np.int64)
-    trail_v = np.empty(min(span_total + 1, 4 * n + 16), np.int64)
-    trail_top = 0
-    pos_trail_j = np.empty(4 * n + 16, np.int64)
-    pos_trail_v = np.empty(4 * n + 16, np.int64)
-    pos_trail_top = 0
+    section_trail = np.empty((min(span_total + 1, 4 * n + 16), 2), np.int64)
+    section_top = 0
+    position_trail = np.empty((4 * n + 16, 2), np.int64)
+    position_top = 0
+    rank_trail = np.empty((n + 16, 2), np.int64)
+    rank_top = 0
     placed = np.empty(n + 1, np.int64)
     placed_top = 0
-
     members = np.empty(4 * n + 16, np.int64)
-    members[:n] = members_init
+    members[:n] = instance.by_start
     members_top = n
     bounds = np.empty(4 * n + 16, np.int64)
     bounds_top = 0
-
-    depth_cap = 2 * n + 8
-    f_kind = np.empty(depth_cap, np.int64)
-    f_begin = np.empty(depth_cap, np.int64)
-    f_end = np.empty(depth_cap, np.int64)
-    f_omax = np.empty(depth_cap, np.int64)
-    f_imax = np.empty(depth_cap, np.int64)
-    f_last_pos = np.empty(depth_cap, np.int64)
-    f_last_rank = np.empty(depth_cap, np.int64)
-    f_rank_trail = np.empty(depth_cap, np.int64)
-    f_hatless = np.zeros(depth_cap, np.bool_)  # the last candidate tried overlapped no unplaced buffer
-    f_trail = np.empty(depth_cap, np.int64)
-    f_pos_trail = np.empty(depth_cap, np.int64)
-    f_placed = np.empty(depth_cap, np.int64)
-    f_members_top = np.empty(depth_cap, np.int64)
-    f_bounds_top = np.empty(depth_cap, np.int64)
-    f_klo = np.empty(depth_cap, np.int64)
-    f_khi = np.empty(depth_cap, np.int64)
-    f_hmin = np.empty(depth_cap, np.int64)
-    f_fmin = np.empty(depth_cap, np.int64)
-    f_hash_a = np.empty(depth_cap, np.uint64)  # state hash on entry (to restore on undo)
-    f_hash_b = np.empty(depth_cap, np.uint64)
-    f_key_a = np.empty(depth_cap, np.uint64)  # state key on entry (hash and bounds), for the table
-    f_key_b = np.empty(depth_cap, np.uint64)
-    f_group = np.empty(depth_cap, np.int64)  # sequence frames: index of the group being solved
-    f_groups = np.empty(depth_cap, np.int64)  # sequence frames: number of groups
+    fr = _new_frames(2 * n + 8)
     depth = 0
 
     nodes = 0
     backtracks = 0
     splits = 0
+    hits = 0
     state = _OPEN
     g_begin, g_end, omax, imax = 0, n, 0, -1
 
     while True:
+        if work >= CLOCK_WORK:
+            work = 0
+            if stop[0] != 0:
+                return CANCELLED, offset, nodes, backtracks, splits, hits
+            now = _now()  # read even without a deadline: Python handles Ctrl-C during the reading
+            if deadline >= 0 and now > deadline:
+                return TIME_LIMIT, offset, nodes, backtracks, splits, hits
+
         if state == _OPEN:
-            # Count the unplaced members and, with decomposition on, cut them into runs that
-            # do not overlap in time (members are sorted by start time).
-            # The same pass collects the node's bounds for a normal frame: the sections the
-            # group spans, the lowest top of an unplaced free buffer (dominance) and the
-            # lowest unplaced pinned offset.
-            count = 0
-            runs = 0
-            run_end = -1
-            klo = n_sections
-            khi = 0
-            hmin = _BIG
-            fmin = _BIG
-            for m in range(g_begin, g_end):
-                j = members[m]
-                if offset[j] >= 0:
-                    continue
-                count += 1
-                if count == 1 or first_sec[j] >= run_end:
-                    runs += 1
-                    run_end = last_sec[j]
-                elif last_sec[j] > run_end:
-                    run_end = last_sec[j]
-                if first_sec[j] < klo:
-                    klo = first_sec[j]
-                if last_sec[j] > khi:
-                    khi = last_sec[j]
-                if fixed[j] >= 0:
-                    if fixed[j] < fmin:
-                        fmin = fixed[j]
-                elif pos[j] + sizes[j] < hmin:
-                    hmin = pos[j] + sizes[j]
+            work += g_end - g_begin + 1
+            count, runs, klo, khi, hmin, fmin = _survey(members, g_begin, g_end, instance.n_sections, buffers,
+                                                        placement)
             if count == 0:
                 state = _SUCCEED
                 continue
             key_a = hash_a ^ _mix(omax, imax + 1, _SALT_C)
             key_b = hash_b ^ _mix(imax + 1, omax, _SALT_C)
-            if table_bits > 0:
-                slot = key_a & table_mask
-                if table_a[slot] == key_a and table_b[slot] == key_b:
-                    hits += 1
-                    state = _FAIL
-                    continue
-            f_hash_a[depth] = hash_a
-            f_hash_b[depth] = hash_b
-            f_key_a[depth] = key_a
-            f_key_b[depth] = key_b
+            if use_table and _table_holds(table_a, table_b, key_a, key_b):
+                hits += 1
+                state = _FAIL
+                continue
+            fr.hash_a[depth] = hash_a
+            fr.hash_b[depth] = hash_b
+            fr.key_a[depth] = key_a
+            fr.key_b[depth] = key_b
             # undo marks and canonical bounds of the node, the same for either kind of frame
-            f_omax[depth] = omax
-            f_imax[depth] = imax
-            f_trail[depth] = trail_top
-            f_pos_trail[depth] = pos_trail_top
-            f_placed[depth] = placed_top
-            f_members_top[depth] = members_top
-            f_bounds_top[depth] = bounds_top
-            f_rank_trail[depth] = rank_trail_top
-            if decomposition and runs > 1:
+            fr.omax[depth] = omax
+            fr.imax[depth] = imax
+            fr.section_mark[depth] = section_top
+            fr.position_mark[depth] = position_top
+            fr.placed_mark[depth] = placed_top
+            fr.members_mark[depth] = members_top
+            fr.bounds_mark[depth] = bounds_top
+            fr.rank_mark[depth] = rank_top
+            if switches.decomposition and runs > 1:
                 splits += 1
+                work += count
                 members = _grow(members, members_top + count)
                 bounds = _grow(bounds, bounds_top + 2 * runs)
-                f_kind[depth] = _SEQUENCE
-                f_group[depth] = 0
-                f_groups[depth] = runs
-                f_begin[depth] = bounds_top
-                write = members_top
-                run_end = -1
-                first = True
-                for m in range(g_begin, g_end):
-                    j = members[m]
-                    if offset[j] >= 0:
-                        continue
-                    if first or first_sec[j] >= run_end:
-                        if not first:
-                            bounds[bounds_top] = write
-                            bounds_top += 1
-                        bounds[bounds_top] = write
-                        bounds_top += 1
-                        run_end = last_sec[j]
-                        first = False
-                    elif last_sec[j] > run_end:
-                        run_end = last_sec[j]
-                    members[write] = j
-                    write += 1
-                bounds[bounds_top] = write
-                bounds_top += 1
-                members_top = write
-                if rerank and restart_groups:
-                    rank_trail_j = _grow(rank_trail_j, rank_trail_top + count)
-                    rank_trail_v = _grow(rank_trail_v, rank_trail_top + count)
+                fr.kind[depth] = _SEQUENCE
+                fr.group[depth] = 0
+                fr.groups[depth] = runs
+                fr.begin[depth] = bounds_top
+                members_top, bounds_top = _split_into_runs(members, g_begin, g_end, members_top, bounds, bounds_top,
+                                                           buffers, placement)
+                if switches.rerank_groups and switches.restart_groups:
+                    rank_trail = _grow_trail(rank_trail, rank_top + count)
                     for grp in range(runs):
-                        rank_trail_top, da, db = _rerank(
-                            members, bounds[f_begin[depth] + 2 * grp], bounds[f_begin[depth] + 2 * grp + 1], rank,
-                            rank_in, pre_key, post_key, first_sec, last_sec, sec_free, rank_trail_j, rank_trail_v,
-                            rank_trail_top)
+                        first = bounds[fr.begin[depth] + 2 * grp]
+                        last = bounds[fr.begin[depth] + 2 * grp + 1]
+                        rank_top, da, db = _rerank(members, first, last, preorder, buffers, placement, sections,
+                                                   rank_trail, rank_top)
                         hash_a ^= da
                         hash_b ^= db
                 depth += 1
-                g_begin = bounds[f_begin[depth - 1]]
-                g_end = bounds[f_begin[depth - 1] + 1]
-                omax, imax = _group_bounds(omax, imax, restart_groups)
+                g_begin = bounds[fr.begin[depth - 1]]
+                g_end = bounds[fr.begin[depth - 1] + 1]
+                omax, imax = _group_bounds(omax, imax, switches.restart_groups)
                 continue  # open the first group; it is one run, so it becomes a normal frame
             # A normal frame: record the node's bounds once; they hold for every candidate.
-            f_kind[depth] = _NORMAL
-            f_begin[depth] = g_begin
-            f_end[depth] = g_end
-            f_last_pos[depth] = -1
-            f_last_rank[depth] = -1
-            f_hatless[depth] = False
-            f_klo[depth] = klo
-            f_khi[depth] = khi
-            f_hmin[depth] = hmin
-            f_fmin[depth] = fmin
+            fr.kind[depth] = _NORMAL
+            fr.begin[depth] = g_begin
+            fr.end[depth] = g_end
+            fr.last_pos[depth] = -1
+            fr.last_rank[depth] = -1
+            fr.hatless[depth] = False
+            fr.klo[depth] = klo
+            fr.khi[depth] = khi
+            fr.hmin[depth] = hmin
+            fr.fmin[depth] = fmin
             depth += 1
             state = _NEXT
 
         elif state == _NEXT:
             d = depth - 1
-            # Undo the previous candidate of this node, if any.
-            trail_top, pos_trail_top, placed_top = _undo(
-                f_trail[d], f_pos_trail[d], f_placed[d], trail_top, pos_trail_top, placed_top, trail_k, trail_v,
-                pos_trail_j, pos_trail_v, sec_top, pos, placed, offset, fixed, first_sec, last_sec, sec_free, sizes,
-                sec_count)
-            hash_a = f_hash_a[d]
-            hash_b = f_hash_b[d]
-            omax = f_omax[d]
-            imax = f_imax[d]
-            last_pos = f_last_pos[d]
-            last_rank = f_last_rank[d]
-            best = -1
-            best_pos = _BIG
-            best_rank = _BIG
             # Hatless pruning: when the candidate just refuted overlaps no unplaced buffer, any
             # completion of this node could move it down to its floor and place it first; it
             # had none, so neither has the node: look at no further candidate.
-            scan_end = f_begin[d] if f_hatless[d] else f_end[d]
-            for m in range(f_begin[d], scan_end):
-                j = members[m]
-                if offset[j] >= 0:
-                    continue
-                if twin_before[j] >= 0 and offset[twin_before[j]] < 0:
-                    continue  # identical buffers are placed in rank order (symmetry breaking)
-                p = pos[j]
-                r = rank[j]
-                if rank_first:
-                    # candidates are tried in increasing rank: skip those already tried
-                    if r <= last_rank or r > best_rank:
-                        continue
-                else:
-                    # candidates are tried in increasing (offset, rank): skip those already tried
-                    if p < last_pos or (p == last_pos and r <= last_rank):
-                        continue
-                    if p > best_pos or (p == best_pos and r > best_rank):
-                        continue
-                if p + sizes[j] > capacity:
-                    continue
-                if canonical:
-                    if p < omax or (p == omax and r < imax):
-                        continue  # offset or index non-monotonic
-                    if p > f_fmin[d]:
-                        continue  # an unplaced fixed buffer would end up below the canonical order
-                    if dominance and p >= f_hmin[d]:
-                        continue  # some unplaced buffer fits entirely below: dominated
-                best = j
-                best_pos = p
-                best_rank = r
-            if best < 0:
-                if table_bits > 0:
-                    _remember(table_a, table_b, table_mask, f_key_a[d], f_key_b[d])
+            node = _Node(begin=fr.begin[d], end=fr.end[d], scan_end=fr.begin[d] if fr.hatless[d] else fr.end[d],
+                         omax=fr.omax[d], imax=fr.imax[d], last_pos=fr.last_pos[d], last_rank=fr.last_rank[d],
+                         klo=fr.klo[d], khi=fr.khi[d], hmin=fr.hmin[d], fmin=fr.fmin[d])
+            work += node.end - node.begin + node.khi - node.klo + 1
+            # Undo the previous candidate of this node, if any.
+            section_top = _restore(sections.top, section_trail, section_top, fr.section_mark[d])
+            position_top = _restore(placement.pos, position_trail, position_top, fr.position_mark[d])
+            placed_top = _unplace(placed, placed_top, fr.placed_mark[d], buffers, placement, sections)
+            hash_a = fr.hash_a[d]
+            hash_b = fr.hash_b[d]
+            omax = node.omax
+            imax = node.imax
+            i, p, r = _pick_candidate(node, switches, capacity, members, buffers, placement, preorder.twin_before)
+            if i < 0:
+                if use_table:
+                    _remember(table_a, table_b, fr.key_a[d], fr.key_b[d])
                 depth -= 1
-                members_top = f_members_top[d]
-                bounds_top = f_bounds_top[d]
+                members_top = fr.members_mark[d]
+                bounds_top = fr.bounds_mark[d]
                 state = _FAIL
                 continue
             nodes += 1
             if nodes > node_limit:
                 return NODE_LIMIT, offset, nodes, backtracks, splits, hits
-            if (nodes & check_mask) == 0:
-                if stop[0] != 0:
-                    return CANCELLED, offset, nodes, backtracks, splits, hits
-                if deadline >= 0 and _now() > deadline:
-                    return TIME_LIMIT, offset, nodes, backtracks, splits, hits
-            f_last_pos[d] = best_pos
-            f_last_rank[d] = best_rank
-            # Place it: raise the sections it spans and the positions of the buffers it overlaps.
-            i = best
-            p = best_pos
-            top = p + sizes[i]
-            lo_i = first_sec[i]
-            hi_i = last_sec[i]
+            fr.last_pos[d] = p
+            fr.last_rank[d] = r
+            # Place it: the buffer, then the sections it spans, then the positions it raises.
             offset[i] = p
             placed[placed_top] = i
             placed_top += 1
-            hash_a ^= buffer_key_a[i]
-            hash_b ^= buffer_key_b[i]
-            if rank[i] != rank_in[i]:
-                da, db = _rank_term(i, rank[i], rank_in[i])
+            hash_a ^= instance.hash_key_a[i]
+            hash_b ^= instance.hash_key_b[i]
+            if rank[i] != rank0[i]:
+                da, db = _rank_term(i, rank[i], rank0[i])
                 hash_a ^= da
                 hash_b ^= db
-            trail_k = _grow(trail_k, trail_top + hi_i - lo_i)
-            trail_v = _grow(trail_v, trail_top + hi_i - lo_i)
-            for k in range(lo_i, hi_i):
-                if fixed[i] < 0:
-                    sec_free[k] -= sizes[i]
-                old = sec_top[k]
-                hash_a ^= _mix(k, old, _SALT_A)
-                hash_b ^= _mix(k, old, _SALT_B)
-                if old < top:
-                    trail_k[trail_top] = k
-                    trail_v[trail_top] = old
-                    trail_top += 1
-                    sec_top[k] = top
-                sec_count[k] -= 1
-                if sec_count[k] > 0:
-                    hash_a ^= _mix(k, sec_top[k], _SALT_A)
-                    hash_b ^= _mix(k, sec_top[k], _SALT_B)
-            alive = True
-            hat = False
-            pos_trail_j = _grow(pos_trail_j, pos_trail_top + f_end[d] - f_begin[d])
-            pos_trail_v = _grow(pos_trail_v, pos_trail_top + f_end[d] - f_begin[d])
-            for m in range(f_begin[d], f_end[d]):
-                q = members[m]
-                if offset[q] >= 0 or first_sec[q] >= hi_i or last_sec[q] <= lo_i:
-                    continue
-                hat = True
-                if fixed[q] >= 0:
-                    # a pinned buffer overlapping i in time must not overlap it in address
-                    if fixed[q] < top and p < fixed[q] + sizes[q]:
-                        alive = False
-                        break
-                else:
-                    a = aligns[q]
-                    raised = (top + a - 1) // a * a
-                    if pos[q] < raised:
-                        pos_trail_j[pos_trail_top] = q
-                        pos_trail_v[pos_trail_top] = pos[q]
-                        pos_trail_top += 1
-                        pos[q] = raised
-            f_hatless[d] = hatless and not hat
-            new_omax = p if canonical else 0
-            if alive and canonical and f_fmin[d] < _BIG:
-                # every unplaced pinned buffer must still come later in the canonical order
-                for m in range(f_begin[d], f_end[d]):
-                    q = members[m]
-                    if offset[q] < 0 and fixed[q] >= 0 and (fixed[q] < p or (fixed[q] == p and rank[q] < rank[i])):
-                        alive = False
-                        break
-            if alive and section_inference and staircase:
-                # In each section the unplaced buffers at or above any of their positions v
-                # must all fit above v: v + (their sizes) <= capacity, for every such v.
-                for k in range(f_klo[d], f_khi[d]):
-                    if sec_free[k] == 0:
-                        continue
-                    base = sec_top[k]
-                    if offset_floor and new_omax > base:
-                        base = new_omax
-                    m = 0
-                    for e in range(section_start[k], section_start[k + 1]):
-                        q = section_buffers[e]
-                        if offset[q] >= 0 or fixed[q] >= 0:
-                            continue
-                        v = pos[q]
-                        if v < base:
-                            v = base
-                        # insertion sort by position, highest first
-                        w = m
-                        while w > 0 and stair_pos[w - 1] < v:
-                            stair_pos[w] = stair_pos[w - 1]
-                            stair_size[w] = stair_size[w - 1]
-                            w -= 1
-                        stair_pos[w] = v
-                        stair_size[w] = sizes[q]
-                        m += 1
-                    above = 0
-                    for w in range(m):
-                        above += stair_size[w]
-                        if stair_pos[w] + above > capacity:
-                            alive = False
-                            break
-                    if not alive:
-                        break
-            if alive and section_inference and not staircase:
-                need_effective = effective_height
-                if need_effective:
-                    for k in range(f_klo[d], f_khi[d]):
-                        effective[k] = _BIG
-                    for m in range(f_begin[d], f_end[d]):
-                        q = members[m]
-                        if offset[q] >= 0 or fixed[q] >= 0:
-                            continue
-                        v = pos[q]
-                        for k in range(first_sec[q], last_sec[q]):
-                            if v < effective[k]:
-                                effective[k] = v
-                for k in range(f_klo[d], f_khi[d]):
-                    if sec_free[k] == 0:
-                        continue
-                    height = sec_top[k]
-                    if offset_floor and new_omax > height:
-                        height = new_omax
-                    if need_effective and effective[k] > height:
-                        height = effective[k]
-                    if height + sec_free[k] > capacity:
-                        alive = False
-                        break
+            section_trail = _grow_trail(section_trail,
+                                        section_top + instance.last_section[i] - instance.first_section[i])
+            section_top, hash_a, hash_b = _occupy_sections(i, p + instance.sizes[i], buffers, sections, section_trail,
+                                                           section_top, hash_a, hash_b)
+            position_trail = _grow_trail(position_trail, position_top + node.end - node.begin)
+            alive, hat, position_top = _raise_overlapping(node, i, members, buffers, placement, position_trail,
+                                                          position_top)
+            fr.hatless[d] = switches.hatless and not hat
+            new_omax = p if switches.canonical else 0
+            if alive and switches.canonical and node.fmin < _BIG:
+                alive = _pinned_order_holds(node, i, members, buffers, placement)
+            floor = new_omax if switches.offset_floor else 0
+            if alive and switches.section_inference and switches.staircase:
+                alive, visited = _staircase_holds(node, floor, capacity, instance.section_start,
+                                                  instance.section_buffers, buffers, placement, sections, stair_pos,
+                                                  stair_size)
+                work += visited
+            if alive and switches.section_inference and not switches.staircase:
+                alive = _sections_hold(node, floor, switches.effective_height, capacity, members, buffers, placement,
+                                       sections, effective)
             if not alive:
                 backtracks += 1
                 continue  # state stays _NEXT: undo and try the next candidate
-            g_begin = f_begin[d]
-            g_end = f_end[d]
+            g_begin = node.begin
+            g_end = node.end
             omax = new_omax
             imax = rank[i]
             state = _OPEN
@@ -605,39 +918,36 @@ def search(sizes, aligns, fixed, rank_in, first_sec, last_sec, n_sections, membe
             if depth == 0:
                 return EXHAUSTED, offset, nodes, backtracks, splits, hits
             d = depth - 1
-            if f_kind[d] == _NORMAL:
+            if fr.kind[d] == _NORMAL:
                 backtracks += 1
                 state = _NEXT
             else:
                 # One group of a decomposition has no solution: neither has the node.
-                if table_bits > 0:
-                    _remember(table_a, table_b, table_mask, f_key_a[d], f_key_b[d])
-                hash_a = f_hash_a[d]
-                hash_b = f_hash_b[d]
-                while rank_trail_top > f_rank_trail[d]:
-                    rank_trail_top -= 1
-                    rank[rank_trail_j[rank_trail_top]] = rank_trail_v[rank_trail_top]
-                trail_top, pos_trail_top, placed_top = _undo(
-                    f_trail[d], f_pos_trail[d], f_placed[d], trail_top, pos_trail_top, placed_top, trail_k,
-                    trail_v, pos_trail_j, pos_trail_v, sec_top, pos, placed, offset, fixed, first_sec, last_sec,
-                    sec_free, sizes, sec_count)
+                if use_table:
+                    _remember(table_a, table_b, fr.key_a[d], fr.key_b[d])
+                hash_a = fr.hash_a[d]
+                hash_b = fr.hash_b[d]
+                rank_top = _restore(rank, rank_trail, rank_top, fr.rank_mark[d])
+                section_top = _restore(sections.top, section_trail, section_top, fr.section_mark[d])
+                position_top = _restore(placement.pos, position_trail, position_top, fr.position_mark[d])
+                placed_top = _unplace(placed, placed_top, fr.placed_mark[d], buffers, placement, sections)
                 depth -= 1
-                members_top = f_members_top[d]
-                bounds_top = f_bounds_top[d]
+                members_top = fr.members_mark[d]
+                bounds_top = fr.bounds_mark[d]
 
         else:  # _SUCCEED: the group just opened has every member placed
-            while depth > 0 and f_kind[depth - 1] == _NORMAL:
+            while depth > 0 and fr.kind[depth - 1] == _NORMAL:
                 depth -= 1
             if depth == 0:
                 return SOLVED, offset, nodes, backtracks, splits, hits
             d = depth - 1
-            f_group[d] += 1
-            if f_group[d] < f_groups[d]:
-                g_begin = bounds[f_begin[d] + 2 * f_group[d]]
-                g_end = bounds[f_begin[d] + 2 * f_group[d] + 1]
-                omax, imax = _group_bounds(f_omax[d], f_imax[d], restart_groups)
+            fr.group[d] += 1
+            if fr.group[d] < fr.groups[d]:
+                g_begin = bounds[fr.begin[d] + 2 * fr.group[d]]
+                g_end = bounds[fr.begin[d] + 2 * fr.group[d] + 1]
+                omax, imax = _group_bounds(fr.omax[d], fr.imax[d], switches.restart_groups)
                 state = _OPEN
             else:
                 depth -= 1
-                members_top = f_members_top[d]
-                bounds_top = f_bounds_top[d]
+                members_top = fr.members_mark[d]
+                bounds_top = fr.bounds_mark[d]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from allocator.minimalloc import MiniMallocOptions, _Prepared, canonical_search
+from allocator.minimalloc import MiniMallocOptions, PreparedProblem, canonical_search
 from allocator.problem import AllocationResult, InvalidProblemError, Problem, Solution
 from allocator.registry import METHODS, solve
 from allocator.telamalloc import STARTING_HEURISTICS, TelaMallocOptions, peak_granularity, telamalloc_minimize
@@ -116,7 +116,7 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     if method == "minimalloc" and best_peak > bound and len(problem):
         step = peak_granularity(problem)
         bound = -(-bound // step) * step
-        data = _Prepared(free) if time.perf_counter() < deadline else None
+        data = PreparedProblem(free) if time.perf_counter() < deadline else None
         opts = options if isinstance(options, MiniMallocOptions) else MiniMallocOptions()
         first = True
         target = bound

@@ -49,11 +49,12 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from allocator import _canonical
+from allocator._canonical import MAX_VALUE, Preorder, SearchInstance, SearchResult, SearchSwitches
 from allocator.problem import InvalidProblemError, Problem
 from allocator.registry import MethodOutput, register
 from allocator.sweep import sweep
@@ -66,7 +67,7 @@ DEFAULT_PREORDERS = ("TWA", "TAW", "WAT")
 
 @dataclass(frozen=True)
 class MiniMallocOptions:
-    """Switches for each technique of the search (all on by default)."""
+    """Switches for each technique of the search (all on by default), and its budget."""
 
     canonical: bool = True  #: offset + index monotonicity (§5, §6.1)
     section_inference: bool = True  #: eq. (3) on every cross section (§6.2)
@@ -77,10 +78,10 @@ class MiniMallocOptions:
     restart_groups: bool = True  #: each group of a decomposition restarts its canonical order at offset 0
     failed_state_table: bool = True  #: remember states searched to exhaustion (hashed) and prune their recurrences
     #: per section, v + sizes of unplaced buffers at or above v <= capacity for every v (off: on the
-    #: challenging suite it costs more time than it saves)
+    #: challenging suite it costs more time than it saves); needs ``effective_height``
     staircase: bool = False
     #: the groups of a decomposition re-rank their buffers by the T of the unplaced buffers
-    #: (the key's other letters as before); needs ``restart_groups``
+    #: (the key's other letters as before); needs ``restart_groups`` and a key with T
     rerank_groups: bool = True
     twins: bool = True  #: identical free buffers (lifetime, size, alignment) are placed in rank order
     #: when a refuted candidate overlaps no unplaced buffer, its node fails (it could have gone
@@ -96,6 +97,10 @@ class MiniMallocOptions:
     seed: int = 0  #: seed of those perturbations (same seed, same answer)
     #: threads that run a round of the portfolio (0: one per core); the answer does not depend on it
     workers: int = 0
+    #: the most search nodes of the whole portfolio (0: no limit). Unlike a time limit it makes
+    #: a search that gives up deterministic: the same nodes are searched on any machine, with
+    #: any number of workers. Reaching it is reported as status "timeout" with that reason.
+    node_limit: int = 0
 
     def __post_init__(self) -> None:
         unknown = [k for k in self.preorders if not k or set(k) - set(PREORDER_LETTERS)]
@@ -109,26 +114,74 @@ class MiniMallocOptions:
             raise InvalidProblemError("workers must be >= 0 (0: one per core)")
         if self.initial_node_factor < 1:
             raise InvalidProblemError("initial_node_factor must be >= 1")
+        if self.node_limit < 0:
+            raise InvalidProblemError(f"node_limit must be >= 0 (0: no limit), got {self.node_limit}")
+
+
+def table_bits(n_buffers: int) -> int:
+    """log2 of the slots of the failed-state table for ``n_buffers`` buffers: 4096 slots per
+    buffer, rounded to a power of two, between 2**12 and 2**22 (64 MiB for the two hashes).
+
+    >>> table_bits(1), table_bits(450), table_bits(10**6)
+    (12, 21, 22)
+    """
+    return int(min(22, max(12, np.ceil(np.log2(max(n_buffers, 1))) + 12)))
+
+
+def kernel_switches(options: MiniMallocOptions, n_buffers: int) -> SearchSwitches:
+    """The compiled search's switches for ``options`` on a problem of ``n_buffers`` buffers.
+
+    This is the one place where options become kernel flags, and where the dependencies
+    between techniques are resolved: ``dominance`` and ``offset_floor`` rely on the canonical
+    order, the staircase bound on ``effective_height``, hatless pruning on
+    ``lowest_offset_first``, and re-ranking groups on ``restart_groups`` (a preorder without T
+    turns re-ranking off for its own runs, see :meth:`PreparedProblem.preorder`).
+
+    >>> s = kernel_switches(MiniMallocOptions(canonical=False, failed_state_table=False), 10)
+    >>> s.canonical, s.dominance, s.offset_floor, s.section_inference, s.table_bits
+    (False, False, False, True, 0)
+    """
+    canonical = bool(options.canonical)
+    return SearchSwitches(
+        canonical=canonical,
+        section_inference=bool(options.section_inference),
+        offset_floor=bool(options.offset_floor and canonical),
+        effective_height=bool(options.effective_height),
+        staircase=bool(options.staircase and options.effective_height),
+        dominance=bool(options.dominance and canonical),
+        decomposition=bool(options.decomposition),
+        restart_groups=bool(options.restart_groups),
+        rerank_groups=bool(options.rerank_groups and options.restart_groups),
+        lowest_offset_first=bool(options.lowest_offset_first),
+        hatless=bool(options.hatless and options.lowest_offset_first),
+        table_bits=table_bits(n_buffers) if options.failed_state_table else 0,
+    )
 
 
 @dataclass
 class SearchOutcome:
     """Result of ``canonical_search``: status, offsets when solved, and work done."""
 
-    status: str  #: "solved", "infeasible" (search space exhausted) or "timeout"
+    status: str  #: "solved", "infeasible" (search space exhausted), "timeout" or "node_limit"
     offsets: np.ndarray | None
     nodes: int
     backtracks: int
     runs: int
     splits: int = 0  #: dynamic decompositions performed
     table_hits: int = 0  #: nodes pruned because their state had failed before
+    #: nodes of the runs up to the one that decided, as if the runs went one after another: the
+    #: same with any number of workers (``nodes`` also counts runs that were stopped), and what
+    #: a node budget is charged
+    sequential_nodes: int = 0
 
 
-class _Prepared:
-    """The flat arrays of a problem, computed once and shared by every run of the portfolio."""
+class PreparedProblem:
+    """The flat arrays of a problem, computed once and shared by every run of the portfolio
+    (and by every probe of ``allocator.minimize``, which searches one problem at many
+    capacities)."""
 
     def __init__(self, problem: Problem) -> None:
-        n = len(problem.buffers)
+        n = len(problem)
         self.n = n
         self.starts, self.ends, self.sizes, self.aligns, self.fixed = problem.arrays()
         s = sweep(problem)
@@ -139,7 +192,21 @@ class _Prepared:
         self.key_a = (keys[0].astype(np.uint64) << np.uint64(1)) | np.uint64(1)
         self.key_b = keys[1].astype(np.uint64) << np.uint64(1)
         self._section_lists: tuple[np.ndarray, np.ndarray] | None = None
-        self.table_bits = int(min(22, max(12, np.ceil(np.log2(max(n, 1))) + 12)))
+        self._preorders: dict[tuple[str, bool], tuple[Preorder, bool]] = {}
+
+    def instance(self, staircase: bool) -> SearchInstance:
+        """The kernel's view of the problem (the per-section buffer lists only for the staircase bound)."""
+        if staircase:
+            section_start, section_buffers = self.section_lists()
+        else:
+            section_start = section_buffers = np.zeros(1, np.int64)
+        flat = np.ascontiguousarray
+        return SearchInstance(
+            sizes=flat(self.sizes), aligns=flat(self.aligns), fixed=flat(self.fixed),
+            first_section=flat(self.first_sec), last_section=flat(self.last_sec), by_start=self.members,
+            hash_key_a=self.key_a, hash_key_b=self.key_b,
+            section_start=section_start, section_buffers=section_buffers, n_sections=int(self.n_sections),
+        )
 
     def twin_before(self, rank: np.ndarray) -> np.ndarray:
         """For each free buffer, the identical free buffer just before it in ``rank`` order (-1: none).
@@ -148,12 +215,12 @@ class _Prepared:
         rank order loses no solution and cuts their permutations.
         """
         before = np.full(self.n, -1, np.int64)
-        free = self.fixed < 0
         key = np.stack([self.starts, self.ends, self.sizes, self.aligns])
         order = np.lexsort((rank,) + tuple(key[::-1]))
-        for a, b in zip(order[:-1], order[1:], strict=True):
-            if free[a] and free[b] and (key[:, a] == key[:, b]).all():
-                before[b] = a
+        a, b = order[:-1], order[1:]
+        free = self.fixed < 0
+        twins = free[a] & free[b] & (key[:, a] == key[:, b]).all(axis=0)
+        before[b[twins]] = a[twins]
         return before
 
     def section_lists(self) -> tuple[np.ndarray, np.ndarray]:
@@ -171,11 +238,23 @@ class _Prepared:
 
     def _columns(self, key: str, noise: np.ndarray | None) -> list[np.ndarray]:
         width = self.ends - self.starts
-        columns = {"T": -self.span_total, "W": -width, "A": -width * self.sizes, "S": -self.sizes}
+        columns = {"T": -self.span_total, "W": -width, "S": -self.sizes}
+        if "A" in key:
+            columns["A"] = -self.areas()
         keys: list[np.ndarray] = [columns[letter] for letter in key]
         if noise is not None:
             keys[0] = keys[0] * noise
         return keys
+
+    def areas(self) -> np.ndarray:
+        """size x lifetime per buffer: exact int64 when the largest product fits in int64, else
+        float64 (a size and a lifetime can each reach 2**62 - 1; their product cannot be held
+        exactly, and an order by an approximate area only merges areas that differ in their
+        last bits, which then fall to the key's next letter)."""
+        width = self.ends - self.starts
+        if self.n and int(width.max()) * int(self.sizes.max()) > np.iinfo(np.int64).max:
+            return width.astype(np.float64) * self.sizes.astype(np.float64)
+        return width * self.sizes
 
     def _order_rank(self, keys: list[np.ndarray]) -> np.ndarray:
         order = np.lexsort((np.arange(self.n), self.starts) + tuple(reversed(keys)))
@@ -210,13 +289,51 @@ class _Prepared:
             pre = np.zeros(self.n, np.int64)
         return pre, self._order_rank(keys[t + 1:])
 
+    def preorder(self, key: str, twins: bool, noise: np.ndarray | None = None) -> tuple[Preorder, bool]:
+        """The kernel's record of the preorder ``key`` (with ``noise``, see :meth:`rank`), and
+        whether it can re-rank groups (it can when the key has T). Cached when ``noise`` is None."""
+        cached = self._preorders.get((key, twins)) if noise is None else None
+        if cached is not None:
+            return cached
+        rank = self.rank(key, noise)
+        rerank = self.rerank_keys(key, noise)
+        none = np.full(self.n, -1, np.int64)
+        pre, post = rerank if rerank is not None else (none, none)
+        made = Preorder(rank=rank, twin_before=self.twin_before(rank) if twins else none, rerank_pre=pre,
+                        rerank_post=post), rerank is not None
+        if noise is None:
+            self._preorders[(key, twins)] = made
+        return made
+
 
 def _workers(requested: int) -> int:
     return max(1, requested if requested > 0 else (os.cpu_count() or 1))
 
 
+def _run_limits(round_limit: int, runs: int, budget_left: int | None) -> list[int]:
+    """Node limit of each run of a round: the round's limit, cut so that the runs, one after
+    another, spend at most ``budget_left`` nodes. A run that stops at its limit ``c`` has
+    counted ``c + 1`` nodes; a limit of -1 means the run is skipped.
+
+    The cuts are fixed before the round runs, so they do not depend on which runs finish
+    first on threads: the search stays deterministic under a node budget.
+
+    >>> _run_limits(100, 3, None), _run_limits(100, 3, 150), _run_limits(100, 3, 60)
+    ([100, 100, 100], [100, 48, -1], [59, -1, -1])
+    """
+    if budget_left is None:
+        return [round_limit] * runs
+    limits = []
+    for _ in range(runs):
+        cap = max(min(round_limit, budget_left - 1), -1)
+        limits.append(cap)
+        budget_left -= cap + 1
+    return limits
+
+
 def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions = MiniMallocOptions(),
-                     deadline: float | None = None, prepared: _Prepared | None = None) -> SearchOutcome:
+                     deadline: float | None = None, prepared: PreparedProblem | None = None,
+                     node_limit: int | None = None) -> SearchOutcome:
     """Run the portfolio of canonical searches for ``capacity``; stop at ``deadline``.
 
     A round runs every preorder with the same node limit; the limit doubles each round. With
@@ -226,85 +343,96 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
     stops only the runs numbered after it, never those before. So the placement does not
     depend on the number of workers; only the ``nodes`` statistics can (stopped runs count
     the nodes they did).
+
+    ``deadline`` is a ``time.perf_counter()`` value; every run reads the clock often enough to
+    stop within milliseconds of it, and no run or round starts after it. ``node_limit`` (or
+    ``options.node_limit`` when it is None; 0 is none) bounds the nodes of all runs together:
+    status ``"node_limit"`` when it is used up. ``capacity`` must be at most ``MAX_VALUE``.
+    Ctrl-C (KeyboardInterrupt) stops the runs within a clock reading and propagates.
     """
-    data = prepared or _Prepared(problem)
+    if not 0 < capacity <= MAX_VALUE:
+        raise InvalidProblemError(f"capacity {capacity} is outside 1..MAX_VALUE = 2**62 - 1")
+    data = prepared or PreparedProblem(problem)
     if data.n == 0:
         return SearchOutcome("solved", np.zeros(0, np.int64), 0, 0, 0)
-    if not options.canonical:
-        options = replace(options, dominance=False, offset_floor=False)
+    requested = options.node_limit if node_limit is None else node_limit
+    budget = requested if requested > 0 else None
+    switches = kernel_switches(options, data.n)
     keys = options.preorders if options.portfolio else options.preorders[:1]
-    ranks = [(data.rank(k), data.rerank_keys(k)) for k in keys]
+    instance = data.instance(switches.staircase)
     rng = np.random.default_rng(options.seed)
-    staircase = options.staircase and options.effective_height
-    no_twins = np.full(data.n, -1, np.int64)
-    section_start, section_buffers = data.section_lists() if staircase else (np.zeros(1, np.int64),) * 2
-    totals = {"nodes": 0, "backtracks": 0, "runs": 0, "splits": 0, "hits": 0}
+    totals = {"nodes": 0, "backtracks": 0, "runs": 0, "splits": 0, "hits": 0, "charged": 0}
     limit = options.initial_node_factor * data.n
     time_limit = -1.0 if deadline is None else deadline
 
-    def run(rank: np.ndarray, rerank: tuple[np.ndarray, np.ndarray] | None, limit: int,
-            stop: np.ndarray) -> tuple[int, np.ndarray, int, int, int, int]:
-        return _canonical.search(  # type: ignore[no-any-return, call-arg]
-            data.sizes, data.aligns, data.fixed, rank, data.first_sec, data.last_sec, data.n_sections,
-            data.members, capacity, limit, time_limit,
-            options.canonical, options.section_inference, options.offset_floor, options.effective_height,
-            options.dominance, options.decomposition, options.restart_groups, data.key_a, data.key_b,
-            data.table_bits if options.failed_state_table else 0,
-            staircase, section_start, section_buffers, not options.lowest_offset_first,
-            data.twin_before(rank) if options.twins else no_twins,
-            options.hatless and options.lowest_offset_first,
-            options.rerank_groups and rerank is not None, *(rerank or (no_twins, no_twins)), stop,
-        )
+    def past_deadline() -> bool:
+        return deadline is not None and time.perf_counter() >= deadline
 
     def outcome(status: str, offsets: np.ndarray | None = None) -> SearchOutcome:
         return SearchOutcome(status, offsets, totals["nodes"], totals["backtracks"], totals["runs"],
-                             totals["splits"], totals["hits"])
+                             totals["splits"], totals["hits"], totals["charged"])
 
+    def run(preorder: Preorder, rerank: bool, run_limit: int, stop: np.ndarray) -> SearchResult:
+        own = switches if rerank else switches._replace(rerank_groups=False)
+        return _canonical.run_search(instance, preorder, own, capacity=capacity, node_limit=run_limit,
+                                     deadline=time_limit, stop=stop)
+
+    fixed_runs = []
+    for key in keys:
+        if past_deadline():
+            return outcome("timeout")
+        fixed_runs.append(data.preorder(key, options.twins))
     workers = _workers(options.workers)
     pool = ThreadPoolExecutor(workers) if workers > 1 else None
+    stops: list[np.ndarray] = []
     try:
         while True:
             extra = options.random_preorders if options.portfolio else 0
             perturbed = []
             for r in range(extra):
                 noise = 1.0 + 0.3 * rng.random(data.n)
-                key = keys[r % len(keys)]
-                perturbed.append((data.rank(key, noise), data.rerank_keys(key, noise)))
-            round_runs = ranks + perturbed
-            if deadline is not None and deadline - time.perf_counter() <= 0:
+                perturbed.append(data.preorder(keys[r % len(keys)], options.twins, noise))
+            round_runs = fixed_runs + perturbed
+            if past_deadline():
                 return outcome("timeout")
+            limits = _run_limits(limit, len(round_runs), None if budget is None else budget - totals["charged"])
             stops = [np.zeros(1, np.int64) for _ in round_runs]
 
-            def job(index: int, rank: np.ndarray, rerank: tuple[np.ndarray, np.ndarray] | None,
-                    limit: int = limit, stops: list[np.ndarray] = stops) -> tuple[int, np.ndarray, int, int, int, int]:
-                if stops[index][0]:
-                    return _canonical.CANCELLED, no_twins, 0, 0, 0, 0
-                result = run(rank, rerank, limit, stops[index])
-                if result[0] in (_canonical.SOLVED, _canonical.EXHAUSTED):
+            def job(index: int, preorder: Preorder, rerank: bool, stops: list[np.ndarray] = stops,
+                    limits: list[int] = limits) -> SearchResult:
+                if stops[index][0] or limits[index] < 0:
+                    return SearchResult(_canonical.CANCELLED, np.zeros(0, np.int64), 0, 0, 0, 0)
+                result = run(preorder, rerank, limits[index], stops[index])
+                if result.status in (_canonical.SOLVED, _canonical.EXHAUSTED):
                     for later in stops[index + 1:]:
                         later[0] = 1  # a later run can no longer be the answer
                 return result
 
             if pool is None:
-                results = [job(i, rank, rerank) for i, (rank, rerank) in enumerate(round_runs)]
+                results = [job(i, preorder, rerank) for i, (preorder, rerank) in enumerate(round_runs)]
             else:
-                futures = [pool.submit(job, i, rank, rerank) for i, (rank, rerank) in enumerate(round_runs)]
+                futures = [pool.submit(job, i, preorder, rerank) for i, (preorder, rerank) in enumerate(round_runs)]
                 results = [f.result() for f in futures]
-            for status, _offsets, n_nodes, n_back, n_splits, n_hits in results:
-                totals["nodes"] += n_nodes
-                totals["backtracks"] += n_back
-                totals["splits"] += n_splits
-                totals["hits"] += n_hits
-                totals["runs"] += status != _canonical.CANCELLED
-            for status, offsets, *_ in results:
-                if status == _canonical.SOLVED:
-                    return outcome("solved", offsets)
-                if status == _canonical.EXHAUSTED:
+            for result in results:
+                totals["nodes"] += result.nodes
+                totals["backtracks"] += result.backtracks
+                totals["splits"] += result.splits
+                totals["hits"] += result.table_hits
+                totals["runs"] += result.status != _canonical.CANCELLED
+            for result in results:
+                totals["charged"] += result.nodes  # a run before the deciding one did all its nodes
+                if result.status == _canonical.SOLVED:
+                    return outcome("solved", result.offsets)
+                if result.status == _canonical.EXHAUSTED:
                     return outcome("infeasible")
-                if status == _canonical.TIME_LIMIT:
+                if result.status == _canonical.TIME_LIMIT:
                     return outcome("timeout")
+            if any(run_limit < limit for run_limit in limits):
+                return outcome("node_limit")  # the budget cut this round short
             limit *= 2
     finally:
+        for stop in stops:
+            stop[0] = 1  # on an exception (Ctrl-C) running searches stop at their next clock reading
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 
@@ -313,10 +441,15 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
           "dynamic decomposition (MiniMalloc, Moffitt ASPLOS'23 §5-7)")
 def minimalloc(problem: Problem, deadline: float | None = None,
                options: MiniMallocOptions | None = None) -> MethodOutput:
-    """Place ``problem`` under its capacity (the search needs one to prune against)."""
+    """Place ``problem`` under its capacity (the search needs one to prune against).
+
+    Status ``"timeout"`` when the deadline or ``options.node_limit`` stops the search first;
+    it has no placement then (the search builds one placement, complete only at the end).
+    """
     if problem.capacity is None:
         raise InvalidProblemError("minimalloc searches for a placement under a capacity; give the problem one")
-    outcome = canonical_search(problem, problem.capacity, options or MiniMallocOptions(), deadline)
+    options = options or MiniMallocOptions()
+    outcome = canonical_search(problem, problem.capacity, options, deadline)
     stats: dict[str, float] = {"nodes": outcome.nodes, "backtracks": outcome.backtracks, "runs": outcome.runs,
                                "splits": outcome.splits, "table_hits": outcome.table_hits}
     if outcome.status == "solved":
@@ -326,4 +459,8 @@ def minimalloc(problem: Problem, deadline: float | None = None,
     if outcome.status == "infeasible":
         return MethodOutput("infeasible", None, f"search space exhausted: no placement fits {problem.capacity}",
                             stats)
-    return MethodOutput("timeout", None, "time limit reached before a placement was found", stats)
+    if outcome.status == "node_limit":
+        return MethodOutput("timeout", None, f"node limit of {options.node_limit:,} reached after "
+                            f"{outcome.nodes:,} nodes, before a placement was found", stats)
+    return MethodOutput("timeout", None, f"ran out of time after {outcome.nodes:,} nodes, before a placement "
+                        "was found", stats)

@@ -3,7 +3,7 @@
 from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
@@ -80,11 +80,12 @@ ABLATIONS = {
 
 
 @pytest.mark.parametrize("ablation", sorted(ABLATIONS))
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30)  # 18 ablations x 30 examples: the fast suite stays fast
 @given(problem=small_problems())
 def test_verdict_matches_cpsat_with_each_technique_switched_off(ablation, problem):
-    result = solve(problem, "minimalloc", timeout=20, options=ABLATIONS[ablation])
-    assert result.status in ("solved", "infeasible")
+    # a node budget, not a time limit, bounds the search: the outcome cannot depend on the load
+    result = solve(problem, "minimalloc", options=replace(ABLATIONS[ablation], node_limit=1_000_000))
+    assert result.status in ("solved", "infeasible"), result.reason
     assert (result.status == "solved") == cpsat_feasible(problem)
     if result.solved:
         assert validate(problem, result.solution).ok

@@ -1,0 +1,142 @@
+"""The compiled canonical search's interface: typed records, keyword limits, cached compilation."""
+
+import inspect
+import random
+from dataclasses import fields, replace
+
+import numpy as np
+import pytest
+from numba.core.registry import CPUDispatcher
+
+from allocator import Buffer, Problem, lower_bound, solve
+from allocator import _canonical as kernel
+from allocator.minimalloc import MiniMallocOptions, PreparedProblem, canonical_search, kernel_switches
+
+DEFAULT = kernel_switches(MiniMallocOptions(), 100)
+
+#: each option switched away from its default, and the kernel switches that must change with it
+#: (the dependencies: dominance and offset_floor need the canonical order, re-ranking needs
+#: group restarts, hatless pruning needs lowest-offset-first)
+OPTION_EFFECTS = {
+    "canonical": {"canonical", "dominance", "offset_floor"},
+    "section_inference": {"section_inference"},
+    "offset_floor": {"offset_floor"},
+    "effective_height": {"effective_height"},
+    "staircase": {"staircase"},
+    "dominance": {"dominance"},
+    "decomposition": {"decomposition"},
+    "restart_groups": {"restart_groups", "rerank_groups"},
+    "rerank_groups": {"rerank_groups"},
+    "lowest_offset_first": {"lowest_offset_first", "hatless"},
+    "hatless": {"hatless"},
+    "failed_state_table": {"table_bits"},
+}
+
+
+@pytest.mark.parametrize("option", sorted(OPTION_EFFECTS))
+def test_each_option_reaches_exactly_its_own_kernel_switches(option):
+    flipped = replace(MiniMallocOptions(), **{option: not getattr(MiniMallocOptions(), option)})
+    switches = kernel_switches(flipped, 100)
+    changed = {name for name in kernel.SearchSwitches._fields if getattr(switches, name) != getattr(DEFAULT, name)}
+    assert changed == OPTION_EFFECTS[option]
+
+
+def test_every_switch_of_the_kernel_is_driven_by_an_option():
+    driven = set().union(*OPTION_EFFECTS.values())
+    assert driven == set(kernel.SearchSwitches._fields)
+    assert set(OPTION_EFFECTS) <= {f.name for f in fields(MiniMallocOptions)}
+
+
+def test_staircase_needs_effective_height():
+    assert not kernel_switches(MiniMallocOptions(staircase=True, effective_height=False), 10).staircase
+
+
+def test_switches_are_typed_for_the_kernel():
+    # numba compiles one specialisation per record type: every switch a bool, the table size an int
+    assert all(type(value) is bool for value in DEFAULT[:-1]) and type(DEFAULT.table_bits) is int
+
+
+def test_limits_are_keyword_only():
+    params = inspect.signature(kernel.run_search).parameters
+    assert [p.name for p in params.values() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD] == [
+        "instance", "preorder", "switches"]
+    assert {p.name for p in params.values() if p.kind is inspect.Parameter.KEYWORD_ONLY} == {
+        "capacity", "node_limit", "deadline", "stop"}
+
+
+def test_every_compiled_function_is_cached_on_disk():
+    compiled = {name: f for name, f in vars(kernel).items() if isinstance(f, CPUDispatcher)}
+    assert "search" in compiled and len(compiled) > 10
+    uncached = sorted(name for name, f in compiled.items() if f.stats.cache_path is None)
+    assert uncached == []
+
+
+def test_run_search_places_the_paper_example():
+    bufs = [Buffer("b1", 0, 3, 4), Buffer("b2", 3, 9, 4), Buffer("b3", 0, 9, 4), Buffer("b4", 9, 21, 4),
+            Buffer("b5", 0, 21, 4)]
+    data = PreparedProblem(Problem(bufs))
+    preorder, _ = data.preorder("TWA", twins=True)
+    result = kernel.run_search(data.instance(False), preorder, DEFAULT._replace(table_bits=12), capacity=12,
+                               node_limit=1000, deadline=-1.0, stop=np.zeros(1, np.int64))
+    assert result.status == kernel.SOLVED and result.nodes >= 5
+    tops = result.offsets + data.sizes
+    assert tops.max() <= 12
+    for i, a in enumerate(bufs):  # the placement has no two overlapping buffers
+        for j, b in enumerate(bufs[:i]):
+            if a.overlaps_in_time(b):
+                assert tops[i] <= result.offsets[j] or tops[j] <= result.offsets[i]
+    exhausted = kernel.run_search(data.instance(False), preorder, DEFAULT._replace(table_bits=12), capacity=11,
+                                  node_limit=1000, deadline=-1.0, stop=np.zeros(1, np.int64))
+    assert exhausted.status == kernel.EXHAUSTED
+
+
+def _random_problem(seed: int, n: int = 60) -> Problem:
+    rng = random.Random(seed)
+    buffers = []
+    for i in range(n):
+        start = rng.randrange(0, 20)
+        buffers.append(Buffer(f"b{i}", start, start + rng.randrange(1, 4), rng.choice([4, 8, 8, 12]),
+                              rng.choice([1, 4]), 64 * rng.randrange(4) if i % 17 == 0 else None))
+    try:
+        return Problem(buffers)
+    except ValueError:  # pinned buffers that clash: keep the free ones
+        return Problem([b for b in buffers if b.offset is None])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_twins_are_the_identical_free_buffer_just_before_in_rank_order(seed):
+    problem = _random_problem(seed)
+    data = PreparedProblem(problem)
+    rank = data.rank("TWA")
+    bufs = problem.buffers
+    expected = np.full(len(bufs), -1)
+    order = sorted(range(len(bufs)), key=lambda i: (bufs[i].start, bufs[i].end, bufs[i].size, bufs[i].alignment,
+                                                    rank[i]))
+    for a, b in zip(order, order[1:], strict=False):
+        same = (bufs[a].start, bufs[a].end, bufs[a].size, bufs[a].alignment) == (
+            bufs[b].start, bufs[b].end, bufs[b].size, bufs[b].alignment)
+        if same and bufs[a].offset is None and bufs[b].offset is None:
+            expected[b] = a
+    assert (data.twin_before(rank) == expected).all()
+    assert (expected >= 0).any()  # the instance has twins, so the check means something
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_node_budget_gives_the_same_search_with_any_number_of_workers(seed):
+    problem = _random_problem(seed, 80)
+    capacity = lower_bound(problem)
+    outcomes = [canonical_search(problem, capacity, MiniMallocOptions(workers=w, node_limit=3000)) for w in (1, 2)]
+    assert outcomes[0].status == outcomes[1].status
+    assert outcomes[0].sequential_nodes == outcomes[1].sequential_nodes <= 3000
+    if outcomes[0].status == "node_limit":
+        assert outcomes[0].sequential_nodes == 3000  # the whole budget was spent
+    if outcomes[0].status == "solved":
+        assert (outcomes[0].offsets == outcomes[1].offsets).all()
+
+
+def test_node_limit_reached_is_a_timeout_that_says_so():
+    problem = _random_problem(1, 80)
+    result = solve(problem.with_capacity(lower_bound(problem)), "minimalloc",
+                   options=MiniMallocOptions(workers=1, node_limit=1))
+    assert result.status == "timeout" and "node limit of 1 " in result.reason and result.solution is None
+    assert result.stats["nodes"] == 1
