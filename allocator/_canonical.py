@@ -745,6 +745,9 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop): 
     span_total = 0
     for j in range(n):
         span_total += instance.last_section[j] - instance.first_section[j]
+    # the set-up walks every buffer's sections once: on a large instance that can outlast the deadline
+    if deadline >= 0 and _now() > deadline:
+        return TIME_LIMIT, offset, 0, 0, 0, 0
     work = 0  # units of work since the clock was last read
 
     section_trail = np.empty((min(span_total + 1, 4 * n + 16), 2), np.int64)

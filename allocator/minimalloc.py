@@ -193,6 +193,7 @@ class PreparedProblem:
         self.key_b = keys[1].astype(np.uint64) << np.uint64(1)
         self._section_lists: tuple[np.ndarray, np.ndarray] | None = None
         self._preorders: dict[tuple[str, bool], tuple[Preorder, bool]] = {}
+        self._identical: tuple[np.ndarray, np.ndarray] | None = None
 
     def instance(self, staircase: bool) -> SearchInstance:
         """The kernel's view of the problem (the per-section buffer lists only for the staircase bound)."""
@@ -212,14 +213,19 @@ class PreparedProblem:
         """For each free buffer, the identical free buffer just before it in ``rank`` order (-1: none).
 
         Identical buffers can trade places in any solution, so requiring them to be placed in
-        rank order loses no solution and cuts their permutations.
+        rank order loses no solution and cuts their permutations. Buffers are identical when
+        their start, end, size and alignment are; a pinned buffer among them breaks the chain
+        where it falls in rank order.
         """
+        if self._identical is None:
+            kind = _dense_rank([self.starts, self.ends, self.sizes, self.aligns])
+            shared = np.nonzero(np.bincount(kind)[kind] > 1)[0]  # buffers with an identical one
+            self._identical = (shared, kind[shared])
+        shared, kind = self._identical
         before = np.full(self.n, -1, np.int64)
-        key = np.stack([self.starts, self.ends, self.sizes, self.aligns])
-        order = np.lexsort((rank,) + tuple(key[::-1]))
-        a, b = order[:-1], order[1:]
-        free = self.fixed < 0
-        twins = free[a] & free[b] & (key[:, a] == key[:, b]).all(axis=0)
+        order = np.lexsort((rank[shared], kind))
+        a, b = shared[order[:-1]], shared[order[1:]]
+        twins = (kind[order[:-1]] == kind[order[1:]]) & (self.fixed[a] < 0) & (self.fixed[b] < 0)
         before[b[twins]] = a[twins]
         return before
 
@@ -281,12 +287,7 @@ class PreparedProblem:
             return None
         keys = self._columns(key, noise)
         t = key.index("T")
-        if t:
-            stacked = np.stack(keys[:t])
-            _, pre = np.unique(stacked, axis=1, return_inverse=True)
-            pre = pre.reshape(-1).astype(np.int64)
-        else:
-            pre = np.zeros(self.n, np.int64)
+        pre = _dense_rank(keys[:t]) if t else np.zeros(self.n, np.int64)
         return pre, self._order_rank(keys[t + 1:])
 
     def preorder(self, key: str, twins: bool, noise: np.ndarray | None = None) -> tuple[Preorder, bool]:
@@ -304,6 +305,22 @@ class PreparedProblem:
         if noise is None:
             self._preorders[(key, twins)] = made
         return made
+
+
+def _dense_rank(keys: list[np.ndarray]) -> np.ndarray:
+    """Rank of each position under the tuple ``(keys[0][i], keys[1][i], ...)``, ascending, equal
+    tuples sharing a rank and ranks dense (what ``np.unique(..., axis=1, return_inverse=True)``
+    gives, in one sort instead of its many).
+
+    >>> _dense_rank([np.array([2, 1, 2, 1]), np.array([5, 7, 5, 6])]).tolist()
+    [2, 1, 2, 0]
+    """
+    order = np.lexsort(tuple(reversed(keys)))
+    ordered = np.stack([key[order] for key in keys])
+    starts_group = np.concatenate([[False], (ordered[:, 1:] != ordered[:, :-1]).any(axis=0)])
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.cumsum(starts_group)
+    return rank
 
 
 def _workers(requested: int) -> int:
