@@ -1,9 +1,10 @@
 """Anytime peak minimisation: the best placement found so far and a proven lower bound.
 
 ``minimize(problem, timeout=...)`` looks for the lowest peak. It starts from the best of the
-fast greedy heuristics (``STARTING_HEURISTICS``, the row-by-row skyline of TelaMalloc first;
-so it always has a placement to return), takes LOAD (the most bytes live at one step) as the
-lower bound, and then probes capacities between the two with the exact canonical search:
+fast greedy heuristics (``STARTING_HEURISTICS``, the row-by-row skyline of TelaMalloc first,
+in the first third of the time; when none finishes in it, ``FALLBACK_HEURISTIC`` runs without
+a limit, so it always has a placement to return), takes LOAD (the most bytes live at one step)
+as the lower bound, and then probes capacities between the two with the exact canonical search:
 
 1. LOAD itself first, with a share of the time: many real instances pack perfectly, and then
    the incumbent is proven optimal at once;
@@ -40,6 +41,10 @@ from allocator.problem import AllocationResult, InvalidProblemError, Problem, So
 from allocator.registry import METHODS, solve
 from allocator.telamalloc import STARTING_HEURISTICS, TelaMallocOptions, peak_granularity, telamalloc_minimize
 from allocator.validate import check, lower_bound
+
+#: what places the buffers when no starting heuristic did within the time: one pass in input
+#: order, no sorting, the fastest of them (1.6 s for 100,000 buffers with 300 live at a time)
+FALLBACK_HEURISTIC = "first-fit"
 
 
 @dataclass
@@ -108,8 +113,8 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     its bound stays LOAD unless a probe proves a capacity infeasible); any other registered method is run
     once without a capacity and with the whole ``timeout``, and its peak reported against
     LOAD, or against the method's own proven bound when its ``stats`` have a ``"bound"``
-    (the exact methods ``cpsat`` and ``mip`` do). If that method returns no placement the
-    greedy heuristics supply one. ``load_share`` is the share of the time (and of
+    (the exact methods ``cpsat`` and ``mip`` do). If that method returns no placement,
+    ``FALLBACK_HEURISTIC`` supplies one. ``load_share`` is the share of the time (and of
     ``node_limit``) given to the first probe at LOAD. Always returns a validated placement.
 
     ``problem.capacity``, when set, is an upper limit on the answer (see the module
@@ -176,19 +181,22 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
                               not optimal and descent.timed_out,
                               [(t, peak, descent.bound) for t, peak in descent.history], [],
                               {"nodes": descent.stats["steps"], "probes": descent.stats["probes"]}, capacity)
-    starters = STARTING_HEURISTICS if method == "minimalloc" else (method,)
+    # the starting heuristics share the first third of the time, the rest is the search's;
+    # another method gets all of it
+    starters, start_deadline = (STARTING_HEURISTICS, began + timeout / 3) if method == "minimalloc" else (
+        (method,), deadline)
     for name in starters:
-        if best is not None and time.perf_counter() - began > timeout / 3:
-            break  # keep the time for the search; one heuristic already gave an incumbent
-        solved = solve(free, name, timeout=max(deadline - time.perf_counter(), 1e-3))
+        if time.perf_counter() >= start_deadline:
+            break
+        solved = solve(free, name, timeout=max(start_deadline - time.perf_counter(), 1e-3))
         keep(solved)
         if method != "minimalloc" and "bound" in solved.stats:
             bound = max(bound, int(solved.stats["bound"]))  # an exact method's proven bound on the peak
-    if best is None:  # the method ran out of time without a placement: fall back to the heuristics
-        for name in STARTING_HEURISTICS:
-            if best is not None and time.perf_counter() >= deadline:
-                break  # one placement is enough once the time is up
-            keep(solve(free, name))
+    if best is None:
+        # Nothing placed the buffers in time, but a placement is owed: the fastest heuristic runs
+        # without a limit. Only a problem too large to place once within the time gets here, and
+        # it overruns by that one placement.
+        keep(solve(free, FALLBACK_HEURISTIC))
     assert best is not None, "greedy heuristics always place every buffer"
     improved()
     if method != "minimalloc":

@@ -166,3 +166,27 @@ def test_challenging_c_is_proven_optimal_at_load(benchmarks):
     result = minimize(problem, timeout=NO_RUSH, node_limit=100_000)
     assert result.optimal and result.peak == lower_bound(problem) == 1039360
     assert validate(problem.with_capacity(None), result.solution).ok
+
+
+def test_starting_heuristics_share_a_third_of_the_time_then_the_fastest_places_the_buffers(monkeypatch):
+    # A fake clock that advances one second per reading: by the time the first starting
+    # heuristic would begin, the first third of a 3 s timeout is gone, so none runs; the
+    # fallback places the buffers without a limit, and no probe starts after the deadline.
+    import time
+
+    from allocator import solve
+    from allocator.anytime import FALLBACK_HEURISTIC
+
+    problem = Problem([Buffer("x", 0, 2, 1), Buffer("y", 1, 4, 2), Buffer("z", 2, 4, 2)])
+    expected = solve(problem, FALLBACK_HEURISTIC).peak
+    now = [1000.0]
+
+    def clock() -> float:
+        now[0] += 1.0
+        return now[0]
+
+    monkeypatch.setattr(time, "perf_counter", clock)
+    result = minimize(problem, timeout=3)
+    assert validate(problem, result.solution).ok
+    assert result.peak == expected == 5 and result.lower_bound == 4
+    assert result.probes == [] and result.timed_out
