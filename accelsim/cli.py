@@ -207,9 +207,13 @@ def _minimize(args: argparse.Namespace, problem: allocator.Problem, capacity: in
     timeout = 10.0 if args.timeout is None else args.timeout
     free = problem.with_capacity(None)
     incumbent: list[allocator.MinimizeResult] = []
+
+    def improved(best: allocator.MinimizeResult) -> None:
+        incumbent.append(best)  # what Ctrl-C reports
+        print(f"best so far  {best.peak:,} B after {best.seconds:.2f} s (Ctrl-C stops and keeps it)", flush=True)
     interrupted = False
     try:
-        result = allocator.minimize(free, method=method, timeout=timeout)
+        result = allocator.minimize(free, method=method, timeout=timeout, on_improve=improved)
     except KeyboardInterrupt:
         interrupted = True
         if not incumbent:

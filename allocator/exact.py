@@ -324,6 +324,9 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
         model.minimize(peak)
 
     solver = cp_model.CpSolver()
+    # CP-SAT would install its own SIGINT handler for good; Ctrl-C must stay Python's KeyboardInterrupt
+    # so that the commands can report what they have (it then arrives when the solve returns).
+    solver.parameters.catch_sigint_signal = False
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
     if deterministic_time is not None:

@@ -407,6 +407,9 @@ class _Part:
 
     def _solve(self, deadline: float, core: bool, work: float | None = None) -> tuple[cp_model.CpSolver, str]:
         solver = cp_model.CpSolver()
+        # CP-SAT would install its own SIGINT handler for good; Ctrl-C must stay Python's KeyboardInterrupt
+        # so that the commands can report what they have (it then arrives when the solve returns).
+        solver.parameters.catch_sigint_signal = False
         solver.parameters.max_time_in_seconds = max(0.01, deadline - time.perf_counter())
         if work is not None:
             solver.parameters.max_deterministic_time = work

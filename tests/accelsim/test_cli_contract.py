@@ -256,3 +256,15 @@ def test_ctrl_c_in_bench_keeps_the_rows_already_measured(tiny_csv, benchmarks, t
     assert done.stderr.strip().splitlines()[-1].startswith("error: interrupted (Ctrl-C) after 1 rows")
     rows = rows_csv.read_text().splitlines()
     assert len(rows) == 2 and rows[1].startswith("tiny.csv,minimalloc,5,12,1000000,solved")
+
+
+def test_ctrl_c_in_alloc_minimize_keeps_the_best_placement(benchmarks, tmp_path):
+    hard = benchmarks / "minimalloc" / "challenging" / "D.1048576.csv"  # its optimum is not proven in minutes
+    placed = tmp_path / "placed.csv"
+    done = _interrupt_after(["alloc", str(hard), "--minimize", "--timeout", "120", "--output", str(placed)],
+                            "best so far", tmp_path)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "interrupted (Ctrl-C): best found so far" in done.stdout
+    rows = placed.read_text().splitlines()
+    assert rows[0].endswith("offset") and len(rows) == 1 + sum(1 for _ in hard.open()) - 1
