@@ -1,38 +1,217 @@
-"""The compiled inner loop of ``telamalloc`` (see ``allocator.telamalloc`` for the method).
+"""The compiled search of ``telamalloc`` (see ``allocator.telamalloc`` for the method).
 
-State lives in flat int64 arrays indexed by buffer or by decision level:
+``search(instance, phases, sections, switches)`` is the one entry point. Its inputs are four
+typed records (``typing.NamedTuple``, which numba compiles as structs, so a field is read by
+name and two switches cannot be swapped by position):
 
-* per buffer: ``placed``, ``off`` (offset when placed), ``lvl`` (decision level of its
-  placement, -1 for pinned buffers), and the *domain* of an unplaced buffer as ``lb``/``ub``:
-  the lowest and highest aligned start that collides with no obstacle. Positions outside
-  ``[lb, ub]`` are known to be infeasible; holes inside are found again by the gap walk;
+* ``Instance``: the buffers as flat int64 arrays, the capacity and the time-overlap lists;
+* ``Phases``: the contention phases and, per phase, its members in the three candidate orders;
+* ``Sections``: per buffer its cross sections, per section its members (for the section check);
+* ``Switches``: every technique's switch and the limits (built by
+  ``allocator.telamalloc.kernel_switches`` from ``TelaMallocOptions``).
+
+The search state lives in flat int64 arrays indexed by buffer or by decision level, grouped in
+records of their own:
+
+* ``Domains``, per buffer: ``placed``, ``offset`` (when placed) and the *domain* of an unplaced
+  buffer as ``lb``/``ub``: the lowest and highest aligned start that collides with no
+  obstacle. Positions outside ``[lb, ub]`` are known to be infeasible; holes inside are found
+  again by the gap walk;
+* ``Reasons``, per buffer: the decision level of its placement (-1 for pinned buffers) and the
+  level at which its domain last narrowed (what explanations of failures read);
 * an *obstacle* of a buffer is a time-overlapping neighbour that is placed (its address range)
-  or unplaced with a compulsory part: when ``ub < lb + size`` every position of the
-  neighbour covers ``[ub, lb + size)`` (the timetable reasoning of CP solvers' no-overlap);
-* a trail of (buffer, old lb, old ub, old dep, was-a-placement) records, undone to a level's
-  mark on backtracking;
-* per level: the candidate list, the index of the candidate being tried, the conflict set
-  (explicit levels, sorted descending, plus ``accb``: "and every level <= accb", the
-  over-approximation used when an explanation is coarse or the list overflows) and the
-  backtrack counter value when the level's current choice was made (the stuck-subtree rule).
+  or unplaced with a compulsory part: when ``ub < lb + size`` every position of the neighbour
+  covers ``[ub, lb + size)`` (the timetable reasoning of CP solvers' no-overlap);
+* ``Trail``: (buffer, old lb, old ub, old changed_at, was-a-placement) records, undone to a
+  level's mark on backtracking;
+* ``Levels``, per decision level: the candidate list, the index of the candidate being tried,
+  the trail mark, the backtrack counter value when the level's current choice was made (the
+  stuck-subtree rule) and the phase of the buffer placed there;
+* ``Conflicts``, per level: the conflict set (explicit levels, sorted descending, plus
+  ``below``: "and every level <= below", the over-approximation used when an explanation is
+  coarse or the list overflows).
+
+Compile time: numba compiles a helper once per argument types, and an integer variable that
+starts at a constant (``m = 0``) is typed as that literal on the first pass of type inference,
+which compiles a second, literal-typed copy of every helper it is passed to (and of their
+callees). Variables passed to helpers therefore start as ``np.int64(...)``.
+
+Integer range: every quantity is an int64 and stays below 2**63 when the capacity and every
+size, alignment and offset are at most 2**62 - 1 and the sizes plus alignments of all buffers
+sum to at most 2**62 - 1 (the limits ``allocator.telamalloc`` checks). The largest sums formed
+are a position rounded up to an alignment plus a size (``p + size`` with ``p`` at most the
+capacity plus one alignment, or, in an explanation, the top of an emptied domain, at most the
+capacity plus that buffer's size and alignment): capacity + (sizes and alignments of at most
+three distinct buffers) < 2**63.
 """
 
 from __future__ import annotations
 
+import time
+from typing import NamedTuple
+
+import numba
 import numpy as np
 from numba import njit
 
-from allocator._canonical import _now
 from allocator.greedy import sort_by_key
 
 SOLVED, EXHAUSTED, STEP_LIMIT, TIME_LIMIT, INFEASIBLE = 0, 1, 2, 3, 4
-#: block-selection strategies (``TelaMallocOptions.selection``)
+#: block-selection strategies (``Switches.selection``)
 SEL_TELAMALLOC, SEL_SIZE, SEL_AREA, SEL_LIFETIME, SEL_LOWEST = 0, 1, 2, 3, 4
 #: entries of the ``stats`` array returned by ``search``
 ST_STEPS, ST_MINOR, ST_MAJOR, ST_STUCK, ST_DEPTH, ST_BACKJUMP_LEVELS = 0, 1, 2, 3, 4, 5
 N_STATS = 6
 _KC = 48  # explicit levels kept per conflict set
-_FAR = 1 << 62
+_FAR = 1 << 62  # "no upper end" of an explanation range (clipped to the buffer's highest start)
+
+
+class Switches(NamedTuple):
+    """What the search does and how long: one typed record, read by field name in the kernel.
+
+    Built from ``TelaMallocOptions`` by ``allocator.telamalloc.kernel_switches``; the meaning
+    of each technique is documented there.
+    """
+
+    selection: int  #: one of ``SEL_*``: how a decision point's candidates are picked
+    max_candidates: int  #: untried candidates kept per decision point (>= 1)
+    lowest_position: bool  #: place at the lowest position of the domain; off: on the skyline
+    propagate: bool  #: narrow the domains of unplaced neighbours after every placement
+    compulsory: bool  #: compulsory parts are obstacles too (only read when ``propagate``)
+    energy: bool  #: check the cross sections of every placement (needs real ``Sections``)
+    backjump: bool  #: major backtracks jump to the second-to-last conflicting level
+    prepend: bool  #: a major backtrack's failed candidates go next at the target
+    stuck_limit: int  #: backtracks in a choice's subtree before it is abandoned (0: never)
+    explain_depth: int  #: how deep the reasons of compulsory parts are traced
+    step_limit: int  #: placements tried before giving up (>= 0)
+    deadline: float  #: ``time.perf_counter()`` value to stop at; negative: no time limit
+
+
+class Instance(NamedTuple):
+    """The buffers as the search reads them (index i is buffer i of the problem)."""
+
+    sizes: np.ndarray  #: int64 bytes, > 0
+    aligns: np.ndarray  #: int64 bytes, >= 1
+    fixed: np.ndarray  #: int64 pinned offset, or -1 for a free buffer
+    capacity: int  #: bytes
+    ptr: np.ndarray  #: int64 CSR pointers of the time-overlap lists (``neighbours``)
+    nbr: np.ndarray  #: int32 buffer indices: ``nbr[ptr[i]:ptr[i + 1]]`` overlap buffer i in time
+
+
+class Phases(NamedTuple):
+    """The contention phases (TelaMalloc §5.3) and the candidate orders within each."""
+
+    phase_of: np.ndarray  #: int64 phase index of each buffer
+    ptr: np.ndarray  #: int64 CSR pointers: phase k holds entries ``ptr[k]:ptr[k + 1]`` of each order
+    by_life: np.ndarray  #: int64 buffers by phase, then longest lifetime (ties: largest size, index)
+    by_size: np.ndarray  #: int64 buffers by phase, then largest size (ties: longest lifetime, index)
+    by_area: np.ndarray  #: int64 buffers by phase, then largest size x lifetime (ties: size, index)
+
+
+class Sections(NamedTuple):
+    """Cross sections for the section check (``Switches.energy``); any arrays when it is off."""
+
+    first: np.ndarray  #: int64 first section of each buffer
+    last: np.ndarray  #: int64 one past its last section
+    ptr: np.ndarray  #: int64 CSR pointers of the members of each section
+    members: np.ndarray  #: int64 buffer indices
+
+
+class Domains(NamedTuple):
+    """Per buffer: placed or not, where, and the domain of an unplaced one (what gap walks read)."""
+
+    placed: np.ndarray  #: int8, 1 when placed
+    offset: np.ndarray  #: offset of a placed buffer, -1 otherwise
+    lb: np.ndarray  #: lowest start that meets no obstacle (the offset once placed)
+    ub: np.ndarray  #: highest such start
+
+
+class Reasons(NamedTuple):
+    """Per buffer, the decision levels behind its state (what explanations read)."""
+
+    level: np.ndarray  #: decision level of the placement; -1 pinned; -2 unplaced
+    changed_at: np.ndarray  #: level at which lb/ub last narrowed (-1: at the root)
+
+
+class Trail(NamedTuple):
+    """Undo records: the state of a buffer before a step changed it."""
+
+    buffer: np.ndarray
+    lb: np.ndarray
+    ub: np.ndarray
+    changed_at: np.ndarray
+    placement: np.ndarray  #: int8, 1 when the record is the buffer's placement
+
+
+class Queue(NamedTuple):
+    """Buffers whose domains must be re-checked, a ring of one slot per buffer.
+
+    A buffer queued twice keeps one entry, its address interval widened to cover both.
+    """
+
+    ring: np.ndarray
+    lo: np.ndarray  #: per buffer: low end of the new obstacles' address range
+    hi: np.ndarray  #: per buffer: high end
+    queued: np.ndarray  #: int8 per buffer
+
+
+class GapScratch(NamedTuple):
+    """Scratch space of a gap walk (one slot per neighbour)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    key: np.ndarray
+    packed: np.ndarray
+    order: np.ndarray
+
+
+class SectionScratch(NamedTuple):
+    """Scratch space of the section check (one slot per member of a section)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    key: np.ndarray
+    packed: np.ndarray
+    order: np.ndarray
+    items: np.ndarray
+    prefix: np.ndarray
+
+
+class Levels(NamedTuple):
+    """Per decision level."""
+
+    candidates: np.ndarray  #: 2-d: the level's candidate buffers
+    n_candidates: np.ndarray
+    tried: np.ndarray  #: index of the candidate being tried
+    mark: np.ndarray  #: trail top when the level began
+    stamp: np.ndarray  #: backtrack counter when the level's current choice was made
+    phase: np.ndarray  #: phase of the buffer placed at the level
+
+
+class Conflicts(NamedTuple):
+    """Per level, the earlier levels whose placements explain its failures."""
+
+    explicit: np.ndarray  #: 2-d, each row sorted descending, ``n_explicit`` entries used
+    n_explicit: np.ndarray
+    below: np.ndarray  #: "and every level <= below" (-1: none)
+
+
+class WorkList(NamedTuple):
+    """The ranges an explanation still has to cover (each buffer enters at most twice)."""
+
+    buffer: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    depth: np.ndarray
+    seen: np.ndarray  #: per buffer: the explanation that last queued it
+
+
+@njit(cache=True)
+def _now():  # pragma: no cover - compiled
+    """``time.perf_counter()`` read from compiled code."""
+    with numba.objmode(t="float64"):
+        t = time.perf_counter()
+    return t
 
 
 @njit(cache=True)
@@ -70,104 +249,196 @@ def neighbours(starts, ends):  # pragma: no cover - compiled
     return ptr, idx
 
 
+# ---------------------------------------------------------------- obstacles and gap walks
+
+
 @njit(cache=True)
-def _obstacle(z, placed, off, lb, ub, sizes, use_comp):  # pragma: no cover - compiled
+def _obstacle(z, dom, sizes, use_comp):  # pragma: no cover - compiled
     """Address range ``(lo, hi)`` that neighbour ``z`` certainly occupies (``lo >= hi``: none)."""
-    if placed[z]:
-        return off[z], off[z] + sizes[z]
+    if dom.placed[z]:
+        return dom.offset[z], dom.offset[z] + sizes[z]
     if use_comp:
-        return ub[z], lb[z] + sizes[z]
+        return dom.ub[z], dom.lb[z] + sizes[z]
     return 0, 0
 
 
 @njit(cache=True)
-def _lowest_fit(y, start, ptr, nbr, placed, off, lb, ub, sizes, aligns, use_comp, s_lo, s_hi, s_key, s_pack,
-                s_ord):  # pragma: no cover - compiled
+def _lowest_fit(y, start, inst, dom, use_comp, gaps):  # pragma: no cover - compiled
     """Lowest aligned start >= ``start`` at which ``y`` meets no obstacle (a gap walk in address order)."""
-    a = aligns[y]
-    s = sizes[y]
+    a = inst.aligns[y]
+    s = inst.sizes[y]
     p = (start + a - 1) // a * a
-    m = 0
-    for k in range(ptr[y], ptr[y + 1]):
-        lo, hi = _obstacle(nbr[k], placed, off, lb, ub, sizes, use_comp)
+    m = np.int64(0)
+    for k in range(inst.ptr[y], inst.ptr[y + 1]):
+        lo, hi = _obstacle(inst.nbr[k], dom, inst.sizes, use_comp)
         if lo < hi and hi > p:
-            s_lo[m] = lo
-            s_hi[m] = hi
-            s_key[m] = lo
+            gaps.lo[m] = lo
+            gaps.hi[m] = hi
+            gaps.key[m] = lo
             m += 1
-    sort_by_key(s_key, m, s_pack, s_ord)
+    sort_by_key(gaps.key, m, gaps.packed, gaps.order)
     for k in range(m):
-        o = s_ord[k]
-        if s_lo[o] >= p + s:
+        o = gaps.order[k]
+        if gaps.lo[o] >= p + s:
             break
-        if s_hi[o] > p:
-            p = (s_hi[o] + a - 1) // a * a
+        if gaps.hi[o] > p:
+            p = (gaps.hi[o] + a - 1) // a * a
     return p
 
 
 @njit(cache=True)
-def _highest_fit(y, start, ptr, nbr, placed, off, lb, ub, sizes, aligns, use_comp, s_lo, s_hi, s_key, s_pack,
-                 s_ord, top):  # pragma: no cover - compiled
+def _highest_fit(y, start, inst, dom, use_comp, gaps):  # pragma: no cover - compiled
     """Highest aligned start <= ``start`` at which ``y`` meets no obstacle, or -1."""
-    a = aligns[y]
-    s = sizes[y]
+    a = inst.aligns[y]
+    s = inst.sizes[y]
     p = start // a * a
-    m = 0
-    for k in range(ptr[y], ptr[y + 1]):
-        lo, hi = _obstacle(nbr[k], placed, off, lb, ub, sizes, use_comp)
+    top = inst.capacity + 1  # obstacles end at or below the capacity: descending hi as a key >= 1
+    m = np.int64(0)
+    for k in range(inst.ptr[y], inst.ptr[y + 1]):
+        lo, hi = _obstacle(inst.nbr[k], dom, inst.sizes, use_comp)
         if lo < hi and lo < p + s:
-            s_lo[m] = lo
-            s_hi[m] = hi
-            s_key[m] = top - hi  # descending hi
+            gaps.lo[m] = lo
+            gaps.hi[m] = hi
+            gaps.key[m] = top - hi
             m += 1
-    sort_by_key(s_key, m, s_pack, s_ord)
+    sort_by_key(gaps.key, m, gaps.packed, gaps.order)
     for k in range(m):
-        o = s_ord[k]
-        if s_hi[o] <= p:
+        o = gaps.order[k]
+        if gaps.hi[o] <= p:
             break
-        if s_lo[o] < p + s:
-            if s_lo[o] - s < 0:
+        if gaps.lo[o] < p + s:
+            if gaps.lo[o] - s < 0:
                 return -1
-            p = (s_lo[o] - s) // a * a
+            p = (gaps.lo[o] - s) // a * a
     return p
 
 
 @njit(cache=True)
-def _acc_add(acc, accn, accb, d, v):  # pragma: no cover - compiled
+def _skyline_position(x, inst, dom, use_comp, gaps):  # pragma: no cover - compiled
+    """The first free position of ``x`` on top of every placed neighbour (TelaMalloc §5.1)."""
+    sky = 0
+    for k in range(inst.ptr[x], inst.ptr[x + 1]):
+        z = inst.nbr[k]
+        if dom.placed[z] and dom.offset[z] + inst.sizes[z] > sky:
+            sky = dom.offset[z] + inst.sizes[z]
+    return _lowest_fit(x, max(sky, dom.lb[x]), inst, dom, use_comp, gaps)
+
+
+# ---------------------------------------------------------------- propagation
+
+
+@njit(cache=True)
+def _enqueue_neighbours(y, lo, hi, inst, placed, queue, head, waiting):  # pragma: no cover - compiled
+    """Queue ``y``'s unplaced neighbours to be re-checked against the new obstacle ``[lo, hi)``.
+
+    ``head`` and ``waiting`` locate the queued entries in the ring; returns the new ``waiting``.
+    """
+    n = queue.ring.shape[0]
+    for k in range(inst.ptr[y], inst.ptr[y + 1]):
+        z = inst.nbr[k]
+        if placed[z]:
+            continue
+        if queue.queued[z]:
+            queue.lo[z] = min(queue.lo[z], lo)
+            queue.hi[z] = max(queue.hi[z], hi)
+        else:
+            queue.queued[z] = 1
+            queue.lo[z] = lo
+            queue.hi[z] = hi
+            queue.ring[(head + waiting) % n] = z
+            waiting += 1
+    return waiting
+
+
+@njit(cache=True)
+def _save(trail, top, y, dom, changed_at, placement):  # pragma: no cover - compiled
+    """Push ``y``'s domain on the trail; returns the new top."""
+    trail.buffer[top] = y
+    trail.lb[top] = dom.lb[y]
+    trail.ub[top] = dom.ub[y]
+    trail.changed_at[top] = changed_at[y]
+    trail.placement[top] = placement
+    return top + 1
+
+
+@njit(cache=True)
+def _undo_to(mark, top, trail, dom, reasons, phase_of, ph_left, first_live):  # pragma: no cover - compiled
+    """Pop the trail from ``top`` down to ``mark``: restore domains, unplace placements.
+
+    Returns the new first phase that may have unplaced buffers.
+    """
+    while top > mark:
+        top -= 1
+        y = trail.buffer[top]
+        if trail.placement[top]:
+            dom.placed[y] = 0
+            dom.offset[y] = -1
+            reasons.level[y] = -2
+            ph_left[phase_of[y]] += 1
+            first_live = min(first_live, phase_of[y])
+        dom.lb[y] = trail.lb[top]
+        dom.ub[y] = trail.ub[top]
+        reasons.changed_at[y] = trail.changed_at[top]
+    return first_live
+
+
+@njit(cache=True)
+def _grown(trail, top, n):  # pragma: no cover - compiled
+    """A copy of the trail's first ``top`` records with room for over ``n`` more."""
+    size = 2 * trail.buffer.shape[0] + n
+    return Trail(np.concatenate((trail.buffer[:top], np.empty(size - top, np.int64))),
+                 np.concatenate((trail.lb[:top], np.empty(size - top, np.int64))),
+                 np.concatenate((trail.ub[:top], np.empty(size - top, np.int64))),
+                 np.concatenate((trail.changed_at[:top], np.empty(size - top, np.int64))),
+                 np.concatenate((trail.placement[:top], np.empty(size - top, np.int8))))
+
+
+# ---------------------------------------------------------------- conflict sets
+
+
+@njit(cache=True)
+def _blame(conf, d, v):  # pragma: no cover - compiled
     """Add level ``v`` to the conflict set of level ``d``."""
-    if v <= accb[d]:
+    if v <= conf.below[d]:
         return
-    n = accn[d]
+    n = conf.n_explicit[d]
     pos = 0
-    while pos < n and acc[d, pos] > v:
+    while pos < n and conf.explicit[d, pos] > v:
         pos += 1
-    if pos < n and acc[d, pos] == v:
+    if pos < n and conf.explicit[d, pos] == v:
         return
     if n == _KC:  # full: the smallest explicit level joins the "all levels below" part
         n -= 1
-        if acc[d, n] > accb[d]:
-            accb[d] = acc[d, n]
+        if conf.explicit[d, n] > conf.below[d]:
+            conf.below[d] = conf.explicit[d, n]
         if pos >= n:
-            if v > accb[d]:
-                accb[d] = v
-            accn[d] = n
+            if v > conf.below[d]:
+                conf.below[d] = v
+            conf.n_explicit[d] = n
             return
     for k in range(n, pos, -1):
-        acc[d, k] = acc[d, k - 1]
-    acc[d, pos] = v
-    accn[d] = n + 1
+        conf.explicit[d, k] = conf.explicit[d, k - 1]
+    conf.explicit[d, pos] = v
+    conf.n_explicit[d] = n + 1
 
 
 @njit(cache=True)
-def _top2(acc, accn, accb, d):  # pragma: no cover - compiled
+def _blame_all_below(conf, d, v):  # pragma: no cover - compiled
+    """Add every level <= ``v`` to the conflict set of level ``d``."""
+    if v > conf.below[d]:
+        conf.below[d] = v
+
+
+@njit(cache=True)
+def _two_latest(conf, d):  # pragma: no cover - compiled
     """The two highest levels of level ``d``'s conflict set (-1 where absent)."""
     c1 = -1
     c2 = -1
     vals = np.empty(4, np.int64)
-    vals[0] = acc[d, 0] if accn[d] > 0 else -1
-    vals[1] = acc[d, 1] if accn[d] > 1 else -1
-    vals[2] = accb[d]
-    vals[3] = accb[d] - 1 if accb[d] >= 1 else -1
+    vals[0] = conf.explicit[d, 0] if conf.n_explicit[d] > 0 else -1
+    vals[1] = conf.explicit[d, 1] if conf.n_explicit[d] > 1 else -1
+    vals[2] = conf.below[d]
+    vals[3] = conf.below[d] - 1 if conf.below[d] >= 1 else -1
     for k in range(4):
         v = vals[k]
         if v > c1:
@@ -179,57 +450,20 @@ def _top2(acc, accn, accb, d):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _energy(x, first_sec, last_sec, sec_ptr, sec_mem, placed, off, sizes, capacity, e_lo, e_hi, e_key, e_pack,
-            e_ord, e_items, e_prefix):  # pragma: no cover - compiled
-    """The first cross section of ``x`` whose unplaced buffers cannot fit its free gaps, or -1.
+def _pass_conflicts(conf, d, t):  # pragma: no cover - compiled
+    """Level ``d`` failed and the search jumps to ``t``: ``t`` inherits the reasons below it."""
+    for k in range(conf.n_explicit[d]):
+        if conf.explicit[d, k] < t:
+            _blame(conf, t, conf.explicit[d, k])
+    _blame_all_below(conf, t, min(conf.below[d], t - 1))
 
-    In a cross section every live buffer must sit inside one free gap between the placed ones.
-    A gap of g bytes holds at most ``min(g, total size of the unplaced buffers no larger than
-    g)``; when the gaps together hold less than the unplaced buffers need, no completion exists
-    (a relaxation of the bin packing the section has to solve).
-    """
-    for t in range(first_sec[x], last_sec[x]):
-        m = 0
-        items = 0
-        need = 0
-        for k in range(sec_ptr[t], sec_ptr[t + 1]):
-            z = sec_mem[k]
-            if placed[z]:
-                e_lo[m] = off[z]
-                e_hi[m] = off[z] + sizes[z]
-                e_key[m] = off[z]
-                m += 1
-            else:
-                e_items[items] = sizes[z]
-                items += 1
-                need += sizes[z]
-        if items == 0:
-            continue
-        e_items[:items].sort()
-        run = 0
-        for k in range(items):
-            run += e_items[k]
-            e_prefix[k] = run
-        sort_by_key(e_key, m, e_pack, e_ord)
-        cursor = 0
-        room = 0
-        for k in range(m + 1):
-            lo = e_lo[e_ord[k]] if k < m else capacity
-            if lo > cursor:
-                gap = lo - cursor
-                fits = np.searchsorted(e_items[:items], gap, side="right")
-                if fits > 0:
-                    room += min(gap, e_prefix[fits - 1])
-            if k < m and e_hi[e_ord[k]] > cursor:
-                cursor = e_hi[e_ord[k]]
-        if room < need:
-            return t
-    return -1
+
+# ---------------------------------------------------------------- explanations of failures
 
 
 @njit(cache=True)
-def _cover(y, r0, r1, d, ptr, nbr, placed, off, lb, ub, lvl, sizes, aligns, use_comp, acc, accn, accb, w_y, w_lo,
-           w_hi, w_depth, w_top, depth, seen, seen_mark):  # pragma: no cover - compiled
+def _cover(y, r0, r1, d, depth, inst, dom, level, use_comp, conf, work, w_top,
+           seen_mark):  # pragma: no cover - compiled
     """Explain why ``y`` cannot start anywhere in ``[r0, r1]``: a greedy cover by its obstacles.
 
     Each time the obstacle reaching highest is taken. A placed obstacle adds its level to level
@@ -237,529 +471,564 @@ def _cover(y, r0, r1, d, ptr, nbr, placed, off, lb, ub, lvl, sizes, aligns, use_
     (the start ranges below its ``lb`` and above its ``ub``) on the work list. Returns the new
     work-list top, or -1 when the range is not covered (cannot happen for a real wipe-out).
     """
-    s = sizes[y]
-    a = aligns[y]
+    s = inst.sizes[y]
+    a = inst.aligns[y]
     p = (r0 + a - 1) // a * a
     while p <= r1:
         best = -1
         best_hi = -1
-        for k in range(ptr[y], ptr[y + 1]):
-            z = nbr[k]
-            lo, hi = _obstacle(z, placed, off, lb, ub, sizes, use_comp)
+        for k in range(inst.ptr[y], inst.ptr[y + 1]):
+            z = inst.nbr[k]
+            lo, hi = _obstacle(z, dom, inst.sizes, use_comp)
             if lo < hi and lo < p + s and hi > p and hi > best_hi:
                 best = z
                 best_hi = hi
         if best < 0:
             return -1
-        if placed[best]:
-            if 0 <= lvl[best] < d:
-                _acc_add(acc, accn, accb, d, lvl[best])
-        elif seen[best] != seen_mark:
-            seen[best] = seen_mark
-            w_y[w_top] = best
-            w_lo[w_top] = 0
-            w_hi[w_top] = lb[best] - 1
-            w_depth[w_top] = depth + 1
+        if dom.placed[best]:
+            if 0 <= level[best] < d:
+                _blame(conf, d, level[best])
+        elif work.seen[best] != seen_mark:
+            work.seen[best] = seen_mark
+            work.buffer[w_top] = best
+            work.lo[w_top] = 0
+            work.hi[w_top] = dom.lb[best] - 1
+            work.depth[w_top] = depth + 1
             w_top += 1
-            w_y[w_top] = best
-            w_lo[w_top] = ub[best] + 1
-            w_hi[w_top] = _FAR  # clipped to the buffer's own highest start when popped
-            w_depth[w_top] = depth + 1
+            work.buffer[w_top] = best
+            work.lo[w_top] = dom.ub[best] + 1
+            work.hi[w_top] = _FAR  # clipped to the buffer's own highest start when popped
+            work.depth[w_top] = depth + 1
             w_top += 1
         p = (best_hi + a - 1) // a * a
     return w_top
 
 
 @njit(cache=True)
-def _explain(y, d, capacity, ptr, nbr, placed, off, lb, ub, dep, lvl, sizes, aligns, use_comp, acc, accn, accb,
-             w_y, w_lo, w_hi, w_depth, seen, seen_mark, max_depth):  # pragma: no cover - compiled
+def _explain(y, d, inst, dom, reasons, use_comp, conf, work, seen_mark, max_depth):  # pragma: no cover - compiled
     """Add to level ``d``'s conflict set the placements that leave ``y`` no position.
 
     ``y``'s start range ``[0, capacity - size]`` is covered by obstacles (``_cover``); the
     bounds of a compulsory part in the cover are explained the same way, recursively, down to
     ``max_depth``; deeper, a compulsory part stands for every level up to the one at which its
     buffer's domain last changed (that domain depends on nothing placed later). A buffer is
-    explained once per call.
+    explained once per call (``seen_mark`` tells the calls apart).
     """
-    w_top = 0
-    w_y[0] = y
-    w_lo[0] = 0
-    w_hi[0] = (capacity - sizes[y]) // aligns[y] * aligns[y]
-    w_depth[0] = 0
-    w_top = 1
-    seen[y] = seen_mark
+    capacity = inst.capacity
+    work.buffer[0] = y
+    work.lo[0] = 0
+    work.hi[0] = (capacity - inst.sizes[y]) // inst.aligns[y] * inst.aligns[y]
+    work.depth[0] = 0
+    w_top = np.int64(1)
+    work.seen[y] = seen_mark
     while w_top > 0:
         w_top -= 1
-        z = w_y[w_top]
-        r0 = w_lo[w_top]
-        r1 = min(w_hi[w_top], (capacity - sizes[z]) // aligns[z] * aligns[z])
-        depth = w_depth[w_top]
+        z = work.buffer[w_top]
+        r0 = work.lo[w_top]
+        r1 = min(work.hi[w_top], (capacity - inst.sizes[z]) // inst.aligns[z] * inst.aligns[z])
+        depth = work.depth[w_top]
         if r0 > r1:
             continue
         if depth > max_depth:
-            bound = min(dep[z], d - 1)
-            if bound > accb[d]:
-                accb[d] = bound
+            _blame_all_below(conf, d, min(reasons.changed_at[z], d - 1))
             continue
-        w_top = _cover(z, r0, r1, d, ptr, nbr, placed, off, lb, ub, lvl, sizes, aligns, use_comp, acc, accn, accb,
-                       w_y, w_lo, w_hi, w_depth, w_top, depth, seen, seen_mark)
+        w_top = _cover(z, r0, r1, d, depth, inst, dom, reasons.level, use_comp, conf, work, w_top, seen_mark)
         if w_top < 0:  # not covered: be safe, blame everything
-            if d - 1 > accb[d]:
-                accb[d] = d - 1
+            _blame_all_below(conf, d, d - 1)
             return
 
 
 @njit(cache=True)
-def _enqueue_neighbours(y, lo, hi, ptr, nbr, placed, q, q_lo, q_hi, in_q, q_head, q_count):  # pragma: no cover
-    """Queue ``y``'s unplaced neighbours to be re-checked against the new obstacle ``[lo, hi)``.
+def _crowded_section(x, sections, dom, sizes, capacity, scratch):  # pragma: no cover - compiled
+    """The first cross section of ``x`` whose unplaced buffers cannot fit its free gaps, or -1.
 
-    A neighbour already queued keeps one entry whose interval widens to cover both. ``q`` is a
-    ring of one slot per buffer; returns the new count.
+    In a cross section every live buffer must sit inside one free gap between the placed ones.
+    A gap of g bytes holds at most ``min(g, total size of the unplaced buffers no larger than
+    g)``; when the gaps together hold less than the unplaced buffers need, no completion exists
+    (a relaxation of the bin packing the section has to solve). The sums stay below the total
+    size of the buffers, the gaps' below the capacity.
     """
-    n = q.shape[0]
-    for k in range(ptr[y], ptr[y + 1]):
-        z = nbr[k]
-        if placed[z]:
+    for t in range(sections.first[x], sections.last[x]):
+        m = np.int64(0)
+        items = 0
+        need = 0
+        for k in range(sections.ptr[t], sections.ptr[t + 1]):
+            z = sections.members[k]
+            if dom.placed[z]:
+                scratch.lo[m] = dom.offset[z]
+                scratch.hi[m] = dom.offset[z] + sizes[z]
+                scratch.key[m] = dom.offset[z]
+                m += 1
+            else:
+                scratch.items[items] = sizes[z]
+                items += 1
+                need += sizes[z]
+        if items == 0:
             continue
-        if in_q[z]:
-            q_lo[z] = min(q_lo[z], lo)
-            q_hi[z] = max(q_hi[z], hi)
+        scratch.items[:items].sort()
+        run = 0
+        for k in range(items):
+            run += scratch.items[k]
+            scratch.prefix[k] = run
+        sort_by_key(scratch.key, m, scratch.packed, scratch.order)
+        cursor = 0
+        room = 0
+        for k in range(m + 1):
+            lo = scratch.lo[scratch.order[k]] if k < m else capacity
+            if lo > cursor:
+                gap = lo - cursor
+                fits = np.searchsorted(scratch.items[:items], gap, side="right")
+                if fits > 0:
+                    room += min(gap, scratch.prefix[fits - 1])
+            if k < m and scratch.hi[scratch.order[k]] > cursor:
+                cursor = scratch.hi[scratch.order[k]]
+        if room < need:
+            return t
+    return -1
+
+
+@njit(cache=True)
+def _blame_section(t, d, sections, placed, level, conf):  # pragma: no cover - compiled
+    """Section ``t`` is too crowded because of the buffers placed in it: blame their levels."""
+    for k in range(sections.ptr[t], sections.ptr[t + 1]):
+        z = sections.members[k]
+        if placed[z] and 0 <= level[z] < d:
+            _blame(conf, d, level[z])
+
+
+# ---------------------------------------------------------------- candidates (TelaMalloc §5.1, §5.3)
+
+
+@njit(cache=True)
+def _listed(candidates, d, n, b):  # pragma: no cover - compiled
+    """Whether ``b`` is among the first ``n`` candidates of level ``d``."""
+    for c in range(n):
+        if candidates[d, c] == b:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _collect_candidates(d, previous, candidates, phases, placed, lb, switches, ph_left,
+                        first_live):  # pragma: no cover - compiled
+    """Fill level ``d``'s candidate list (``candidates[d]``); returns ``(count, first_live)``.
+
+    Phases are visited starting with ``previous``, the phase of the buffer placed at the level
+    above, while it has unplaced buffers (otherwise with the first phase that has some), then
+    the others in order, until ``max_candidates``. Within a phase the selection rule picks:
+
+    * ``SEL_TELAMALLOC`` (§5.1): the unplaced buffer with the longest lifetime, then the
+      largest, then the largest area (each buffer once);
+    * ``SEL_LOWEST``: the unplaced buffers with the lowest ``lb`` (ties: the larger);
+    * ``SEL_SIZE``, ``SEL_AREA``, ``SEL_LIFETIME``: the first unplaced buffers in that order.
+
+    ``first_live`` (the first phase with unplaced buffers) moves past the placed phases.
+    One function rather than one per rule: every array a compiled helper takes costs a
+    reference-count update on entry and exit, and this runs at every level.
+    """
+    limit = switches.max_candidates
+    sel = switches.selection
+    n_phases = ph_left.shape[0]
+    current = previous
+    if current >= 0 and ph_left[current] == 0:
+        current = -1
+    while first_live < n_phases and ph_left[first_live] == 0:
+        first_live += 1  # every phase before it is placed
+    if current < 0 and first_live < n_phases:
+        current = first_live
+    n = np.int64(0)
+    for turn in range(n_phases - first_live + 1):
+        if n >= limit:
+            break
+        if turn == 0:
+            ph = current
         else:
-            in_q[z] = 1
-            q_lo[z] = lo
-            q_hi[z] = hi
-            q[(q_head + q_count) % n] = z
-            q_count += 1
-    return q_count
+            ph = first_live + turn - 1
+            if ph == current:
+                continue
+        if ph < 0 or ph_left[ph] == 0:
+            continue
+        lo = phases.ptr[ph]
+        hi = phases.ptr[ph + 1]
+        if sel == SEL_TELAMALLOC:
+            for key in range(3):
+                if n >= limit:
+                    break
+                order = phases.by_life if key == 0 else (phases.by_size if key == 1 else phases.by_area)
+                for k in range(lo, hi):
+                    b = order[k]
+                    if placed[b]:
+                        continue
+                    if not _listed(candidates, d, n, b):
+                        candidates[d, n] = b
+                        n += 1
+                    break
+        elif sel == SEL_LOWEST:
+            while n < limit:
+                best = -1
+                for k in range(lo, hi):
+                    b = phases.by_size[k]  # by size: ties of the lowest position go to the larger
+                    if placed[b]:
+                        continue
+                    if best >= 0 and lb[b] >= lb[best]:
+                        continue
+                    if not _listed(candidates, d, n, b):
+                        best = b
+                if best < 0:
+                    break
+                candidates[d, n] = best
+                n += 1
+        else:
+            order = phases.by_size if sel == SEL_SIZE else (phases.by_area if sel == SEL_AREA else phases.by_life)
+            for k in range(lo, hi):
+                if n >= limit:
+                    break
+                b = order[k]
+                if not placed[b]:
+                    candidates[d, n] = b
+                    n += 1
+    return n, first_live
+
+
+# ---------------------------------------------------------------- backtracking (TelaMalloc §5.4)
 
 
 @njit(cache=True)
-def _undo(top, mark, tr_y, tr_lb, tr_ub, tr_dep, tr_place, placed, off, lvl, lb, ub, dep, ph_left, phase_of,
-          first_live):  # pragma: no cover - compiled
-    """Pop the trail from ``top`` down to ``mark``: restore domains, unplace placements.
+def _stuck_level(levels, d, bt, limit):  # pragma: no cover - compiled
+    """The deepest level ``k < d`` whose choice has seen more than ``limit`` backtracks.
 
-    Returns the new first phase that may have unplaced buffers.
+    Stamps grow with depth, so a binary search finds it; the caller ensures level 0 qualifies.
     """
-    while top > mark:
-        top -= 1
-        y = tr_y[top]
-        if tr_place[top]:
-            placed[y] = 0
-            off[y] = -1
-            lvl[y] = -2
-            ph_left[phase_of[y]] += 1
-            first_live = min(first_live, phase_of[y])
-        lb[y] = tr_lb[top]
-        ub[y] = tr_ub[top]
-        dep[y] = tr_dep[top]
-    return first_live
+    lo_level = 0
+    hi_level = d - 1
+    while lo_level < hi_level:
+        mid = (lo_level + hi_level + 1) // 2
+        if bt - levels.stamp[mid] > limit:
+            lo_level = mid
+        else:
+            hi_level = mid - 1
+    return lo_level
 
 
 @njit(cache=True)
-def search(sizes, aligns, fixed, ptr, nbr, capacity, phase_of, ph_ptr, ord_life, ord_size, ord_area, selection,
-           max_candidates, lowest_position, propagate, compulsory, backjump, prepend, stuck_limit, step_limit,
-           deadline, explain_depth, energy, first_sec, last_sec, sec_ptr, sec_mem):  # pragma: no cover - compiled
-    """Search for a placement of every buffer within ``capacity``.
+def _jump_target(d, conf, backjump):  # pragma: no cover - compiled
+    """Where a major backtrack from level ``d`` goes: the second-to-last level of its conflict set
+    (the last when it holds one), or ``d - 1`` without backjumping; -1 when nothing is left."""
+    if d == 0:
+        return -1
+    if not backjump:
+        return d - 1
+    c1, c2 = _two_latest(conf, d)
+    if c1 < 0:
+        return -1
+    return c2 if c2 >= 0 else c1
 
-    Returns ``(status, offsets, stats)``; see ``allocator.telamalloc`` for the algorithm and
-    the meaning of every switch.
+
+@njit(cache=True)
+def _append_new(levels, t, n, b, list_cap, max_candidates):  # pragma: no cover - compiled
+    """Append ``b`` to level ``t``'s list (first ``n`` entries) unless listed or full; returns the count."""
+    if not _listed(levels.candidates, t, n, b) and n < list_cap and n - levels.tried[t] - 1 < max_candidates:
+        levels.candidates[t, n] = b
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def _prepend_failed(levels, d, t, max_candidates):  # pragma: no cover - compiled
+    """Level ``d``'s failed candidates go next at level ``t``, ahead of its untried ones (at most
+    ``max_candidates`` untried kept)."""
+    list_cap = levels.candidates.shape[1]
+    keep = levels.candidates[t, levels.tried[t] + 1:levels.n_candidates[t]].copy()
+    n = levels.tried[t] + 1
+    for c in range(levels.n_candidates[d]):
+        n = _append_new(levels, t, n, levels.candidates[d, c], list_cap, max_candidates)
+    for c in range(keep.shape[0]):
+        n = _append_new(levels, t, n, keep[c], list_cap, max_candidates)
+    levels.n_candidates[t] = n
+
+
+# ---------------------------------------------------------------- the search
+
+
+@njit(cache=True)
+def _place_pins(inst, dom, reasons, use_comp, gaps):  # pragma: no cover - compiled
+    """Place the pinned buffers (level -1, never undone); False when a pin is out of its domain
+    or collides with an obstacle."""
+    for i in range(inst.sizes.shape[0]):
+        p = inst.fixed[i]
+        if p < 0:
+            continue
+        if p > dom.ub[i] or p < dom.lb[i] or p % inst.aligns[i] != 0:
+            return False
+        if _lowest_fit(i, p, inst, dom, use_comp, gaps) != p:
+            return False
+        dom.placed[i] = 1
+        dom.offset[i] = p
+        reasons.level[i] = -1
+        dom.lb[i] = p
+        dom.ub[i] = p
+    return True
+
+
+@njit(cache=True)
+def _queue_root_obstacles(inst, dom, use_comp, queue):  # pragma: no cover - compiled
+    """Queue the neighbours of every pinned buffer and root compulsory part; returns the count."""
+    head = np.int64(0)
+    waiting = np.int64(0)
+    for i in range(inst.sizes.shape[0]):
+        if dom.placed[i]:
+            waiting = _enqueue_neighbours(i, dom.offset[i], dom.offset[i] + inst.sizes[i], inst, dom.placed, queue,
+                                          head, waiting)
+        elif use_comp and dom.ub[i] < dom.lb[i] + inst.sizes[i]:
+            waiting = _enqueue_neighbours(i, dom.ub[i], dom.lb[i] + inst.sizes[i], inst, dom.placed, queue, head,
+                                          waiting)
+    return waiting
+
+
+@njit(cache=True)
+def _initial_domains(inst):  # pragma: no cover - compiled
+    """Every buffer unplaced, its domain all aligned starts that keep it within the capacity.
+
+    Returns ``(domains, ok)``; ``ok`` is False when some buffer is larger than the capacity.
     """
-    n = sizes.shape[0]
-    stats = np.zeros(N_STATS, np.int64)
-    placed = np.zeros(n, np.int8)
-    off = np.full(n, -1, np.int64)
-    lvl = np.full(n, -2, np.int64)
-    lb = np.zeros(n, np.int64)
-    ub = np.empty(n, np.int64)
-    dep = np.full(n, -1, np.int64)
-    use_comp = compulsory and propagate
+    n = inst.sizes.shape[0]
+    dom = Domains(np.zeros(n, np.int8), np.full(n, -1, np.int64), np.zeros(n, np.int64), np.empty(n, np.int64))
+    ok = True
     for i in range(n):
-        ub[i] = (capacity - sizes[i]) // aligns[i] * aligns[i]
-        if ub[i] < 0:
-            return INFEASIBLE, off, stats
+        dom.ub[i] = (inst.capacity - inst.sizes[i]) // inst.aligns[i] * inst.aligns[i]
+        if dom.ub[i] < 0:
+            ok = False
+    return dom, ok
+
+
+@njit(cache=True)
+def _phase_counts(phases, fixed):  # pragma: no cover - compiled
+    """Per phase, its free (unpinned) buffers."""
+    n_phases = phases.ptr.shape[0] - 1
+    left = np.zeros(n_phases, np.int64)
+    for ph in range(n_phases):
+        for k in range(phases.ptr[ph], phases.ptr[ph + 1]):
+            if fixed[phases.by_size[k]] < 0:
+                left[ph] += 1
+    return left
+
+
+@njit(cache=True)
+def search(instance, phases, sections, switches):  # pragma: no cover - compiled
+    """Search for a placement of every buffer within ``instance.capacity``.
+
+    Returns ``(status, offsets, stats)``: one of ``SOLVED``, ``EXHAUSTED``, ``STEP_LIMIT``,
+    ``TIME_LIMIT``, ``INFEASIBLE``; the offsets (valid when solved); the ``ST_*`` counters.
+    See ``allocator.telamalloc`` for the algorithm and the meaning of every switch.
+
+    The loop alternates: drain the propagation queue (the queue is empty afterwards, so the
+    next fill starts at ring slot 0); judge the last placement (a wiped domain
+    or a crowded section is a minor backtrack, otherwise descend a level); open a new level
+    (its candidates); abandon a stuck subtree; major backtracks while a level has no untried
+    candidate; then one step, placing the level's next candidate.
+    """
+    inst = instance
+    n = inst.sizes.shape[0]
+    stats = np.zeros(N_STATS, np.int64)
+    use_comp = switches.compulsory and switches.propagate
+    dom, fits = _initial_domains(inst)
+    if not fits:
+        return INFEASIBLE, dom.offset, stats
+    reasons = Reasons(np.full(n, -2, np.int64), np.full(n, -1, np.int64))
     max_deg = 1
     for i in range(n):
-        if ptr[i + 1] - ptr[i] > max_deg:
-            max_deg = ptr[i + 1] - ptr[i]
-    s_lo = np.empty(max_deg, np.int64)
-    s_hi = np.empty(max_deg, np.int64)
-    s_key = np.empty(max_deg, np.int64)
-    s_pack = np.empty(max_deg, np.int64)
-    s_ord = np.empty(max_deg, np.int64)
-    top_addr = capacity + 1
+        max_deg = max(max_deg, inst.ptr[i + 1] - inst.ptr[i])
+    gaps = GapScratch(np.empty(max_deg, np.int64), np.empty(max_deg, np.int64), np.empty(max_deg, np.int64),
+                      np.empty(max_deg, np.int64), np.empty(max_deg, np.int64))
+    # a section holds at most max_deg + 1 buffers
+    crowd = SectionScratch(np.empty(max_deg + 1, np.int64), np.empty(max_deg + 1, np.int64),
+                           np.empty(max_deg + 1, np.int64), np.empty(max_deg + 1, np.int64),
+                           np.empty(max_deg + 1, np.int64), np.empty(max_deg + 1, np.int64),
+                           np.empty(max_deg + 1, np.int64))
     # how often the clock is read: every 16 steps, every step where a step can take long (a
     # placement on iopddl/S_1 touches up to 19,000 neighbours and costs ~0.2 s)
     check_mask = 0 if max_deg > 2000 else 15
-    # trail
-    cap_trail = 4 * n + 16
-    tr_y = np.empty(cap_trail, np.int64)
-    tr_lb = np.empty(cap_trail, np.int64)
-    tr_ub = np.empty(cap_trail, np.int64)
-    tr_dep = np.empty(cap_trail, np.int64)
-    tr_place = np.empty(cap_trail, np.int8)
-    top = 0
-    # propagation queue: one pending entry per buffer, its interval widened on re-push
-    q = np.empty(n, np.int64)
-    q_lo = np.zeros(n, np.int64)
-    q_hi = np.zeros(n, np.int64)
-    in_q = np.zeros(n, np.int8)
+    size = 4 * n + 16
+    trail = Trail(np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64),
+                  np.empty(size, np.int64), np.empty(size, np.int8))
+    top = np.int64(0)
+    queue = Queue(np.empty(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int8))
     touched = np.full(n, -1, np.int64)  # the step at which a buffer's domain was last trailed
-    # explanation work list (each buffer enters at most twice per explanation) and its marks
-    w_y = np.empty(2 * n + 2, np.int64)
-    w_lo = np.empty(2 * n + 2, np.int64)
-    w_hi = np.empty(2 * n + 2, np.int64)
-    w_depth = np.empty(2 * n + 2, np.int64)
-    seen = np.full(n, -1, np.int64)
-    explanations = 0
-    # section check scratch (a section holds at most max_deg + 1 buffers)
-    e_lo = np.empty(max_deg + 1, np.int64)
-    e_hi = np.empty(max_deg + 1, np.int64)
-    e_key = np.empty(max_deg + 1, np.int64)
-    e_pack = np.empty(max_deg + 1, np.int64)
-    e_ord = np.empty(max_deg + 1, np.int64)
-    e_items = np.empty(max_deg + 1, np.int64)
-    e_prefix = np.empty(max_deg + 1, np.int64)
-    # phases
-    n_phases = ph_ptr.shape[0] - 1
-    first_live = 0  # no phase before this one has an unplaced buffer
-    ph_left = np.zeros(n_phases, np.int64)
-    for ph in range(n_phases):
-        for k in range(ph_ptr[ph], ph_ptr[ph + 1]):
-            if fixed[ord_size[k]] < 0:
-                ph_left[ph] += 1
-    # per level
+    work = WorkList(np.empty(2 * n + 2, np.int64), np.empty(2 * n + 2, np.int64), np.empty(2 * n + 2, np.int64),
+                    np.empty(2 * n + 2, np.int64), np.full(n, -1, np.int64))
+    explanations = np.int64(0)
+    first_live = np.int64(0)  # no phase before this one has an unplaced buffer
+    ph_left = _phase_counts(phases, inst.fixed)
     n_free = 0
     for i in range(n):
-        if fixed[i] < 0:
+        if inst.fixed[i] < 0:
             n_free += 1
-    list_cap = 4 * max_candidates
-    cand = np.empty((n_free + 1, list_cap), np.int64)
-    ncand = np.zeros(n_free + 1, np.int64)
-    cidx = np.zeros(n_free + 1, np.int64)
-    mark = np.zeros(n_free + 1, np.int64)
-    stamp = np.zeros(n_free + 1, np.int64)
-    acc = np.empty((n_free + 1, _KC), np.int64)
-    accn = np.zeros(n_free + 1, np.int64)
-    accb = np.full(n_free + 1, -1, np.int64)
-    chosen_phase = np.zeros(n_free + 1, np.int64)
+    levels = Levels(np.empty((n_free + 1, 4 * switches.max_candidates), np.int64), np.zeros(n_free + 1, np.int64),
+                    np.zeros(n_free + 1, np.int64), np.zeros(n_free + 1, np.int64), np.zeros(n_free + 1, np.int64),
+                    np.zeros(n_free + 1, np.int64))
+    conf = Conflicts(np.empty((n_free + 1, _KC), np.int64), np.zeros(n_free + 1, np.int64),
+                     np.full(n_free + 1, -1, np.int64))
 
-    # ---- pinned buffers and the root's compulsory parts (level -1, never undone) ----
-    step = 0
-    for i in range(n):
-        if fixed[i] < 0:
-            continue
-        p = fixed[i]
-        if p > ub[i] or p < lb[i] or p % aligns[i] != 0:
-            return INFEASIBLE, off, stats
-        if _lowest_fit(i, p, ptr, nbr, placed, off, lb, ub, sizes, aligns, use_comp, s_lo, s_hi, s_key, s_pack,
-                       s_ord) != p:
-            return INFEASIBLE, off, stats
-        placed[i] = 1
-        off[i] = p
-        lvl[i] = -1
-        lb[i] = p
-        ub[i] = p
-    q_head = 0
-    q_count = 0
-    for i in range(n):
-        if placed[i] or (use_comp and ub[i] < lb[i] + sizes[i]):
-            lo = off[i] if placed[i] else ub[i]
-            hi = lo + sizes[i] if placed[i] else lb[i] + sizes[i]
-            q_count = _enqueue_neighbours(i, lo, hi, ptr, nbr, placed, q, q_lo, q_hi, in_q, q_head, q_count)
-    level = -1
-    bt = 0  # backtracks so far (minor + major): the stuck-subtree counter
-    d = 0
-    x = -1
-    # the main loop alternates two phases: "propagate" (q_count > 0 or just placed) and "choose"
+    if not _place_pins(inst, dom, reasons, use_comp, gaps):
+        return INFEASIBLE, dom.offset, stats
+    waiting = _queue_root_obstacles(inst, dom, use_comp, queue)
+    step = np.int64(0)
+    level = np.int64(-1)  # level of the last placement (-1: the root)
+    bt = np.int64(0)  # backtracks so far (minor + major): the stuck-subtree counter
+    d = np.int64(0)  # the current decision level
+    x = np.int64(-1)  # the buffer placed by the last step, until it is judged
+    empty = np.int64(0)  # the queue's start and size when it is empty
     need_candidates = True
     while True:
-        # ---------- propagate the queue ----------
-        wiped = -1
-        while q_count > 0:
-            y = q[q_head]
-            q_head = (q_head + 1) % n
-            q_count -= 1
-            in_q[y] = 0
-            if placed[y] or wiped >= 0:
+        # ---------- propagate: narrow each queued buffer's domain against its new obstacles ----------
+        # A buffer's lb moves only when the new obstacles reach its lowest position, its ub only
+        # when they reach its highest; a narrowed domain is trailed once per step (``touched``);
+        # a new compulsory part queues the buffer's own neighbours; the first emptied domain
+        # (``wiped``) ends the narrowing (the rest of the queue is dropped). Without propagation
+        # the queue is only emptied. This loop stays in ``search``: as a helper it would take ~25
+        # state arrays, and the reference-count updates of its arguments cost ~8 % of the step rate.
+        wiped = np.int64(-1)
+        head = np.int64(0)
+        while waiting > 0:
+            y = queue.ring[head]
+            head = (head + 1) % n
+            waiting -= 1
+            queue.queued[y] = 0
+            if dom.placed[y] or wiped >= 0:
                 continue
-            lo = q_lo[y]
-            hi = q_hi[y]
-            s = sizes[y]
-            ol = lb[y]
-            ou = ub[y]
-            nl = ol
-            nu = ou
-            if propagate:
-                if lo < ol + s and hi > ol:
-                    nl = _lowest_fit(y, ol, ptr, nbr, placed, off, lb, ub, sizes, aligns, use_comp, s_lo, s_hi,
-                                     s_key, s_pack, s_ord)
-                if nl <= ou and lo < ou + s and hi > ou:
-                    nu = _highest_fit(y, ou, ptr, nbr, placed, off, lb, ub, sizes, aligns, use_comp, s_lo,
-                                      s_hi, s_key, s_pack, s_ord, top_addr)
-            if nl == ol and nu == ou:
+            s = inst.sizes[y]
+            old_lb = dom.lb[y]
+            old_ub = dom.ub[y]
+            new_lb, new_ub = old_lb, old_ub
+            if switches.propagate:
+                lo = queue.lo[y]
+                hi = queue.hi[y]
+                if lo < old_lb + s and hi > old_lb:
+                    new_lb = _lowest_fit(y, old_lb, inst, dom, use_comp, gaps)
+                if new_lb <= old_ub and lo < old_ub + s and hi > old_ub:
+                    new_ub = _highest_fit(y, old_ub, inst, dom, use_comp, gaps)
+            if new_lb == old_lb and new_ub == old_ub:
                 continue
             if touched[y] != step:
                 touched[y] = step
-                tr_y[top] = y
-                tr_lb[top] = ol
-                tr_ub[top] = ou
-                tr_dep[top] = dep[y]
-                tr_place[top] = 0
-                top += 1
-            lb[y] = nl
-            ub[y] = nu
-            dep[y] = level
-            if nl > nu:
+                top = _save(trail, top, y, dom, reasons.changed_at, np.int8(0))
+            dom.lb[y] = new_lb
+            dom.ub[y] = new_ub
+            reasons.changed_at[y] = level
+            if new_lb > new_ub:
                 wiped = y
-                continue
-            if use_comp and nu < nl + s:  # a compulsory part: an obstacle for the neighbours
-                q_count = _enqueue_neighbours(y, nu, nl + s, ptr, nbr, placed, q, q_lo, q_hi, in_q, q_head, q_count)
+            elif use_comp and new_ub < new_lb + s:  # a compulsory part: an obstacle for the neighbours
+                waiting = _enqueue_neighbours(y, new_ub, new_lb + s, inst, dom.placed, queue, head, waiting)
+        # ---------- judge the last placement ----------
         if level < 0:
             if wiped >= 0:
-                return INFEASIBLE, off, stats
-            level = 0
+                return INFEASIBLE, dom.offset, stats
+            level = np.int64(0)
         elif x >= 0:
             crowded = -1
-            if wiped < 0 and energy:
-                crowded = _energy(x, first_sec, last_sec, sec_ptr, sec_mem, placed, off, sizes, capacity, e_lo, e_hi,
-                                  e_key, e_pack, e_ord, e_items, e_prefix)
+            if wiped < 0 and switches.energy:
+                crowded = _crowded_section(x, sections, dom, inst.sizes, inst.capacity, crowd)
             if wiped >= 0 or crowded >= 0:  # minor backtrack: the candidate left some buffer no room
                 stats[ST_MINOR] += 1
                 bt += 1
-                if backjump and wiped >= 0:
+                if switches.backjump and wiped >= 0:
                     explanations += 1
-                    _explain(wiped, d, capacity, ptr, nbr, placed, off, lb, ub, dep, lvl, sizes, aligns, use_comp,
-                             acc, accn, accb, w_y, w_lo, w_hi, w_depth, seen, explanations, explain_depth)
-                elif backjump:  # the section is too crowded because of the buffers placed in it
-                    for k in range(sec_ptr[crowded], sec_ptr[crowded + 1]):
-                        z = sec_mem[k]
-                        if placed[z] and 0 <= lvl[z] < d:
-                            _acc_add(acc, accn, accb, d, lvl[z])
-                first_live = _undo(top, mark[d], tr_y, tr_lb, tr_ub, tr_dep, tr_place, placed, off, lvl, lb, ub, dep,
-                                   ph_left, phase_of, first_live)
-                top = mark[d]
-                cidx[d] += 1
+                    _explain(wiped, d, inst, dom, reasons, use_comp, conf, work, explanations, switches.explain_depth)
+                elif switches.backjump:
+                    _blame_section(crowded, d, sections, dom.placed, reasons.level, conf)
+                first_live = _undo_to(levels.mark[d], top, trail, dom, reasons, phases.phase_of, ph_left, first_live)
+                top = levels.mark[d]
+                levels.tried[d] += 1
             else:
-                stamp[d] = bt
+                levels.stamp[d] = bt
                 d += 1
                 need_candidates = True
-                if d > stats[ST_DEPTH]:
-                    stats[ST_DEPTH] = d
-            x = -1
+                stats[ST_DEPTH] = max(stats[ST_DEPTH], d)
+            x = np.int64(-1)
         # ---------- a new level: its candidates ----------
         if need_candidates:
             need_candidates = False
             if d == n_free:
                 stats[ST_STEPS] = step
-                return SOLVED, off, stats
-            mark[d] = top
-            accn[d] = 0
-            accb[d] = -1
-            cidx[d] = 0
-            current = -1
-            if d > 0:
-                current = chosen_phase[d - 1]
-                if ph_left[current] == 0:
-                    current = -1
-            while first_live < n_phases and ph_left[first_live] == 0:
-                first_live += 1  # every phase before it is placed
-            if current < 0 and first_live < n_phases:
-                current = first_live
-            cnt = 0
-            for turn in range(n_phases - first_live + 1):
-                if cnt >= max_candidates:
-                    break
-                if turn == 0:
-                    ph = current
-                else:
-                    ph = first_live + turn - 1
-                    if ph == current:
-                        continue
-                if ph < 0 or ph_left[ph] == 0:
-                    continue
-                if selection == SEL_TELAMALLOC:
-                    for key in range(3):
-                        if cnt >= max_candidates:
-                            break
-                        order = ord_life if key == 0 else (ord_size if key == 1 else ord_area)
-                        for k in range(ph_ptr[ph], ph_ptr[ph + 1]):
-                            b = order[k]
-                            if placed[b]:
-                                continue
-                            dup = False
-                            for c in range(cnt):
-                                if cand[d, c] == b:
-                                    dup = True
-                                    break
-                            if not dup:
-                                cand[d, cnt] = b
-                                cnt += 1
-                            break
-                elif selection == SEL_LOWEST:
-                    while cnt < max_candidates:
-                        best = -1
-                        for k in range(ph_ptr[ph], ph_ptr[ph + 1]):
-                            b = ord_size[k]  # by size: ties of the lowest position go to the larger
-                            if placed[b]:
-                                continue
-                            if best >= 0 and lb[b] >= lb[best]:
-                                continue
-                            dup = False
-                            for c in range(cnt):
-                                if cand[d, c] == b:
-                                    dup = True
-                                    break
-                            if not dup:
-                                best = b
-                        if best < 0:
-                            break
-                        cand[d, cnt] = best
-                        cnt += 1
-                else:
-                    order = ord_size if selection == SEL_SIZE else (ord_area if selection == SEL_AREA else ord_life)
-                    for k in range(ph_ptr[ph], ph_ptr[ph + 1]):
-                        if cnt >= max_candidates:
-                            break
-                        b = order[k]
-                        if not placed[b]:
-                            cand[d, cnt] = b
-                            cnt += 1
-            ncand[d] = cnt
+                return SOLVED, dom.offset, stats
+            levels.mark[d] = top
+            levels.tried[d] = 0
+            conf.n_explicit[d] = 0
+            conf.below[d] = -1
+            previous = levels.phase[d - 1] if d > 0 else np.int64(-1)
+            levels.n_candidates[d], first_live = _collect_candidates(d, previous, levels.candidates, phases,
+                                                                     dom.placed, dom.lb, switches, ph_left,
+                                                                     first_live)
         # ---------- stuck subtree: abandon the deepest choice that has seen too many backtracks ----------
-        if stuck_limit > 0 and d > 0 and bt - stamp[0] > stuck_limit and cidx[d] > 0:
-            lo_level = 0
-            hi_level = d - 1  # deepest k in [0, d) with bt - stamp[k] > limit (stamps grow with depth)
-            while lo_level < hi_level:
-                mid = (lo_level + hi_level + 1) // 2
-                if bt - stamp[mid] > stuck_limit:
-                    lo_level = mid
-                else:
-                    hi_level = mid - 1
-            t = lo_level
+        limit = switches.stuck_limit
+        if limit > 0 and d > 0 and bt - levels.stamp[0] > limit and levels.tried[d] > 0:
+            t = _stuck_level(levels, d, bt, limit)
             stats[ST_STUCK] += 1
-            for k in range(t):
-                stamp[k] = bt
-            first_live = _undo(top, mark[t], tr_y, tr_lb, tr_ub, tr_dep, tr_place, placed, off, lvl, lb, ub, dep,
-                               ph_left, phase_of, first_live)
-            top = mark[t]
+            levels.stamp[:t] = bt
+            first_live = _undo_to(levels.mark[t], top, trail, dom, reasons, phases.phase_of, ph_left, first_live)
+            top = levels.mark[t]
             d = t
-            if d - 1 > accb[d]:
-                accb[d] = d - 1
-            cidx[d] += 1
+            _blame_all_below(conf, d, d - 1)
+            levels.tried[d] += 1
         # ---------- major backtracks while the level's candidates are used up ----------
-        exhausted = False
-        while cidx[d] >= ncand[d]:
+        while levels.tried[d] >= levels.n_candidates[d]:
             stats[ST_MAJOR] += 1
             bt += 1
-            if d == 0:
-                exhausted = True
-                break
-            if backjump:
-                c1, c2 = _top2(acc, accn, accb, d)
-                if c1 < 0:
-                    exhausted = True
-                    break
-                t = c2 if c2 >= 0 else c1
-            else:
-                t = d - 1
+            t = _jump_target(d, conf, switches.backjump)
+            if t < 0:
+                stats[ST_STEPS] = step
+                return EXHAUSTED, dom.offset, stats
             stats[ST_BACKJUMP_LEVELS] += d - 1 - t
-            if prepend:  # the failed candidates go next at the target, ahead of its other candidates
-                keep = cand[t, cidx[t] + 1:ncand[t]].copy()
-                cnt = cidx[t] + 1
-                for c in range(ncand[d]):
-                    b = cand[d, c]
-                    dup = False
-                    for e in range(cnt):
-                        if cand[t, e] == b:
-                            dup = True
-                            break
-                    if not dup and cnt < list_cap and cnt - cidx[t] - 1 < max_candidates:
-                        cand[t, cnt] = b
-                        cnt += 1
-                for c in range(keep.shape[0]):
-                    b = keep[c]
-                    dup = False
-                    for e in range(cnt):
-                        if cand[t, e] == b:
-                            dup = True
-                            break
-                    if not dup and cnt < list_cap and cnt - cidx[t] - 1 < max_candidates:
-                        cand[t, cnt] = b
-                        cnt += 1
-                ncand[t] = cnt
-            if backjump:
-                for k in range(accn[d]):
-                    if acc[d, k] < t:
-                        _acc_add(acc, accn, accb, t, acc[d, k])
-                below = min(accb[d], t - 1)
-                if below > accb[t]:
-                    accb[t] = below
-            first_live = _undo(top, mark[t], tr_y, tr_lb, tr_ub, tr_dep, tr_place, placed, off, lvl, lb, ub, dep,
-                               ph_left, phase_of, first_live)
-            top = mark[t]
+            if switches.prepend:
+                _prepend_failed(levels, d, t, switches.max_candidates)
+            if switches.backjump:
+                _pass_conflicts(conf, d, t)
+            first_live = _undo_to(levels.mark[t], top, trail, dom, reasons, phases.phase_of, ph_left, first_live)
+            top = levels.mark[t]
             d = t
-            cidx[d] += 1
-        if exhausted:
-            stats[ST_STEPS] = step
-            return EXHAUSTED, off, stats
+            levels.tried[d] += 1
         # ---------- one step: place the next candidate at its lowest valid position ----------
-        if step >= step_limit:
+        if step >= switches.step_limit:
             stats[ST_STEPS] = step
-            return STEP_LIMIT, off, stats
-        if (step & check_mask) == 0 and deadline >= 0 and _now() > deadline:
+            return STEP_LIMIT, dom.offset, stats
+        if (step & check_mask) == 0 and switches.deadline >= 0 and _now() > switches.deadline:
             stats[ST_STEPS] = step
-            return TIME_LIMIT, off, stats
-        x = cand[d, cidx[d]]
-        if placed[x]:
-            cidx[d] += 1
-            x = -1
+            return TIME_LIMIT, dom.offset, stats
+        x = levels.candidates[d, levels.tried[d]]
+        if dom.placed[x]:
+            levels.tried[d] += 1
+            x = np.int64(-1)
             continue
         step += 1
-        if top + n + 2 > cap_trail:
-            cap_trail = 2 * cap_trail + n
-            tr_y = np.concatenate((tr_y[:top], np.empty(cap_trail - top, np.int64)))
-            tr_lb = np.concatenate((tr_lb[:top], np.empty(cap_trail - top, np.int64)))
-            tr_ub = np.concatenate((tr_ub[:top], np.empty(cap_trail - top, np.int64)))
-            tr_dep = np.concatenate((tr_dep[:top], np.empty(cap_trail - top, np.int64)))
-            tr_place = np.concatenate((tr_place[:top], np.empty(cap_trail - top, np.int8)))
-        if lowest_position:
-            p = lb[x] if propagate else _lowest_fit(x, 0, ptr, nbr, placed, off, lb, ub, sizes, aligns, use_comp,
-                                                    s_lo, s_hi, s_key, s_pack, s_ord)
-        else:  # skyline: on top of every placed neighbour, then up to the first free position
-            sky = 0
-            for k in range(ptr[x], ptr[x + 1]):
-                z = nbr[k]
-                if placed[z] and off[z] + sizes[z] > sky:
-                    sky = off[z] + sizes[z]
-            p = _lowest_fit(x, max(sky, lb[x]), ptr, nbr, placed, off, lb, ub, sizes, aligns, use_comp, s_lo, s_hi,
-                            s_key, s_pack, s_ord)
-        if p > ub[x]:  # no position (only without propagation, or above the skyline): a minor backtrack
+        if top + n + 2 > trail.buffer.shape[0]:  # room for a placement and n domain changes
+            trail = _grown(trail, top, n)
+        if not switches.lowest_position:
+            p = _skyline_position(x, inst, dom, use_comp, gaps)
+        elif switches.propagate:
+            p = dom.lb[x]
+        else:
+            p = _lowest_fit(x, empty, inst, dom, use_comp, gaps)
+        if p > dom.ub[x]:  # no position (only without propagation, or above the skyline): a minor backtrack
             stats[ST_MINOR] += 1
             bt += 1
-            if backjump:
-                if lowest_position:
+            if switches.backjump:
+                if switches.lowest_position:
                     explanations += 1
-                    _explain(x, d, capacity, ptr, nbr, placed, off, lb, ub, dep, lvl, sizes, aligns, use_comp, acc,
-                             accn, accb, w_y, w_lo, w_hi, w_depth, seen, explanations, explain_depth)
-                elif d - 1 > accb[d]:
-                    accb[d] = d - 1
-            cidx[d] += 1
-            x = -1
+                    _explain(x, d, inst, dom, reasons, use_comp, conf, work, explanations, switches.explain_depth)
+                else:
+                    _blame_all_below(conf, d, d - 1)
+            levels.tried[d] += 1
+            x = np.int64(-1)
             continue
-        tr_y[top] = x
-        tr_lb[top] = lb[x]
-        tr_ub[top] = ub[x]
-        tr_dep[top] = dep[x]
-        tr_place[top] = 1
-        top += 1
+        top = _save(trail, top, x, dom, reasons.changed_at, np.int8(1))
         touched[x] = step
-        placed[x] = 1
-        off[x] = p
-        lvl[x] = d
-        lb[x] = p
-        ub[x] = p
-        ph_left[phase_of[x]] -= 1
-        chosen_phase[d] = phase_of[x]
+        dom.placed[x] = 1
+        dom.offset[x] = p
+        reasons.level[x] = d
+        dom.lb[x] = p
+        dom.ub[x] = p
+        ph_left[phases.phase_of[x]] -= 1
+        levels.phase[d] = phases.phase_of[x]
         level = d
-        if propagate:
-            q_count = _enqueue_neighbours(x, p, p + sizes[x], ptr, nbr, placed, q, q_lo, q_hi, in_q, q_head, q_count)
+        if switches.propagate:
+            waiting = _enqueue_neighbours(x, p, p + inst.sizes[x], inst, dom.placed, queue, empty, empty)

@@ -58,8 +58,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from allocator import _telamalloc
+from allocator._telamalloc import Instance, Phases, Sections, Switches, neighbours
 from allocator.heuristics import conflict_counts
-from allocator.problem import InvalidProblemError, Problem
+from allocator.problem import InvalidProblemError, Problem, Status
 from allocator.registry import METHODS, MethodOutput, register
 from allocator.sweep import sweep
 from allocator.validate import lower_bound
@@ -143,6 +144,36 @@ class TelaMallocOptions:
 STRATEGIES = ("max-size", "max-area", "max-lifetime", "lowest-position", "telamalloc")
 
 
+def kernel_switches(options: TelaMallocOptions, step_limit: int | None = None,
+                    deadline: float | None = None) -> Switches:
+    """The compiled search's record of ``options``: every switch by name, typed as numba expects.
+
+    ``step_limit`` overrides ``options.step_limit`` (the descent's probes use smaller budgets);
+    ``deadline`` is a ``time.perf_counter()`` value or None. Compulsory parts only count with
+    propagation (they are found by it); the section check only runs when ``options.energy``.
+    Every field gets a fixed Python type (int, bool, float), so one compiled signature serves
+    every call.
+
+    >>> switches = kernel_switches(TelaMallocOptions.strategy("max-size"), step_limit=10)
+    >>> switches.selection == _telamalloc.SEL_SIZE, switches.backjump, switches.step_limit, switches.deadline
+    (True, False, 10, -1.0)
+    """
+    return Switches(
+        selection=int(SELECTIONS[options.selection]),
+        max_candidates=int(options.max_candidates),
+        lowest_position=bool(options.lowest_position),
+        propagate=bool(options.propagate),
+        compulsory=bool(options.compulsory and options.propagate),
+        energy=bool(options.energy),
+        backjump=bool(options.backjump),
+        prepend=bool(options.prepend),
+        stuck_limit=int(options.stuck_limit),
+        explain_depth=int(options.explain_depth),
+        step_limit=int(options.step_limit if step_limit is None else step_limit),
+        deadline=-1.0 if deadline is None else float(deadline),
+    )
+
+
 def contention_phases(problem: Problem, capacity: int, step: float = 0.05) -> list[np.ndarray]:
     """Group the buffers into phases of decreasing contention (TelaMalloc §5.3, Fig. 9).
 
@@ -203,9 +234,12 @@ def contention_phases(problem: Problem, capacity: int, step: float = 0.05) -> li
     return phases
 
 
+_NO_ARRAY = np.zeros(1, np.int64)  # the section check's arrays when it is off
+
+
 @dataclass
 class TelaMallocOutcome:
-    status: str  #: "solved", "infeasible" (proven before any decision), "failed" or "timeout"
+    status: Status  #: "solved", "infeasible" (proven before any decision), "failed" or "timeout"
     offsets: np.ndarray | None
     reason: str = ""
     stats: dict[str, float] = field(default_factory=dict)
@@ -223,20 +257,26 @@ class _Prepared:
         life = self.ends - self.starts
         self.keys = {"life": (-self.sizes, -life), "size": (-life, -self.sizes),
                      "area": (-self.sizes, -self.sizes * life)}
-        self._phases: dict[tuple[int, float, bool], tuple[np.ndarray, ...]] = {}
-        self._sections: tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._phases: dict[tuple[int, float, bool], Phases] = {}
+        self._sections: tuple[bool, Sections] | None = None
 
     def neighbour_lists(self) -> tuple[np.ndarray, np.ndarray]:
         """The time-overlap lists (CSR ``ptr``, ``idx``), built on first use (~25 ns a pair)."""
         if self._neighbours is None:
-            self._neighbours = _telamalloc.neighbours(self.starts, self.ends)
+            self._neighbours = neighbours(self.starts, self.ends)
         return self._neighbours
 
-    def section_lists(self) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def instance(self, capacity: int) -> Instance:
+        """The compiled search's record of the buffers under ``capacity``."""
+        ptr, nbr = self.neighbour_lists()
+        return Instance(sizes=self.sizes, aligns=self.aligns, fixed=self.fixed, capacity=int(capacity), ptr=ptr,
+                        nbr=nbr)
+
+    def section_lists(self) -> tuple[bool, Sections]:
         """Per buffer its sections, per section its members (CSR), for the section check.
 
-        ``(ok, first, last, sec_ptr, sec_mem)``; ``ok`` is False, and the member lists empty, when
-        the memberships exceed ``MAX_SECTION_ENTRIES`` (the check is then skipped).
+        ``(ok, sections)``; ``ok`` is False, and the member lists empty, when the memberships
+        exceed ``MAX_SECTION_ENTRIES`` (the check is then skipped).
         """
         if self._sections is None:
             cross = sweep(self.problem)
@@ -253,11 +293,12 @@ class _Prepared:
                 within = np.arange(len(owner)) - np.repeat(np.cumsum(spans) - spans, spans)
                 section = np.repeat(first, spans) + within
                 sec_mem = owner[np.argsort(section, kind="stable")].astype(np.int64)
-            self._sections = (ok, first, last, sec_ptr, sec_mem)
+            self._sections = (ok, Sections(first=first.astype(np.int64), last=last.astype(np.int64), ptr=sec_ptr,
+                                           members=sec_mem))
         return self._sections
 
-    def phase_arrays(self, capacity: int, options: TelaMallocOptions) -> tuple[np.ndarray, ...]:
-        """``phase_of``, ``ph_ptr`` and the per-phase member orders by lifetime, size and area."""
+    def phase_arrays(self, capacity: int, options: TelaMallocOptions) -> Phases:
+        """The phases of ``capacity`` and their members ordered by lifetime, size and area."""
         key = (capacity, options.phase_step, options.phases)
         if key not in self._phases:
             n = len(self.sizes)
@@ -271,9 +312,10 @@ class _Prepared:
             ph_ptr = np.zeros(len(groups) + 1, np.int64)
             ph_ptr[1:] = np.cumsum([len(g) for g in groups])
             ids = np.arange(n)
-            orders = [np.lexsort((ids, *self.keys[name], phase_of)).astype(np.int64)
-                      for name in ("life", "size", "area")]
-            self._phases[key] = (phase_of, ph_ptr, *orders)
+            by_life, by_size, by_area = (np.lexsort((ids, *self.keys[name], phase_of)).astype(np.int64)
+                                         for name in ("life", "size", "area"))
+            self._phases[key] = Phases(phase_of=phase_of, ptr=ph_ptr, by_life=by_life, by_size=by_size,
+                                       by_area=by_area)
         return self._phases[key]
 
 
@@ -285,19 +327,14 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
     if 2 * data.pairs > MAX_NEIGHBOUR_ENTRIES:
         return TelaMallocOutcome("failed", None, f"{data.pairs:,} time-overlapping pairs exceed the "
                                  f"search's limit of {MAX_NEIGHBOUR_ENTRIES // 2:,}")
-    phase_of, ph_ptr, by_life, by_size, by_area = data.phase_arrays(capacity, options)
-    limit = options.step_limit if step_limit is None else step_limit
+    phases = data.phase_arrays(capacity, options)
+    switches = kernel_switches(options, step_limit, deadline)
+    sections = Sections(first=_NO_ARRAY, last=_NO_ARRAY, ptr=_NO_ARRAY, members=_NO_ARRAY)
     if options.energy:
-        energy, first_sec, last_sec, sec_ptr, sec_mem = data.section_lists()
-    else:
-        energy = False
-        first_sec = last_sec = sec_ptr = sec_mem = np.zeros(1, np.int64)
-    status, offsets, raw = _telamalloc.search(
-        data.sizes, data.aligns, data.fixed, *data.neighbour_lists(), capacity, phase_of, ph_ptr, by_life, by_size,
-        by_area, SELECTIONS[options.selection], options.max_candidates, options.lowest_position, options.propagate,
-        options.compulsory, options.backjump, options.prepend, options.stuck_limit, limit,
-        -1.0 if deadline is None else deadline, options.explain_depth, energy, first_sec, last_sec, sec_ptr, sec_mem,
-    )
+        ok, sections = data.section_lists()
+        if not ok:  # too many memberships: the check is skipped
+            switches = switches._replace(energy=False)
+    status, offsets, raw = _telamalloc.search(data.instance(capacity), phases, sections, switches)
     stats: dict[str, float] = {
              "steps": int(raw[_telamalloc.ST_STEPS]), "minor_backtracks": int(raw[_telamalloc.ST_MINOR]),
              "major_backtracks": int(raw[_telamalloc.ST_MAJOR]), "stuck_jumps": int(raw[_telamalloc.ST_STUCK]),
@@ -312,7 +349,8 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
     if status == _telamalloc.TIME_LIMIT:
         return TelaMallocOutcome("timeout", None, "time limit reached before a placement was found", stats)
     if status == _telamalloc.STEP_LIMIT:
-        return TelaMallocOutcome("failed", None, f"step limit {limit:,} reached without a placement", stats)
+        return TelaMallocOutcome("failed", None, f"step limit {switches.step_limit:,} reached without a placement",
+                                 stats)
     return TelaMallocOutcome("failed", None, "the search ran out of candidates (it is incomplete: this proves "
                              "nothing about the capacity)", stats)
 
@@ -428,7 +466,7 @@ def telamalloc(problem: Problem, deadline: float | None = None,
     outcome = telamalloc_search(problem, problem.capacity, opts, deadline)
     solved = outcome.status == "solved" and outcome.offsets is not None
     placed = _placement(problem, outcome.offsets) if solved and outcome.offsets is not None else None
-    return MethodOutput(outcome.status, placed, outcome.reason, outcome.stats)  # type: ignore[arg-type]
+    return MethodOutput(outcome.status, placed, outcome.reason, outcome.stats)
 
 
 def _placement(problem: Problem, offsets: np.ndarray) -> dict[str, int]:
