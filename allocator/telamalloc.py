@@ -71,10 +71,16 @@ SELECTIONS = {"telamalloc": _telamalloc.SEL_TELAMALLOC, "size": _telamalloc.SEL_
 MAX_NEIGHBOUR_ENTRIES = 200_000_000
 #: (buffer, section) memberships above which the per-section check is skipped
 MAX_SECTION_ENTRIES = 50_000_000
+#: seconds per time-overlapping pair to build the neighbour lists (measured ~25 ns; a build cannot
+#: be interrupted, so a search with less time left than this estimate does not start it)
+SECONDS_PER_PAIR = 25e-9
 #: heuristics tried, in this order, for the first incumbent when minimising (also by ``minimize``
 #: for ``minimalloc``). TelaMalloc's row-by-row skyline goes first: it is the best of them on the
 #: challenging suite (16-35 % over LOAD) and packs pangu_2.6B at LOAD
 STARTING_HEURISTICS = ("telamalloc-heuristic", "greedy-by-size", "load-best-fit", "best-fit", "first-fit")
+#: what places the buffers when no starting heuristic did within its time: one pass in input
+#: order, no sorting, the fastest of them
+FALLBACK_HEURISTIC = "first-fit"
 
 
 @dataclass(frozen=True)
@@ -266,6 +272,10 @@ class _Prepared:
             self._neighbours = neighbours(self.starts, self.ends)
         return self._neighbours
 
+    def has_neighbour_lists(self) -> bool:
+        """Whether ``neighbour_lists`` is built already (then it costs nothing)."""
+        return self._neighbours is not None
+
     def instance(self, capacity: int) -> Instance:
         """The compiled search's record of the buffers under ``capacity``."""
         ptr, nbr = self.neighbour_lists()
@@ -322,11 +332,24 @@ class _Prepared:
 def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOptions = TelaMallocOptions(),
                       deadline: float | None = None, step_limit: int | None = None,
                       prepared: _Prepared | None = None) -> TelaMallocOutcome:
-    """Run the search for a placement of ``problem`` within ``capacity`` bytes."""
+    """Run the search for a placement of ``problem`` within ``capacity`` bytes.
+
+    ``deadline`` (a ``time.perf_counter()`` value) bounds the whole call: the compiled search
+    reads the clock every 16 steps (every step when a buffer has over 2,000 neighbours), and
+    the neighbour lists, which cannot be interrupted, are not built when their estimated cost
+    (``SECONDS_PER_PAIR`` a pair) exceeds the time left; the outcome is then ``"timeout"``.
+    ``step_limit`` overrides ``options.step_limit``.
+    """
     data = prepared or _Prepared(problem)
     if 2 * data.pairs > MAX_NEIGHBOUR_ENTRIES:
         return TelaMallocOutcome("failed", None, f"{data.pairs:,} time-overlapping pairs exceed the "
                                  f"search's limit of {MAX_NEIGHBOUR_ENTRIES // 2:,}")
+    if deadline is not None and not data.has_neighbour_lists():
+        left = deadline - time.perf_counter()
+        if data.pairs * SECONDS_PER_PAIR > max(left, 0.0):
+            return TelaMallocOutcome("timeout", None, f"ran out of time: building the time-overlap lists of "
+                                     f"{data.pairs:,} pairs takes about {data.pairs * SECONDS_PER_PAIR:.2f} s, "
+                                     f"more than the {max(left, 0.0):.2f} s left")
     phases = data.phase_arrays(capacity, options)
     switches = kernel_switches(options, step_limit, deadline)
     sections = Sections(first=_NO_ARRAY, last=_NO_ARRAY, ptr=_NO_ARRAY, members=_NO_ARRAY)
@@ -347,7 +370,7 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
         return TelaMallocOutcome("infeasible", None, f"no placement fits {capacity}: a buffer has no position "
                                  "left once the pinned buffers and compulsory parts are placed", stats)
     if status == _telamalloc.TIME_LIMIT:
-        return TelaMallocOutcome("timeout", None, "time limit reached before a placement was found", stats)
+        return TelaMallocOutcome("timeout", None, "ran out of time before a placement was found", stats)
     if status == _telamalloc.STEP_LIMIT:
         return TelaMallocOutcome("failed", None, f"step limit {switches.step_limit:,} reached without a placement",
                                  stats)
@@ -373,48 +396,57 @@ def peak_granularity(problem: Problem) -> int:
     >>> peak_granularity(Problem([Buffer("a", 0, 1, 12), Buffer("b", 0, 1, 8, alignment=4)]))
     4
     """
-    values = [b.size for b in problem.buffers] + [b.alignment for b in problem.buffers if b.alignment > 1]
-    values += [b.offset for b in problem.buffers if b.offset]
-    return math.gcd(*values) if values else 1
+    _, _, sizes, alignments, fixed = problem.arrays(copy=False)
+    values = np.concatenate((sizes, alignments[alignments > 1], fixed[fixed > 0]))
+    return int(np.gcd.reduce(values)) if len(values) else 1
 
 
 def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaMallocOptions = TelaMallocOptions(),
                         ) -> DescentResult:
     """Lower the peak of ``problem`` (its capacity ignored) with capacity probes until ``deadline``.
 
-    The first incumbent is the best of ``STARTING_HEURISTICS`` (those that run within the
-    first third of the time; the first always runs). A round bisects between LOAD
-    and the incumbent's peak: a probe at capacity C runs the search with the round's step
-    budget; a placement lowers the incumbent to its peak, a failure moves the lower end above C
-    (for this round only: the search is incomplete, a failure proves nothing). Each round
-    doubles the step budget (from ``probe_steps`` up to ``step_limit``). Without a deadline
-    the descent stops after the round with the full ``step_limit`` budget.
+    The first incumbent is the best of ``STARTING_HEURISTICS``, which share the first third of
+    the time (each gets what is left of it); when none places the buffers in it,
+    ``FALLBACK_HEURISTIC`` runs without a limit, so that there is a placement to return (only a
+    problem too large to place once in the time gets there, and it overruns by that one
+    placement). A round bisects between LOAD and the incumbent's peak: a probe at capacity C
+    runs the search with the round's step budget; a placement lowers the incumbent to its
+    peak, a failure moves the lower end above C (for this round only: the search is
+    incomplete, a failure proves nothing). Each round doubles the step budget (from
+    ``probe_steps`` up to ``step_limit``). Without a deadline the descent stops after the round
+    with the full ``step_limit`` budget, so its result depends on the steps alone.
     """
     began = time.perf_counter()
     free = problem.with_capacity(None)
     best: np.ndarray | None = None
     best_peak = -1
-    sizes = np.array([b.size for b in problem.buffers], np.int64)
+    sizes = problem.arrays(copy=False)[2]
+    start_deadline = None if deadline is None else began + (deadline - began) / 3
     for name in STARTING_HEURISTICS:
-        if best is not None and deadline is not None and time.perf_counter() - began > (deadline - began) / 3:
-            break  # keep the time for the search; one heuristic already gave an incumbent
-        out = METHODS[name].function(free, None)
-        assert out.offsets is not None
-        offsets = np.array([out.offsets[b.id] for b in problem.buffers], np.int64)
+        if start_deadline is not None and time.perf_counter() >= start_deadline:
+            break  # keep the time for the search
+        out = METHODS[name].function(free, start_deadline)
+        if out.offsets is None:
+            continue  # ran out of its time
+        offsets = np.fromiter((out.offsets[i] for i in problem.ids), np.int64, len(problem))
         peak = int((offsets + sizes).max()) if len(sizes) else 0
         if best is None or peak < best_peak:
             best, best_peak = offsets, peak
-    assert best is not None
+    if best is None:
+        out = METHODS[FALLBACK_HEURISTIC].function(free, None)
+        assert out.offsets is not None, f"{FALLBACK_HEURISTIC} without a time limit returned no placement"
+        best = np.fromiter((out.offsets[i] for i in problem.ids), np.int64, len(problem))
+        best_peak = int((best + sizes).max()) if len(sizes) else 0
     load = lower_bound(free)
     step = peak_granularity(problem)
     proven = -(-load // step) * step
     history = [(time.perf_counter() - began, best_peak)]
     stats: dict[str, float] = {"steps": 0, "probes": 0, "rounds": 0}
     left = None if deadline is None else deadline - time.perf_counter()
-    # the neighbour lists cost ~25 ns a pair and cannot be interrupted: only build them when
-    # they take at most half the time left (iopddl/S_1: 43 million pairs, ~1.1 s)
+    # the neighbour lists cannot be interrupted: only build them when they take at most half
+    # the time left (iopddl/S_1: 43 million pairs, ~1.1 s)
     data = _Prepared(free) if best_peak > proven else None
-    out_of_time = left is not None and (left <= 0 or (data is not None and data.pairs * 25e-9 > left / 2))
+    out_of_time = left is not None and (left <= 0 or (data is not None and data.pairs * SECONDS_PER_PAIR > left / 2))
     if out_of_time:
         data = None
     budget = max(options.probe_steps, 1)
@@ -470,4 +502,4 @@ def telamalloc(problem: Problem, deadline: float | None = None,
 
 
 def _placement(problem: Problem, offsets: np.ndarray) -> dict[str, int]:
-    return {b.id: int(o) for b, o in zip(problem.buffers, offsets, strict=True)}
+    return dict(zip(problem.ids, offsets.tolist(), strict=True))
