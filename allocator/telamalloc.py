@@ -180,6 +180,29 @@ def kernel_switches(options: TelaMallocOptions, step_limit: int | None = None,
     )
 
 
+def area_ranks(sizes: np.ndarray, lifetimes: np.ndarray) -> np.ndarray:
+    """A key that orders buffers as their areas ``size x lifetime`` do, exactly, as int64.
+
+    Sizes and lifetimes may each reach 2**62, so the product can pass 2**63 and wrap around
+    in int64 (a huge buffer would then sort as a tiny one). While every product is below 2**53
+    it is exact in int64 and is the key itself; otherwise the exact products (Python integers)
+    are ranked, equal areas getting equal ranks (0 the smallest).
+
+    >>> area_ranks(np.array([3, 2]), np.array([4, 5])).tolist()
+    [12, 10]
+
+    Areas of 16, 9 and 12 times 2**60 (in int64 they would wrap to 0, -7 and -4 times 2**60):
+
+    >>> area_ranks(np.array([2**61, 2**60, 3]), np.array([8, 9, 2**62])).tolist()
+    [2, 0, 1]
+    """
+    if len(sizes) == 0 or float(np.max(sizes.astype(np.float64) * lifetimes.astype(np.float64))) < 2.0**53:
+        return (sizes * lifetimes).astype(np.int64)
+    exact = np.array([s * t for s, t in zip(sizes.tolist(), lifetimes.tolist(), strict=True)], dtype=object)
+    _, rank = np.unique(exact, return_inverse=True)
+    return rank.astype(np.int64)
+
+
 def contention_phases(problem: Problem, capacity: int, step: float = 0.05) -> list[np.ndarray]:
     """Group the buffers into phases of decreasing contention (TelaMalloc §5.3, Fig. 9).
 
@@ -262,7 +285,7 @@ class _Prepared:
         self._neighbours: tuple[np.ndarray, np.ndarray] | None = None
         life = self.ends - self.starts
         self.keys = {"life": (-self.sizes, -life), "size": (-life, -self.sizes),
-                     "area": (-self.sizes, -self.sizes * life)}
+                     "area": (-self.sizes, -area_ranks(self.sizes, life))}
         self._phases: dict[tuple[int, float, bool], Phases] = {}
         self._sections: tuple[bool, Sections] | None = None
 
