@@ -36,13 +36,23 @@ starts at a constant (``m = 0``) is typed as that literal on the first pass of t
 which compiles a second, literal-typed copy of every helper it is passed to (and of their
 callees). Variables passed to helpers therefore start as ``np.int64(...)``.
 
-Integer range: every quantity is an int64 and stays below 2**63 when the capacity and every
-size, alignment and offset are at most 2**62 - 1 and the sizes plus alignments of all buffers
-sum to at most 2**62 - 1 (the limits ``allocator.telamalloc`` checks). The largest sums formed
-are a position rounded up to an alignment plus a size (``p + size`` with ``p`` at most the
-capacity plus one alignment, or, in an explanation, the top of an emptied domain, at most the
-capacity plus that buffer's size and alignment): capacity + (sizes and alignments of at most
-three distinct buffers) < 2**63.
+Integer range: every quantity is an int64. ``allocator.problem`` bounds the capacity and every
+size, alignment and offset by ``MAX_VALUE`` = 2**62 - 1, and the sum over all buffers of
+``size + alignment - 1`` by ``MAX_VALUE`` too, so two such bounds add up to at most 2**63 - 2.
+The largest sums the search forms, audited:
+
+* in a gap walk, a start rounded up to the buffer's alignment is at most ``capacity +
+  alignment - 1`` and the walk compares it plus the size: ``capacity + (size + alignment - 1)``;
+* obstacles end at or below the capacity (a placed buffer's ``offset + size``, a compulsory
+  part's ``lb + size`` with ``lb <= ub <= capacity - size``), except, during an explanation,
+  the emptied domain ``w``, whose ``lb + size`` is at most ``capacity + (size_w + alignment_w -
+  1)``; rounding that up to another buffer's alignment adds ``alignment_y - 1``: still the
+  capacity plus the padded sizes of two distinct buffers;
+* the section check sums sizes (at most the sum of all sizes) and gaps (at most the capacity);
+* the descending key ``capacity + 1 - hi`` is non-negative.
+
+Products are never formed here; the one the method needs, size x lifetime, is ranked exactly by
+``allocator.telamalloc.area_ranks``.
 """
 
 from __future__ import annotations
