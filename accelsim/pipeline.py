@@ -213,8 +213,9 @@ class RunOptions:
         """Refuse options that would be accepted but mean nothing, with one line naming them.
 
         ``traced`` is False when the model is a graph already (a ``.json`` file or a
-        ``DataflowGraph``): its dtype and shapes were fixed when it was traced, so ``dtype`` and
-        ``input_shape`` cannot apply. ``replacement`` applies to the program / min-peak
+        ``DataflowGraph``): its dtype and shapes were fixed when it was traced, so
+        ``input_shape`` cannot apply, and ``dtype`` only when it repeats the graph's own
+        (``check_graph_dtype``). ``replacement`` applies to the program / min-peak
         schedulers, ``fixed_order`` to cosma-fs, ``time_limit`` to the solver-based (cosma*)
         schedulers, ``timeout`` to a re-placing ``allocator``. Raises ``ValueError``.
 
@@ -249,11 +250,15 @@ class RunOptions:
             shape = tuple(self.input_shape)
             if not shape or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in shape):
                 raise ValueError(f"input_shape={self.input_shape!r} must be a non-empty tuple of positive integers")
-        if not traced:
-            for name in ("dtype", "input_shape"):
-                if getattr(self, name) is not None:
-                    raise ValueError(f"{name}={getattr(self, name)!r} cannot apply to a graph that is already traced "
-                                     "(its dtype and shapes were fixed when it was traced); trace the model again")
+        if not traced and self.input_shape is not None:
+            raise ValueError(f"input_shape={self.input_shape!r} cannot apply to a graph that is already traced "
+                             "(its shapes were fixed when it was traced); trace the model again")
+
+    def check_graph_dtype(self, graph_dtype: str) -> None:
+        """A traced graph's dtype is fixed: ``dtype`` may only repeat it (raises ``ValueError``)."""
+        if self.dtype is not None and self.dtype != graph_dtype:
+            raise ValueError(f"dtype={self.dtype!r} cannot apply to a graph already traced in {graph_dtype!r}; "
+                             "trace the model again in that dtype")
 
     @classmethod
     def build(cls, options: RunOptions | None = None, **changes: Any) -> RunOptions:
@@ -321,6 +326,8 @@ def compile_and_simulate(
 
     clock = time.perf_counter()
     graph = _to_graph(model_or_name, run_dtype, opts.input_shape, example_inputs, name)
+    if "dtype" in graph.graph and (isinstance(model_or_name, nx.DiGraph) or str(model_or_name).endswith(".json")):
+        opts.check_graph_dtype(str(graph.graph["dtype"]))
     stage["trace"] = time.perf_counter() - clock
 
     clock = time.perf_counter()

@@ -75,7 +75,7 @@ def test_alloc_meaningless_options_exit_2(tiny_csv, capsys, extra, needle):
     (["--scheduler", "cosma", "--replacement", "greedy"], "replacement='greedy'"),
     (["--time-limit", "5"], "time_limit=5.0 applies to the solver-based schedulers"),
     (["--timeout", "5"], "timeout=5.0 limits a re-placing allocator"),
-    (["--dtype", "fp16"], "dtype='fp16' cannot apply to a graph that is already traced"),
+    (["--dtype", "fp16"], "dtype='fp16' cannot apply to a graph already traced in"),
     (["--input-shape", "1,3,8,8"], "input_shape=(1, 3, 8, 8) cannot apply"),
     (["--hw", "pixel7"], "pixel7"),
     (["--set", "compute.rowz=4"], "compute.rowz"),
