@@ -4,24 +4,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1
+# python -m accelsim runs the code of this checkout, whatever the editable install points to
 B=../shared/benchmarks
 OUT=docs/bench
 ALL=first-fit,greedy-in-order,greedy-by-size,greedy-by-breadth,greedy-by-conflicts,best-fit,load-best-fit,telamalloc-heuristic,hill-climb,telamalloc,minimalloc,cpsat,mip
 # 1. fit the challenging suite at 1,048,576 B with the exact search, two threads and one
-accelsim bench $B/minimalloc/challenging --method minimalloc --capacity-from-name --timeout 60 --threads 2 --csv $OUT/fit_2threads.csv
-accelsim bench $B/minimalloc/challenging --method minimalloc --capacity-from-name --timeout 60 --threads 1 --csv $OUT/fit_1thread.csv
+python -m accelsim bench $B/minimalloc/challenging --method minimalloc --capacity-from-name --timeout 60 --threads 2 --csv $OUT/fit_2threads.csv
+python -m accelsim bench $B/minimalloc/challenging --method minimalloc --capacity-from-name --timeout 60 --threads 1 --csv $OUT/fit_1thread.csv
 # 2. minimise the peak with every method, 3 s each
-accelsim bench $B/minimalloc/challenging --method $ALL --minimize --timeout 3 --csv $OUT/minimize_challenging.csv
-accelsim bench $B/idealloc/somas_tensors/resnet50.csv $B/idealloc/iopddl/G_1.csv $B/idealloc/somas_tensors/pangu_2.6B.csv $B/idealloc/iopddl/S_1.csv \
+python -m accelsim bench $B/minimalloc/challenging --method $ALL --minimize --timeout 3 --csv $OUT/minimize_challenging.csv
+python -m accelsim bench $B/idealloc/somas_tensors/resnet50.csv $B/idealloc/iopddl/G_1.csv $B/idealloc/somas_tensors/pangu_2.6B.csv $B/idealloc/iopddl/S_1.csv \
     --method $ALL --minimize --timeout 3 --csv $OUT/minimize_traces.csv
 # 3. large generated instances: reading, LOAD and the one-shot greedy methods under --timeout 10
-python examples/large_instances.py /tmp/accelsim-large
-accelsim bench /tmp/accelsim-large --method greedy-by-size,best-fit,first-fit --load-fraction 1.5 --timeout 10 --csv $OUT/large.csv || true
+mkdir -p /tmp/accelsim-large
+python examples/large_instances.py --buffers 300000 --csv /tmp/accelsim-large/random-300k.csv
+python examples/large_instances.py --buffers 2000000 --csv /tmp/accelsim-large/random-2M.csv
+python -m accelsim bench /tmp/accelsim-large --method greedy-by-size,best-fit,first-fit --load-fraction 1.5 --timeout 10 --csv $OUT/large.csv || true
 # 4. TelaMalloc Table 1 microbenchmarks at LOAD, medians of 3
 mkdir -p /tmp/accelsim-table1
-accelsim gen non-overlapping 1000 /tmp/accelsim-table1/non-overlapping-1K.csv
-accelsim gen non-overlapping 10000 /tmp/accelsim-table1/non-overlapping-10K.csv
-accelsim gen full-overlap 100 /tmp/accelsim-table1/full-overlap-100.csv
-accelsim gen full-overlap 1000 /tmp/accelsim-table1/full-overlap-1K.csv
-accelsim bench /tmp/accelsim-table1 --method telamalloc --load-fraction 1.0 --repeat 3 --csv $OUT/telamalloc_table1.csv
+python -m accelsim gen non-overlapping 1000 /tmp/accelsim-table1/non-overlapping-1K.csv
+python -m accelsim gen non-overlapping 10000 /tmp/accelsim-table1/non-overlapping-10K.csv
+python -m accelsim gen full-overlap 100 /tmp/accelsim-table1/full-overlap-100.csv
+python -m accelsim gen full-overlap 1000 /tmp/accelsim-table1/full-overlap-1K.csv
+python -m accelsim bench /tmp/accelsim-table1 --method telamalloc --load-fraction 1.0 --repeat 3 --csv $OUT/telamalloc_table1.csv
 python examples/readme_tables.py
