@@ -62,7 +62,7 @@ from allocator._telamalloc import Instance, Phases, Sections, Switches, neighbou
 from allocator.heuristics import conflict_counts
 from allocator.problem import InvalidProblemError, Problem, Status
 from allocator.registry import METHODS, MethodOutput, register
-from allocator.sweep import sweep
+from allocator.sweep import Sweep, sweep
 from allocator.validate import lower_bound
 
 SELECTIONS = {"telamalloc": _telamalloc.SEL_TELAMALLOC, "size": _telamalloc.SEL_SIZE,
@@ -71,6 +71,8 @@ SELECTIONS = {"telamalloc": _telamalloc.SEL_TELAMALLOC, "size": _telamalloc.SEL_
 MAX_NEIGHBOUR_ENTRIES = 200_000_000
 #: (buffer, section) memberships above which the per-section check is skipped
 MAX_SECTION_ENTRIES = 50_000_000
+#: capacities whose phases a prepared problem keeps
+PHASE_CACHE = 8
 #: seconds per time-overlapping pair to build the neighbour lists (measured ~25 ns; a build cannot
 #: be interrupted, so a search with less time left than this estimate does not start it)
 SECONDS_PER_PAIR = 25e-9
@@ -203,14 +205,20 @@ def area_ranks(sizes: np.ndarray, lifetimes: np.ndarray) -> np.ndarray:
     return rank.astype(np.int64)
 
 
-def contention_phases(problem: Problem, capacity: int, step: float = 0.05) -> list[np.ndarray]:
+def contention_phases(problem: Problem, capacity: int, step: float = 0.05, cross: Sweep | None = None,
+                      deadline: float | None = None) -> list[np.ndarray] | None:
     """Group the buffers into phases of decreasing contention (TelaMalloc §5.3, Fig. 9).
 
     Time is first cut where no buffer is live on both sides. Within each part, for thresholds
     ``capacity * (1 - k * step)``, k = 0, 1, ... (the last one 0), every maximal run of cross
     sections whose live bytes reach the threshold collects the buffers not yet in a phase that
     overlap it (a buffer overlapping several runs joins the earliest). Returns the phases as
-    arrays of buffer indices, highest threshold first, runs in time order.
+    arrays of buffer indices (ascending), highest threshold first, runs in time order.
+
+    ``cross`` is ``sweep(problem)`` when the caller has it. Each threshold costs O(n + sections)
+    (the members of the runs are grouped by one sort); with a ``deadline``
+    (``time.perf_counter()``) the clock is read between thresholds and None is returned once
+    it has passed.
 
     >>> from allocator.problem import Buffer
     >>> p = Problem([Buffer("a", 0, 2, 8), Buffer("b", 1, 3, 2), Buffer("c", 3, 5, 4), Buffer("d", 4, 6, 1)])
@@ -220,7 +228,8 @@ def contention_phases(problem: Problem, capacity: int, step: float = 0.05) -> li
     n = len(problem)
     if n == 0:
         return []
-    cross = sweep(problem)
+    if cross is None:
+        cross = sweep(problem)
     totals = cross.section_total
     sections = cross.n_sections
     first, last = cross.first_section, cross.last_section
@@ -235,6 +244,8 @@ def contention_phases(problem: Problem, capacity: int, step: float = 0.05) -> li
     phases: list[np.ndarray] = []
     rounds = math.ceil(1 / step)
     for k in range(rounds + 1):
+        if deadline is not None and time.perf_counter() > deadline:
+            return None
         threshold = max(capacity * (1 - k * step), 0.0) if k < rounds else 0.0
         hot = totals >= threshold
         if not hot.any():
@@ -254,8 +265,9 @@ def contention_phases(problem: Problem, capacity: int, step: float = 0.05) -> li
         if len(chosen) == 0:
             continue
         runs = run_of[hit[takes]]
-        for run in np.unique(runs):
-            members = chosen[runs == run]
+        by_run = np.argsort(runs, kind="stable")  # within a run, ascending buffer index
+        groups = np.split(chosen[by_run], np.flatnonzero(np.diff(runs[by_run])) + 1)
+        for members in groups:
             assigned[members] = len(phases)
             phases.append(members)
         if (assigned >= 0).all():
@@ -288,6 +300,13 @@ class _Prepared:
                      "area": (-self.sizes, -area_ranks(self.sizes, life))}
         self._phases: dict[tuple[int, float, bool], Phases] = {}
         self._sections: tuple[bool, Sections] | None = None
+        self._cross: Sweep | None = None
+
+    def cross_sections(self) -> Sweep:
+        """``sweep(problem)``, computed once."""
+        if self._cross is None:
+            self._cross = sweep(self.problem)
+        return self._cross
 
     def neighbour_lists(self) -> tuple[np.ndarray, np.ndarray]:
         """The time-overlap lists (CSR ``ptr``, ``idx``), built on first use (~25 ns a pair)."""
@@ -312,7 +331,7 @@ class _Prepared:
         exceed ``MAX_SECTION_ENTRIES`` (the check is then skipped).
         """
         if self._sections is None:
-            cross = sweep(self.problem)
+            cross = self.cross_sections()
             first, last = cross.first_section, cross.last_section
             spans = last - first
             sec_ptr, sec_mem = np.zeros(1, np.int64), np.zeros(0, np.int64)
@@ -330,13 +349,19 @@ class _Prepared:
                                            members=sec_mem))
         return self._sections
 
-    def phase_arrays(self, capacity: int, options: TelaMallocOptions) -> Phases:
-        """The phases of ``capacity`` and their members ordered by lifetime, size and area."""
+    def phase_arrays(self, capacity: int, options: TelaMallocOptions, deadline: float | None = None) -> Phases | None:
+        """The phases of ``capacity`` and their members ordered by lifetime, size and area; None
+        when ``deadline`` passed while grouping. The last ``PHASE_CACHE`` capacities are kept
+        (the descent probes the same capacities again in later rounds; each costs 40 bytes a
+        buffer)."""
         key = (capacity, options.phase_step, options.phases)
         if key not in self._phases:
             n = len(self.sizes)
             if options.phases:
-                groups = contention_phases(self.problem, capacity, options.phase_step)
+                found = contention_phases(self.problem, capacity, options.phase_step, self.cross_sections(), deadline)
+                if found is None:
+                    return None
+                groups = found
             else:
                 groups = [np.arange(n)] if n else []
             phase_of = np.zeros(n, np.int64)
@@ -347,6 +372,8 @@ class _Prepared:
             ids = np.arange(n)
             by_life, by_size, by_area = (np.lexsort((ids, *self.keys[name], phase_of)).astype(np.int64)
                                          for name in ("life", "size", "area"))
+            if len(self._phases) >= PHASE_CACHE:
+                del self._phases[next(iter(self._phases))]  # the oldest
             self._phases[key] = Phases(phase_of=phase_of, ptr=ph_ptr, by_life=by_life, by_size=by_size,
                                        by_area=by_area)
         return self._phases[key]
@@ -358,9 +385,10 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
     """Run the search for a placement of ``problem`` within ``capacity`` bytes.
 
     ``deadline`` (a ``time.perf_counter()`` value) bounds the whole call: the compiled search
-    reads the clock every 16 steps (every step when a buffer has over 2,000 neighbours), and
-    the neighbour lists, which cannot be interrupted, are not built when their estimated cost
-    (``SECONDS_PER_PAIR`` a pair) exceeds the time left; the outcome is then ``"timeout"``.
+    reads the clock every 16 steps (every step when a buffer has over 2,000 neighbours), the
+    grouping into contention phases between thresholds, and the neighbour lists, which cannot
+    be interrupted, are not built when their estimated cost (``SECONDS_PER_PAIR`` a pair)
+    exceeds the time left; the outcome is then ``"timeout"``.
     ``step_limit`` overrides ``options.step_limit``.
     """
     data = prepared or _Prepared(problem)
@@ -373,7 +401,9 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
             return TelaMallocOutcome("timeout", None, f"ran out of time: building the time-overlap lists of "
                                      f"{data.pairs:,} pairs takes about {data.pairs * SECONDS_PER_PAIR:.2f} s, "
                                      f"more than the {max(left, 0.0):.2f} s left")
-    phases = data.phase_arrays(capacity, options)
+    phases = data.phase_arrays(capacity, options, deadline)
+    if phases is None:
+        return TelaMallocOutcome("timeout", None, "ran out of time while grouping the buffers into contention phases")
     switches = kernel_switches(options, step_limit, deadline)
     sections = Sections(first=_NO_ARRAY, last=_NO_ARRAY, ptr=_NO_ARRAY, members=_NO_ARRAY)
     if options.energy:

@@ -131,6 +131,16 @@ def test_phases_partition_the_buffers(problem, step):
     assert sorted(members.tolist()) == list(range(len(problem)))
 
 
+def test_phases_group_many_runs_in_time_order():
+    """Each run of hot sections is its own phase, in time order, members ascending (the runs are
+    grouped by one sort, not one scan each)."""
+    buffers = [Buffer(f"h{k}", 10 * k, 10 * k + 2, 8) for k in range(50)]
+    buffers += [Buffer(f"c{k}", 10 * k + 4, 10 * k + 6, 1) for k in range(50)]
+    phases = contention_phases(Problem(buffers), 8, 0.5)
+    assert [p.tolist() for p in phases[:50]] == [[k] for k in range(50)]
+    assert sorted(np.concatenate(phases[50:]).tolist()) == list(range(50, 100))
+
+
 def test_phases_follow_contention():
     # a hot phase (9 of 10 bytes live) and a cool one, separated in time
     problem = Problem([Buffer("c1", 0, 2, 2), Buffer("c2", 1, 3, 1), Buffer("h1", 4, 6, 5), Buffer("h2", 5, 7, 4)])

@@ -10,7 +10,7 @@ import time
 
 from allocator import Buffer, Problem, minimize, solve, validate
 from allocator.problem import Solution
-from allocator.telamalloc import telamalloc_minimize, telamalloc_search
+from allocator.telamalloc import TelaMallocOptions, contention_phases, telamalloc_minimize, telamalloc_search
 
 #: the MiniMalloc paper's example (Fig. 1): fits 12 bytes exactly
 PAPER_EXAMPLE = [Buffer("b1", 0, 3, 4), Buffer("b2", 3, 9, 4), Buffer("b3", 0, 9, 4), Buffer("b4", 9, 21, 4),
@@ -18,12 +18,20 @@ PAPER_EXAMPLE = [Buffer("b1", 0, 3, 4), Buffer("b2", 3, 9, 4), Buffer("b3", 0, 9
 
 
 def test_a_passed_deadline_stops_the_compiled_search_before_its_first_step():
-    # no two buffers overlap in time: nothing to prepare, so the kernel itself reads the clock
+    # no two buffers overlap in time and no phases: nothing to prepare, so the kernel reads the clock
     problem = Problem([Buffer(f"b{i}", i, i + 1, 4) for i in range(5)], capacity=4)
-    out = telamalloc_search(problem, 4, deadline=time.perf_counter() - 1.0)
+    out = telamalloc_search(problem, 4, TelaMallocOptions(phases=False), deadline=time.perf_counter() - 1.0)
     assert out.status == "timeout" and out.offsets is None
     assert "ran out of time" in out.reason
     assert out.stats["steps"] == 0
+
+
+def test_a_passed_deadline_stops_the_grouping_into_phases():
+    problem = Problem([Buffer(f"b{i}", i, i + 1, 4) for i in range(5)], capacity=4)
+    assert contention_phases(problem, 4, deadline=time.perf_counter() - 1.0) is None
+    assert contention_phases(problem, 4) is not None
+    out = telamalloc_search(problem, 4, deadline=time.perf_counter() - 1.0)
+    assert out.status == "timeout" and "ran out of time while grouping" in out.reason
 
 
 def test_a_passed_deadline_skips_building_the_neighbour_lists():
