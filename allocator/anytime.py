@@ -1,10 +1,11 @@
 """Anytime peak minimisation: the best placement found so far and a proven lower bound.
 
 ``minimize(problem, timeout=...)`` looks for the lowest peak. It starts from the best of the
-fast greedy heuristics (``STARTING_HEURISTICS``, the row-by-row skyline of TelaMalloc first,
-in the first third of the time; when none finishes in it, ``FALLBACK_HEURISTIC`` runs without
-a limit, so it always has a placement to return), takes LOAD (the most bytes live at one step)
-as the lower bound, and then probes capacities between the two with the exact canonical search:
+fast greedy heuristics (``STARTING_HEURISTICS``, greedy-by-size then TelaMalloc's row-by-row
+skyline and others, in the first third of the time; when none finishes in it,
+``FALLBACK_HEURISTIC`` runs without a limit, so it always has a placement to return), takes
+LOAD (the most bytes live at one step) as the lower bound, and then probes capacities between
+the two with the exact canonical search:
 
 1. LOAD itself first, with a share of the time: many real instances pack perfectly, and then
    the incumbent is proven optimal at once;
@@ -39,12 +40,14 @@ from dataclasses import dataclass, field
 from allocator.minimalloc import MAX_VALUE, MiniMallocOptions, PreparedProblem, canonical_search
 from allocator.problem import AllocationResult, InvalidProblemError, Problem, Solution, Status
 from allocator.registry import METHODS, solve
-from allocator.telamalloc import STARTING_HEURISTICS, TelaMallocOptions, peak_granularity, telamalloc_minimize
+from allocator.telamalloc import (
+    FALLBACK_HEURISTIC,
+    STARTING_HEURISTICS,
+    TelaMallocOptions,
+    peak_granularity,
+    telamalloc_minimize,
+)
 from allocator.validate import check, lower_bound
-
-#: what places the buffers when no starting heuristic did within the time: one pass in input
-#: order, no sorting, the fastest of them (1.6 s for 100,000 buffers with 300 live at a time)
-FALLBACK_HEURISTIC = "first-fit"
 
 
 @dataclass

@@ -168,7 +168,7 @@ def test_challenging_c_is_proven_optimal_at_load(benchmarks):
     assert validate(problem.with_capacity(None), result.solution).ok
 
 
-def test_starting_heuristics_share_a_third_of_the_time_then_the_fastest_places_the_buffers(monkeypatch):
+def test_starting_heuristics_share_a_third_of_the_time_then_the_fallback_places_the_buffers(monkeypatch):
     # A fake clock that advances one second per reading: by the time the first starting
     # heuristic would begin, the first third of a 3 s timeout is gone, so none runs; the
     # fallback places the buffers without a limit, and no probe starts after the deadline.
@@ -177,7 +177,7 @@ def test_starting_heuristics_share_a_third_of_the_time_then_the_fastest_places_t
     from allocator import solve
     from allocator.anytime import FALLBACK_HEURISTIC
 
-    problem = Problem([Buffer("x", 0, 2, 1), Buffer("y", 1, 4, 2), Buffer("z", 2, 4, 2)])
+    problem = Problem([Buffer("a", 3, 6, 2), Buffer("b", 4, 6, 3), Buffer("c", 3, 4, 2), Buffer("d", 2, 4, 2)])
     expected = solve(problem, FALLBACK_HEURISTIC).peak
     now = [1000.0]
 
@@ -188,5 +188,5 @@ def test_starting_heuristics_share_a_third_of_the_time_then_the_fastest_places_t
     monkeypatch.setattr(time, "perf_counter", clock)
     result = minimize(problem, timeout=3)
     assert validate(problem, result.solution).ok
-    assert result.peak == expected == 5 and result.lower_bound == 4
+    assert result.peak == expected == 7 and result.lower_bound == 6
     assert result.probes == [] and result.timed_out
