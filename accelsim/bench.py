@@ -256,6 +256,9 @@ def _row(path: Path, method: str, problem: allocator.Problem, load: int, capacit
          seconds: float, minimize: bool) -> BenchRow:
     if minimize:
         assert isinstance(result, allocator.MinimizeResult)
+        if result.solution is None or result.peak is None:  # not even the fallback placed them in time
+            return BenchRow(path.name, method, len(problem), load, None, "timeout", None, result.lower_bound, None,
+                            seconds, int(result.stats.get("nodes", 0)), [], result.reason)
         report = allocator.validate(problem.with_capacity(None), result.solution)
         if not report.ok:
             raise allocator.InvalidSolutionError(f"{path.name} / {method}: {report}")
@@ -263,7 +266,7 @@ def _row(path: Path, method: str, problem: allocator.Problem, load: int, capacit
         trace = [(t, 100 * (peak - load) / load if load else 0.0) for t, peak, _ in result.history]
         return BenchRow(path.name, method, len(problem), load, None, status, result.peak, result.lower_bound,
                         100 * (result.peak - load) / load if load else 0.0, seconds,
-                        int(result.stats.get("nodes", 0)), trace)
+                        int(result.stats.get("nodes", 0)), trace, result.reason)
     assert isinstance(result, allocator.AllocationResult)
     if result.solution is not None:
         checked = problem if result.solved else problem.with_capacity(None)

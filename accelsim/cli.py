@@ -214,13 +214,18 @@ def _minimize(args: argparse.Namespace, problem: allocator.Problem, capacity: in
     interrupted = False
     try:
         result = allocator.minimize(free, method=method, timeout=timeout, on_improve=improved)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as exc:
+        if not _from_ctrl_c(exc):
+            raise
         interrupted = True
         if not incumbent:
             print("error: interrupted before any placement was found", file=sys.stderr)
             return 130
         result = incumbent[-1]
     load = allocator.lower_bound(free)
+    if result.peak is None or result.solution is None:
+        print(f"error: {args.file}: {result.reason}", file=sys.stderr)
+        return 1
     if interrupted:
         status = "interrupted (Ctrl-C): best found so far"
     else:
@@ -237,6 +242,8 @@ def _minimize(args: argparse.Namespace, problem: allocator.Problem, capacity: in
         ("time", f"{result.seconds:.3f} s (+ {loading:.2f} s loading compiled code)"),
         ("probes", f"{len(result.probes)} capacities searched, {int(result.stats.get('nodes', 0)):,} nodes"),
     ]
+    if result.reason:
+        rows.append(("note", result.reason))
     if capacity is not None:
         verdict = "fits" if fits else ("infeasible: the lower bound exceeds it" if result.lower_bound > capacity
                                        else "best peak exceeds it")
@@ -286,7 +293,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                                    threads=args.threads, load_fractions=fractions):
             rows.append(row)
             print(table.line(row), flush=True)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as exc:
+        if not _from_ctrl_c(exc):
+            raise
         interrupted = True
     errors = [r for r in rows if r.status == "error"]
     if args.summary and rows:
@@ -478,7 +487,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and closed early: not an error
         sys.stdout = open(os.devnull, "w")  # so the interpreter's final flush does not fail again
         return 0
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as exc:
+        if not _from_ctrl_c(exc):
+            raise
         print("error: interrupted (Ctrl-C)", file=sys.stderr)
         return 130
     except CompileError as exc:
@@ -490,6 +501,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # e.g. the disk filled up while writing: the paths were checked before the work
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 1
+
+
+def _from_ctrl_c(exc: BaseException) -> bool:
+    """``exc`` is Ctrl-C's KeyboardInterrupt, or an error it caused: a SIGINT that arrives while
+    numba runs a Python callback (e.g. loading cached code) surfaces as a SystemError whose
+    cause is the KeyboardInterrupt."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and not any(seen is e for e in chain):  # a chain can loop
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _one_line(exc: BaseException) -> str:

@@ -3,7 +3,7 @@
 ``minimize(problem, timeout=...)`` looks for the lowest peak. It starts from the best of the
 fast greedy heuristics (``STARTING_HEURISTICS``, greedy-by-size then TelaMalloc's row-by-row
 skyline and others, in the first third of the time; when none finishes in it,
-``FALLBACK_HEURISTIC`` runs without a limit, so it always has a placement to return), takes
+``FALLBACK_HEURISTIC`` gets the rest of the time), takes
 LOAD (the most bytes live at one step) as the lower bound, and then probes capacities between
 the two with the exact canonical search:
 
@@ -26,8 +26,14 @@ the best found, and fits only when ``MinimizeResult.fits``.
 
 Time: ``timeout`` bounds the whole call. No probe starts after the deadline and each probe
 stops within milliseconds of its own share of it (the compiled search reads the clock by
-work done, not by nodes). ``node_limit`` bounds the exact search's nodes instead, so that a
-minimisation that gives up is deterministic (tests use it: they never race the clock).
+work done, not by nodes). A time limit is a limit, also when nothing was placed: a problem so
+large that not even ``FALLBACK_HEURISTIC`` places it within the time gets a result without a
+placement (``solution`` and ``peak`` None, status ``"timeout"``, ``reason`` says how far it
+got) rather than an overrun. A method other than ``minimalloc`` and ``telamalloc`` runs after
+``FALLBACK_HEURISTIC`` has placed the buffers, as insurance: its own placement is reported
+when it returns one, the insurance only when it does not (``reason`` then says so), so a
+method that runs out of time costs no more than the timeout. ``node_limit`` bounds the exact
+search's nodes instead, so that a minimisation that gives up is deterministic (tests use it: they never race the clock).
 """
 
 from __future__ import annotations
@@ -55,8 +61,8 @@ class MinimizeResult:
     """The best placement found, its peak, the best proven lower bound and how they were reached."""
 
     method: str
-    solution: Solution  #: the best placement found (validated); it fits the capacity only when ``fits``
-    peak: int  #: highest address used by ``solution`` (bytes)
+    solution: Solution | None  #: the best placement found (validated), None if none in time; see ``fits``
+    peak: int | None  #: highest address used by ``solution`` (bytes), None without one
     lower_bound: int  #: no placement has a lower peak (bytes)
     optimal: bool  #: ``peak == lower_bound``
     seconds: float
@@ -65,16 +71,19 @@ class MinimizeResult:
     probes: list[tuple[int, str, float]] = field(default_factory=list)  #: (capacity, outcome, seconds) per probe
     stats: dict[str, float] = field(default_factory=dict)
     capacity: int | None = None  #: the problem's capacity: the most the answer may use (bytes), None for no limit
+    reason: str = ""  #: one line: why there is no placement, or whose placement it is when not the method's
 
     @property
     def gap(self) -> float:
-        """(peak - lower bound) / lower bound."""
+        """(peak - lower bound) / lower bound (infinite without a placement)."""
+        if self.peak is None:
+            return math.inf
         return (self.peak - self.lower_bound) / self.lower_bound if self.lower_bound else 0.0
 
     @property
     def fits(self) -> bool:
-        """The placement fits the capacity (always, without one)."""
-        return self.capacity is None or self.peak <= self.capacity
+        """There is a placement and it fits the capacity (any placement fits without one)."""
+        return self.peak is not None and (self.capacity is None or self.peak <= self.capacity)
 
     @property
     def status(self) -> Status:
@@ -83,8 +92,7 @@ class MinimizeResult:
         ``"failed"`` when a method without proofs found nothing that fits."""
         if self.fits:
             return "solved"
-        assert self.capacity is not None
-        if self.lower_bound > self.capacity:
+        if self.capacity is not None and self.lower_bound > self.capacity:
             return "infeasible"
         return "timeout" if self.timed_out else "failed"
 
@@ -117,8 +125,10 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     once without a capacity and with the whole ``timeout``, and its peak reported against
     LOAD, or against the method's own proven bound when its ``stats`` have a ``"bound"``
     (the exact methods ``cpsat`` and ``mip`` do). If that method returns no placement,
-    ``FALLBACK_HEURISTIC`` supplies one. ``load_share`` is the share of the time (and of
-    ``node_limit``) given to the first probe at LOAD. Always returns a validated placement.
+    ``FALLBACK_HEURISTIC``'s, made first as insurance, is reported instead. ``load_share`` is
+    the share of the time (and of ``node_limit``) given to the first probe at LOAD. Returns a
+    validated placement, or none (status ``"timeout"``) when not even ``FALLBACK_HEURISTIC``
+    placed the buffers within the time.
 
     ``problem.capacity``, when set, is an upper limit on the answer (see the module
     docstring): with ``"minimalloc"`` no probe goes above it and a proof that nothing fits
@@ -156,11 +166,15 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     method_timed_out = False
     stats: dict[str, float] = {"nodes": 0, "backtracks": 0}
 
+    reason = ""
+
     def result(timed_out: bool) -> MinimizeResult:
-        assert best is not None
+        if best is None:
+            return MinimizeResult(method, None, None, bound, False, time.perf_counter() - began, True,
+                                  list(history), list(probes), dict(stats), capacity, reason)
         return MinimizeResult(method, best, best_peak, min(bound, best_peak), best_peak <= bound,
                               time.perf_counter() - began, timed_out and best_peak > bound, list(history),
-                              list(probes), dict(stats), capacity)
+                              list(probes), dict(stats), capacity, reason)
 
     def improved() -> None:
         history.append((time.perf_counter() - began, best_peak, bound))
@@ -176,6 +190,9 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     if method == "telamalloc":
         tela = options if isinstance(options, TelaMallocOptions) else TelaMallocOptions()
         descent = telamalloc_minimize(problem, deadline, tela)
+        if descent.offsets is None:
+            reason = descent.reason
+            return result(True)
         placed = Solution({b.id: int(o) for b, o in zip(free.buffers, descent.offsets, strict=True)})
         check(free, placed)
         seconds = time.perf_counter() - began
@@ -184,26 +201,40 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
                               not optimal and descent.timed_out,
                               [(t, peak, descent.bound) for t, peak in descent.history], [],
                               {"nodes": descent.stats["steps"], "probes": descent.stats["probes"]}, capacity)
-    # the starting heuristics share the first third of the time, the rest is the search's;
-    # another method gets all of it
-    starters, start_deadline = (STARTING_HEURISTICS, began + timeout / 3) if method == "minimalloc" else (
-        (method,), deadline)
-    for name in starters:
+    if method != "minimalloc":
+        # One run of the method with what is left after the insurance (see the module docstring)
+        insurance = None
+        if method != FALLBACK_HEURISTIC:
+            insurance = solve(free, FALLBACK_HEURISTIC, timeout=timeout)
+        solved = solve(free, method, timeout=max(deadline - time.perf_counter(), 1e-3))
+        keep(solved)
+        if "bound" in solved.stats:
+            bound = max(bound, int(solved.stats["bound"]))  # an exact method's proven bound on the peak
+        if best is None and insurance is not None:
+            keep(insurance)
+            if best is not None:
+                reason = (f"{method} returned no placement ({solved.reason or solved.status}); "
+                          f"the placement is {FALLBACK_HEURISTIC}'s, made first as insurance")
+        if best is None:
+            reason = f"no placement within {timeout:g} s: {(insurance or solved).reason or solved.reason}"
+            return result(True)
+        improved()
+        return result(method_timed_out or time.perf_counter() - began >= timeout * 0.99)
+    # the starting heuristics share the first third of the time, the rest is the search's
+    start_deadline = began + timeout / 3
+    for name in STARTING_HEURISTICS:
         if time.perf_counter() >= start_deadline:
             break
-        solved = solve(free, name, timeout=max(start_deadline - time.perf_counter(), 1e-3))
-        keep(solved)
-        if method != "minimalloc" and "bound" in solved.stats:
-            bound = max(bound, int(solved.stats["bound"]))  # an exact method's proven bound on the peak
+        keep(solve(free, name, timeout=max(start_deadline - time.perf_counter(), 1e-3)))
+    if best is None and time.perf_counter() < deadline:
+        fallback = solve(free, FALLBACK_HEURISTIC, timeout=max(deadline - time.perf_counter(), 1e-3))
+        keep(fallback)
+        if best is None:
+            reason = f"no placement within {timeout:g} s: {fallback.reason}"
     if best is None:
-        # Nothing placed the buffers in time, but a placement is owed: the fastest heuristic runs
-        # without a limit. Only a problem too large to place once within the time gets here, and
-        # it overruns by that one placement.
-        keep(solve(free, FALLBACK_HEURISTIC))
-    assert best is not None, "greedy heuristics always place every buffer"
+        reason = reason or f"no placement within {timeout:g} s"
+        return result(True)
     improved()
-    if method != "minimalloc":
-        return result(method_timed_out or time.perf_counter() - began >= timeout * 0.99)
     step = peak_granularity(problem)
     bound = -(-bound // step) * step
     # no probe above the capacity (a peak above it is no answer) nor above the search's range

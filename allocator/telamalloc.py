@@ -435,12 +435,13 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
 
 @dataclass
 class DescentResult:
-    offsets: np.ndarray
-    peak: int
+    offsets: np.ndarray | None  #: None when not even ``FALLBACK_HEURISTIC`` placed the buffers in time
+    peak: int  #: -1 without ``offsets``
     bound: int  #: proven lower bound (LOAD unless a probe proved a capacity infeasible)
     history: list[tuple[float, int]]  #: (seconds, peak) each time the best peak improved
     stats: dict[str, float]
     timed_out: bool
+    reason: str = ""
 
 
 def peak_granularity(problem: Problem) -> int:
@@ -462,9 +463,9 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
 
     The first incumbent is the best of ``STARTING_HEURISTICS``, which share the first third of
     the time (each gets what is left of it); when none places the buffers in it,
-    ``FALLBACK_HEURISTIC`` runs without a limit, so that there is a placement to return (only a
-    problem too large to place once in the time gets there, and it overruns by that one
-    placement). A round bisects between LOAD and the incumbent's peak: a probe at capacity C
+    ``FALLBACK_HEURISTIC`` gets the rest of the time; when it does not finish either, the result
+    has no placement (``offsets`` None, ``timed_out``, ``reason`` says how far it got). A round
+    bisects between LOAD and the incumbent's peak: a probe at capacity C
     runs the search with the round's step budget; a placement lowers the incumbent to its
     peak, a failure moves the lower end above C (for this round only: the search is
     incomplete, a failure proves nothing). Each round doubles the step budget (from
@@ -487,12 +488,14 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
         peak = int((offsets + sizes).max()) if len(sizes) else 0
         if best is None or peak < best_peak:
             best, best_peak = offsets, peak
+    load = lower_bound(free)
     if best is None:
-        out = METHODS[FALLBACK_HEURISTIC].function(free, None)
-        assert out.offsets is not None, f"{FALLBACK_HEURISTIC} without a time limit returned no placement"
+        out = METHODS[FALLBACK_HEURISTIC].function(free, deadline)
+        if out.offsets is None:
+            return DescentResult(None, -1, load, [], {"steps": 0, "probes": 0, "rounds": 0}, True,
+                                 f"no placement in time: {out.reason}")
         best = np.fromiter((out.offsets[i] for i in problem.ids), np.int64, len(problem))
         best_peak = int((best + sizes).max()) if len(sizes) else 0
-    load = lower_bound(free)
     step = peak_granularity(problem)
     proven = -(-load // step) * step
     history = [(time.perf_counter() - began, best_peak)]
@@ -546,6 +549,8 @@ def telamalloc(problem: Problem, deadline: float | None = None,
     opts = options or TelaMallocOptions()
     if problem.capacity is None:
         result = telamalloc_minimize(problem, deadline, opts)
+        if result.offsets is None:
+            return MethodOutput("timeout", None, result.reason, dict(result.stats))
         stats = dict(result.stats)
         stats["bound"] = result.bound
         stats["nodes"] = stats["steps"]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
-from allocator import Buffer, InvalidProblemError, Problem, lower_bound, minimize, read_csv, validate
+from allocator import Buffer, InvalidProblemError, Problem, lower_bound, minimize, read_csv, solve, validate
 from allocator.minimalloc import MiniMallocOptions
 
 #: a timeout that never binds: the node budgets decide
@@ -168,17 +168,13 @@ def test_challenging_c_is_proven_optimal_at_load(benchmarks):
     assert validate(problem.with_capacity(None), result.solution).ok
 
 
-def test_starting_heuristics_share_a_third_of_the_time_then_the_fallback_places_the_buffers(monkeypatch):
-    # A fake clock that advances one second per reading: by the time the first starting
-    # heuristic would begin, the first third of a 3 s timeout is gone, so none runs; the
-    # fallback places the buffers without a limit, and no probe starts after the deadline.
+def test_a_clock_that_runs_out_before_any_placement_gives_no_placement_and_says_so(monkeypatch):
+    # A fake clock that advances one second per reading: the first third of a 3 s timeout is
+    # gone before the first starting heuristic, and the fallback has no time left either. A time
+    # limit is a limit: the result has no placement, status timeout and a reason, not an overrun.
     import time
 
-    from allocator import solve
-    from allocator.anytime import FALLBACK_HEURISTIC
-
     problem = Problem([Buffer("a", 3, 6, 2), Buffer("b", 4, 6, 3), Buffer("c", 3, 4, 2), Buffer("d", 2, 4, 2)])
-    expected = solve(problem, FALLBACK_HEURISTIC).peak
     now = [1000.0]
 
     def clock() -> float:
@@ -186,7 +182,28 @@ def test_starting_heuristics_share_a_third_of_the_time_then_the_fallback_places_
         return now[0]
 
     monkeypatch.setattr(time, "perf_counter", clock)
-    result = minimize(problem, timeout=3)
+    for method in ("minimalloc", "telamalloc"):
+        result = minimize(problem, method=method, timeout=3)
+        assert result.solution is None and result.peak is None, method
+        assert result.status == "timeout" and result.timed_out and not result.fits, method
+        assert result.reason.startswith("no placement"), (method, result.reason)
+        assert result.lower_bound == lower_bound(problem) == 6 and math.isinf(result.gap)
+        assert result.probes == []
+
+
+def test_a_method_that_places_nothing_reports_the_insurance_placement_and_says_whose(monkeypatch):
+    from allocator.anytime import FALLBACK_HEURISTIC
+    from allocator.registry import METHODS, MethodEntry, MethodOutput
+
+    def never(problem, deadline=None):
+        return MethodOutput("failed", None, "this method never places anything")
+
+    monkeypatch.setitem(METHODS, "never-places", MethodEntry("never-places", never, "test method"))
+    problem = Problem([Buffer("a", 3, 6, 2), Buffer("b", 4, 6, 3), Buffer("c", 3, 4, 2), Buffer("d", 2, 4, 2)])
+    result = minimize(problem, method="never-places", timeout=NO_RUSH)
     assert validate(problem, result.solution).ok
-    assert result.peak == expected == 7 and result.lower_bound == 6
-    assert result.probes == [] and result.timed_out
+    assert result.peak == solve(problem, FALLBACK_HEURISTIC).peak == 7 and result.status == "solved"
+    assert "never places anything" in result.reason and FALLBACK_HEURISTIC in result.reason
+    # a method that does place reports its own placement, even when the insurance is lower
+    mine = minimize(problem, method="first-fit", timeout=NO_RUSH)
+    assert mine.peak == solve(problem, "first-fit").peak and mine.reason == ""

@@ -8,8 +8,7 @@ by ``accelsim bench``, not here.
 
 import time
 
-from allocator import Buffer, Problem, minimize, solve, validate
-from allocator.problem import Solution
+from allocator import Buffer, Problem, lower_bound, minimize, solve
 from allocator.telamalloc import TelaMallocOptions, contention_phases, telamalloc_minimize, telamalloc_search
 
 #: the MiniMalloc paper's example (Fig. 1): fits 12 bytes exactly
@@ -47,13 +46,14 @@ def test_solve_with_a_timeout_that_has_run_out_reports_timeout():
     assert "ran out of time" in result.reason
 
 
-def test_the_descent_out_of_time_still_returns_a_placement():
-    """No starting heuristic runs once the time is up; the fallback places the buffers anyway."""
+def test_the_descent_out_of_time_returns_no_placement_and_says_so():
+    """Once the time is up neither a starting heuristic nor the fallback runs past it: a time
+    limit is a limit, so the result has no placement and a reason, not an overrun."""
     problem = Problem(PAPER_EXAMPLE + [Buffer("b6", 2, 5, 3), Buffer("b7", 4, 12, 5)])
     result = telamalloc_minimize(problem, time.perf_counter() - 1.0)
-    placement = Solution({b.id: int(o) for b, o in zip(problem.buffers, result.offsets, strict=True)})
-    assert validate(problem, placement).ok
+    assert result.offsets is None and result.timed_out and result.reason.startswith("no placement in time")
     assert result.stats["steps"] == 0 and result.stats["probes"] == 0
-    assert result.timed_out == (result.peak > result.bound)
+    assert result.bound == lower_bound(problem)
     anytime = minimize(problem, "telamalloc", timeout=1e-9)
-    assert validate(problem, anytime.solution).ok and anytime.stats["nodes"] == 0
+    assert anytime.solution is None and anytime.status == "timeout" and anytime.stats["nodes"] == 0
+    assert anytime.reason.startswith("no placement in time")
