@@ -134,11 +134,11 @@ def _oversized(problem: Problem) -> str | None:
     return None
 
 
-def _greedy(problem: Problem) -> dict[str, int]:
-    """The greedy-by-size placement without a capacity: the hint and, when minimising, the peak's upper bound."""
-    offsets = greedy_by_size(problem.with_capacity(None)).offsets
-    assert offsets is not None, "greedy-by-size always places every buffer"
-    return offsets
+def _greedy(problem: Problem, deadline: float | None) -> dict[str, int] | None:
+    """The greedy-by-size placement without a capacity: the hint and, when minimising, the
+    peak's upper bound. None when it does not finish by ``deadline`` (it reads the clock: on
+    iopddl/S_1 it takes over a second, which a short time limit cannot spare)."""
+    return greedy_by_size(problem.with_capacity(None), deadline).offsets
 
 
 def _horizon(problem: Problem, unit: int) -> int:
@@ -284,7 +284,7 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
     unit = _unit(problem)
     load = lower_bound(problem)
     horizon = _horizon(problem, unit)
-    start_offsets = _greedy(problem) if hint else None
+    start_offsets = _greedy(problem, deadline) if hint else None
 
     if problem.capacity is not None:
         top = min(problem.capacity // unit, horizon)
@@ -418,7 +418,10 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     minimising = problem.capacity is None
     unit = _unit(problem)
     load = lower_bound(problem)
-    greedy = _greedy(problem) if minimising or hint else None
+    greedy = _greedy(problem, deadline) if minimising or hint else None
+    if minimising and greedy is None:
+        return MethodOutput("timeout", None, "mip: ran out of time placing greedy-by-size for the big-M bound",
+                            {"optimal": 0.0})
     pairs = _time_overlapping_pairs(bufs)  # quadratic in the buffers live together: TelaMalloc §3.2
     big_m = problem.capacity // unit if problem.capacity is not None else Solution(greedy or {}).peak(problem) // unit
     if big_m > MIP_MAX_BIG_M:
