@@ -49,13 +49,15 @@ class BenchRow:
     reason: str = ""  #: why the status is not solved/optimal (the method's reason, or the error of a bad file)
     read_seconds: float = 0.0  #: reading and checking the instance's CSV (once per file)
     load_seconds: float = 0.0  #: computing its LOAD (once per file)
+    timeout: float | None = None  #: the time limit the method had (seconds), so a row says what bound it
 
     def csv_record(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in CSV_FIELDS}
 
 
 CSV_FIELDS = ("instance", "method", "buffers", "load", "capacity", "status", "peak", "lower_bound",
-              "over_load_percent", "seconds", "nodes", "reason", "read_seconds", "load_seconds")
+              "over_load_percent", "seconds", "nodes", "reason", "read_seconds", "load_seconds",
+              "timeout")
 
 
 def instance_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -194,7 +196,7 @@ def iter_rows(files: Sequence[Path], methods: Sequence[str], capacity: int | Non
                     yield _error_row(path, method, exc, len(problem), load, cap)
                     continue
                 row = _row(path, method, instance, load, cap, last, statistics.median(times), minimize)
-                row.read_seconds, row.load_seconds = read_seconds, load_seconds
+                row.read_seconds, row.load_seconds, row.timeout = read_seconds, load_seconds, timeout
                 yield row
 
 

@@ -64,7 +64,7 @@ import numba
 import numpy as np
 from numba import njit
 
-from allocator.greedy import sort_by_key
+from allocator.placement import sort_by_key
 
 SOLVED, EXHAUSTED, STEP_LIMIT, TIME_LIMIT, INFEASIBLE = 0, 1, 2, 3, 4
 #: block-selection strategies (``Switches.selection``)
@@ -225,15 +225,18 @@ def _now():  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def neighbours(starts, ends):  # pragma: no cover - compiled
+def neighbours(starts, ends, deadline):  # pragma: no cover - compiled
     """Time-overlap lists in CSR form: ``idx[ptr[i]:ptr[i + 1]]`` are the buffers overlapping i.
 
     Buffers are visited in start order; every later-starting buffer that starts before i ends
-    overlaps it, so building costs O(n log n + pairs).
+    overlaps it, so building costs O(n log n + pairs). ``deadline`` (a ``time.perf_counter()``
+    value; negative: none) is checked every 2**20 pairs; past it, ``complete`` is False and the
+    lists are empty. Returns ``(ptr, idx, complete)``.
     """
     n = starts.shape[0]
     order = np.argsort(starts, kind="mergesort")
     degree = np.zeros(n + 1, np.int64)
+    work = 0
     for a in range(n):
         i = order[a]
         b = a + 1
@@ -241,6 +244,11 @@ def neighbours(starts, ends):  # pragma: no cover - compiled
             degree[i] += 1
             degree[order[b]] += 1
             b += 1
+        work += b - a
+        if work >= 1 << 20:
+            work = 0
+            if deadline >= 0 and _now() > deadline:
+                return np.zeros(1, np.int64), np.zeros(0, np.int32), False
     ptr = np.zeros(n + 1, np.int64)
     for i in range(n):
         ptr[i + 1] = ptr[i] + degree[i]
@@ -256,7 +264,12 @@ def neighbours(starts, ends):  # pragma: no cover - compiled
             idx[fill[j]] = i
             fill[j] += 1
             b += 1
-    return ptr, idx
+        work += b - a
+        if work >= 1 << 20:
+            work = 0
+            if deadline >= 0 and _now() > deadline:
+                return np.zeros(1, np.int64), np.zeros(0, np.int32), False
+    return ptr, idx, True
 
 
 # ---------------------------------------------------------------- obstacles and gap walks

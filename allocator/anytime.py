@@ -193,7 +193,7 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
         if descent.offsets is None:
             reason = descent.reason
             return result(True)
-        placed = Solution({b.id: int(o) for b, o in zip(free.buffers, descent.offsets, strict=True)})
+        placed = Solution(dict(zip(free.ids, descent.offsets.tolist(), strict=True)))
         check(free, placed)
         seconds = time.perf_counter() - began
         optimal = descent.peak <= descent.bound
@@ -272,7 +272,7 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
         probes.append((target, outcome.status, time.perf_counter() - now))
         if outcome.status == "solved":
             assert outcome.offsets is not None
-            placement = Solution({b.id: int(o) for b, o in zip(free.buffers, outcome.offsets, strict=True)})
+            placement = Solution(dict(zip(free.ids, outcome.offsets.tolist(), strict=True)))
             check(free, placement)  # the heuristics' placements were validated by solve()
             best, best_peak = placement, placement.peak(free)
         elif outcome.status == "infeasible":

@@ -284,7 +284,9 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
     unit = _unit(problem)
     load = lower_bound(problem)
     horizon = _horizon(problem, unit)
-    start_offsets = _greedy(problem, deadline) if hint else None
+    # the hint may take half of the time at most: without it CP-SAT still searches
+    hint_deadline = None if deadline is None else (time.perf_counter() + deadline) / 2
+    start_offsets = _greedy(problem, hint_deadline) if hint else None
 
     if problem.capacity is not None:
         top = min(problem.capacity // unit, horizon)
@@ -304,6 +306,9 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
     times, addresses, demands = [], [], []
     ks: dict[int, cp_model.IntVar] = {}
     for i, b in enumerate(problem.buffers):
+        if i % 4096 == 4095 and deadline is not None and time.perf_counter() >= deadline:
+            return MethodOutput("timeout", None, f"CP-SAT not run: ran out of time building the model "
+                                f"({i:,} of {len(problem):,} buffers)", {"optimal": 0.0})
         size, align = b.size // unit, b.alignment // unit
         times.append(model.new_fixed_size_interval_var(time_starts[i], time_ends[i] - time_starts[i], f"time_{i}"))
         if b.offset is not None:

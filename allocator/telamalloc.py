@@ -310,19 +310,27 @@ class _Prepared:
             self._cross = sweep(self.problem)
         return self._cross
 
-    def neighbour_lists(self) -> tuple[np.ndarray, np.ndarray]:
-        """The time-overlap lists (CSR ``ptr``, ``idx``), built on first use (~25 ns a pair)."""
+    def neighbour_lists(self, deadline: float | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """The time-overlap lists (CSR ``ptr``, ``idx``), built on first use (25-75 ns a pair:
+        memory bound); None when ``deadline`` passes first (the next call starts over)."""
         if self._neighbours is None:
-            self._neighbours = neighbours(self.starts, self.ends)
+            ptr, idx, complete = neighbours(self.starts, self.ends, -1.0 if deadline is None else deadline)
+            if not complete:
+                return None
+            self._neighbours = (ptr, idx)
         return self._neighbours
 
     def has_neighbour_lists(self) -> bool:
         """Whether ``neighbour_lists`` is built already (then it costs nothing)."""
         return self._neighbours is not None
 
-    def instance(self, capacity: int) -> Instance:
-        """The compiled search's record of the buffers under ``capacity``."""
-        ptr, nbr = self.neighbour_lists()
+    def instance(self, capacity: int, deadline: float | None = None) -> Instance | None:
+        """The compiled search's record of the buffers under ``capacity`` (None: ``deadline``
+        passed while building the neighbour lists)."""
+        lists = self.neighbour_lists(deadline)
+        if lists is None:
+            return None
+        ptr, nbr = lists
         return Instance(sizes=self.sizes, aligns=self.aligns, fixed=self.fixed, capacity=int(capacity), ptr=ptr,
                         nbr=nbr)
 
@@ -388,9 +396,9 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
 
     ``deadline`` (a ``time.perf_counter()`` value) bounds the whole call: the compiled search
     reads the clock every 16 steps (every step when a buffer has over 2,000 neighbours), the
-    grouping into contention phases between thresholds, and the neighbour lists, which cannot
-    be interrupted, are not built when their estimated cost (``SECONDS_PER_PAIR`` a pair)
-    exceeds the time left; the outcome is then ``"timeout"``.
+    grouping into contention phases between thresholds, and the neighbour lists every 2**20
+    pairs (they are not even started when their estimated cost, ``SECONDS_PER_PAIR`` a pair,
+    exceeds the time left); the outcome is then ``"timeout"``.
     ``step_limit`` overrides ``options.step_limit``.
     """
     data = prepared or _Prepared(problem)
@@ -412,7 +420,11 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
         ok, sections = data.section_lists()
         if not ok:  # too many memberships: the check is skipped
             switches = switches._replace(energy=False)
-    status, offsets, raw = _telamalloc.search(data.instance(capacity), phases, sections, switches)
+    instance = data.instance(capacity, deadline)
+    if instance is None:
+        return TelaMallocOutcome("timeout", None, f"ran out of time building the time-overlap lists of "
+                                 f"{data.pairs:,} pairs")
+    status, offsets, raw = _telamalloc.search(instance, phases, sections, switches)
     stats: dict[str, float] = {
              "steps": int(raw[_telamalloc.ST_STEPS]), "minor_backtracks": int(raw[_telamalloc.ST_MINOR]),
              "major_backtracks": int(raw[_telamalloc.ST_MAJOR]), "stuck_jumps": int(raw[_telamalloc.ST_STUCK]),

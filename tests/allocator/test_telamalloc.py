@@ -4,6 +4,7 @@ No test here reads the clock: budgets are steps, and the time limit is tested wi
 that has already passed (see test_telamalloc_limits.py).
 """
 
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -118,10 +119,20 @@ def test_neighbour_lists_match_brute_force():
     rng = np.random.default_rng(3)
     starts = rng.integers(0, 30, 80)
     ends = starts + rng.integers(1, 8, 80)
-    ptr, idx = neighbours(starts.astype(np.int64), ends.astype(np.int64))
+    ptr, idx, complete = neighbours(starts.astype(np.int64), ends.astype(np.int64), -1.0)
+    assert complete
     for i in range(80):
         expected = {j for j in range(80) if j != i and starts[j] < ends[i] and starts[i] < ends[j]}
         assert set(idx[ptr[i]:ptr[i + 1]].tolist()) == expected
+
+
+def test_neighbour_lists_stop_at_a_passed_deadline():
+    # 1,500 buffers all live together: 1,124,250 pairs, past the 2**20 pairs between clock readings
+    starts, ends = np.zeros(1500, np.int64), np.ones(1500, np.int64)
+    ptr, idx, complete = neighbours(starts, ends, time.perf_counter() - 1.0)
+    assert not complete and len(idx) == 0
+    ptr, idx, complete = neighbours(starts, ends, -1.0)
+    assert complete and len(idx) == 1500 * 1499
 
 
 @given(problem=small_problems(), step=st.sampled_from([0.05, 0.25, 1.0]))
