@@ -30,10 +30,11 @@ work done, not by nodes). A time limit is a limit, also when nothing was placed:
 large that not even ``FALLBACK_HEURISTIC`` places it within the time gets a result without a
 placement (``solution`` and ``peak`` None, status ``"timeout"``, ``reason`` says how far it
 got) rather than an overrun. A method other than ``minimalloc`` and ``telamalloc`` runs after
-``FALLBACK_HEURISTIC`` has placed the buffers, as insurance: its own placement is reported
-when it returns one, the insurance only when it does not (``reason`` then says so), so a
-method that runs out of time costs no more than the timeout. ``node_limit`` bounds the exact
-search's nodes instead, so that a minimisation that gives up is deterministic (tests use it: they never race the clock).
+``FALLBACK_HEURISTIC`` has placed the buffers (in half of the time at most), as insurance: the
+method's own placement is reported when it returns one, the insurance only when it does not
+(``reason`` then says so), so a method that runs out of time costs no more than the timeout.
+``node_limit`` bounds the exact search's nodes instead, so that a minimisation that gives up is
+deterministic (tests use it: they never race the clock).
 """
 
 from __future__ import annotations
@@ -204,8 +205,8 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     if method != "minimalloc":
         # One run of the method with what is left after the insurance (see the module docstring)
         insurance = None
-        if method != FALLBACK_HEURISTIC:
-            insurance = solve(free, FALLBACK_HEURISTIC, timeout=timeout)
+        if method != FALLBACK_HEURISTIC:  # half of the time at most: the method gets the other half
+            insurance = solve(free, FALLBACK_HEURISTIC, timeout=timeout / 2)
         solved = solve(free, method, timeout=max(deadline - time.perf_counter(), 1e-3))
         keep(solved)
         if "bound" in solved.stats:
@@ -216,7 +217,9 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
                 reason = (f"{method} returned no placement ({solved.reason or solved.status}); "
                           f"the placement is {FALLBACK_HEURISTIC}'s, made first as insurance")
         if best is None:
-            reason = f"no placement within {timeout:g} s: {(insurance or solved).reason or solved.reason}"
+            reason = f"no placement within {timeout:g} s: {method}: {solved.reason or solved.status}"
+            if insurance is not None:
+                reason += f"; the insurance, {FALLBACK_HEURISTIC} in half the time: {insurance.reason}"
             return result(True)
         improved()
         return result(method_timed_out or time.perf_counter() - began >= timeout * 0.99)

@@ -411,7 +411,6 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     solver.SuppressOutput()
     if not problem.buffers:
         return _empty_output(problem)
-    bufs = problem.buffers
     trouble = _oversized(problem)
     if trouble:
         return MethodOutput("infeasible", None, trouble)
@@ -420,6 +419,7 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     if n_pairs > MIP_MAX_PAIRS:
         return MethodOutput("failed", None, f"mip: {n_pairs:,} time-overlapping pairs would need as many binaries "
                             f"and twice as many constraints; the model is built only up to {MIP_MAX_PAIRS:,}")
+    bufs = problem.buffers  # Buffer objects are built on first use: only for a model that will be built
     minimising = problem.capacity is None
     unit = _unit(problem)
     load = lower_bound(problem)
