@@ -136,7 +136,9 @@ def table_limits() -> list[str]:
              "|---|---|---:|---|---:|---:|"]
     for method, f in fit.items():
         m = low[method]
-        lines.append(f"| `{method}` | {f['status']} | {_within(f)} | {m['status']} | {_over(m)} | {_within(m)} |")
+        whose = " (insurance)" if "insurance" in m.get("reason", "") else ""
+        lines.append(f"| `{method}` | {f['status']} | {_within(f)} | {m['status']}{whose} | {_over(m)} | "
+                     f"{_within(m)} |")
     return lines
 
 
