@@ -50,6 +50,11 @@ def _over(row: dict[str, str]) -> str:
     return f"{float(row['over_load_percent']):.2f}"
 
 
+def _insured(row: dict[str, str]) -> str:
+    """A dagger when the method placed nothing and the insurance greedy-by-size's placement stands in."""
+    return " †" if "insurance" in row.get("reason", "") else ""
+
+
 def table_fit() -> list[str]:
     """The challenging suite fitted at 1,048,576 B by minimalloc, two threads and one."""
     refs = references()
@@ -78,7 +83,7 @@ def table_minimize() -> list[str]:
     for method in methods:
         values = [by[(method, letter)] for letter in CHALLENGING]
         numbers = [float(v["over_load_percent"]) for v in values if v["over_load_percent"] not in ("", "None")]
-        cells = [(_over(v) + (" opt" if v["status"] == "optimal" else "")) for v in values]
+        cells = [(_over(v) + (" opt" if v["status"] == "optimal" else "") + _insured(v)) for v in values]
         spread = f"{min(numbers):.1f}–{max(numbers):.1f}" if numbers else "-"
         lines.append(f"| `{method}` | " + " | ".join(cells) + f" | {spread} |")
     return lines
@@ -98,7 +103,8 @@ def table_traces() -> list[str]:
         cells = []
         for t in traces:
             r = by[(method, t)]
-            cells.append(f"{_over(r)}{' opt' if r['status'] == 'optimal' else ''} ({_seconds(r['seconds'])} s)")
+            cells.append(f"{_over(r)}{' opt' if r['status'] == 'optimal' else ''}{_insured(r)} "
+                         f"({_seconds(r['seconds'])} s)")
         lines.append(f"| `{method}` | " + " | ".join(cells) + " |")
     lines.append("| best known elsewhere | " + " | ".join(refs.get(f"best_{Path(t).stem}", {}).get("value", "")
                                                          for t in traces) + " |")
