@@ -125,6 +125,41 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    """``accelsim sweep``: the grid's points, resumable, with progress; see ``accelsim.sweeps``."""
+    from accelsim.sweeps import SweepInterrupted, run_sweep
+
+    overrides = parse_overrides(args.set or [])
+    options: dict[str, object] = {}
+    for name in ("scheduler", "allocator", "timeout", "time_limit", "dtype"):
+        value = getattr(args, name)
+        if value is not None:
+            options[name] = value
+    if args.budget is not None:
+        options["budget"] = _parse_budget(args.budget)
+    if not args.weights:
+        options["weights"] = False
+    if not args.grid:
+        raise ValueError("give at least one --grid KEY=V1,V2,... (e.g. --grid sram=256KiB,1MiB)")
+    out = Path(args.out)
+    try:
+        outcome = run_sweep(args.models, args.hw, args.grid, out, executor=args.executor, jobs=args.jobs,
+                            dask_address=args.dask_address, cache_dir=args.cache, overrides=overrides,
+                            options=options, plots=not args.no_plots, progress=True)
+    except SweepInterrupted as stop:
+        print(f"error: interrupted (Ctrl-C): {stop}; every finished point is in {out / 'results.csv'} and a "
+              "re-run resumes from there", file=sys.stderr)
+        return 130
+    total = outcome.ran + outcome.skipped
+    print(f"{total} points: {outcome.ran} run now, {outcome.skipped} from an earlier run, {outcome.failed} "
+          f"not ok (their status says why); {outcome.traced} graphs traced, the rest from the trace cache; "
+          f"{outcome.seconds:.1f} s")
+    print(f"results: {out / 'results.csv'} (one report per point in {out / 'points'})")
+    if outcome.plots:
+        print(f"plots: {', '.join(str(p) for p in outcome.plots)}")
+    return 0
+
+
 def _read_problem(args: argparse.Namespace) -> tuple[allocator.Problem, int | None]:
     import allocator
 
@@ -436,6 +471,32 @@ def build_parser() -> argparse.ArgumentParser:
                        help="minimise the peak (anytime; default method minimalloc, default timeout 10 s); "
                             "with --capacity, a best peak above it is no placement (exit 1)")
     alloc.set_defaults(handler=_cmd_alloc)
+
+    sweep = sub.add_parser("sweep", help="what-if grid: models x hardware fields x run options (resumable)")
+    sweep.add_argument("models", nargs="+", metavar="MODEL", help="model zoo names or graphs saved as .json")
+    sweep.add_argument("--hw", default="pixel6", help="bundled config name or a .yaml path (default: pixel6)")
+    sweep.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...",
+                       help="a hardware field (as for --set) or one of sram, scheduler, allocator, budget, dtype, "
+                            "weights, with its values; repeat for more keys: the grid is their product")
+    sweep.add_argument("--out", required=True, help="results folder: results.csv, points/HASH.json, plots; "
+                                                    "re-running the command there resumes")
+    sweep.add_argument("--executor", choices=("local", "dask"), default="local",
+                       help="local worker processes (default) or Dask distributed")
+    sweep.add_argument("--jobs", type=_positive_int, help="worker processes (default: the number of cores)")
+    sweep.add_argument("--dask-address", help="a running Dask scheduler, e.g. tcp://host:8786 (default: a "
+                                              "LocalCluster of --jobs workers)")
+    sweep.add_argument("--cache", help="trace cache folder (default: $ACCELSIM_CACHE_DIR or ~/.cache/accelsim)")
+    sweep.add_argument("--set", action="append", metavar="KEY=VALUE", help="a hardware field fixed for every point")
+    sweep.add_argument("--scheduler", choices=_SCHEDULERS, help="scheduler of every point (default: program)")
+    sweep.add_argument("--allocator", help="re-place every schedule with this allocator method")
+    sweep.add_argument("--timeout", type=_positive_seconds, help="time limit in seconds of the --allocator")
+    sweep.add_argument("--time-limit", type=_positive_seconds, help="time limit of a cosma scheduler, seconds")
+    sweep.add_argument("--dtype", help="storage dtype of every point (default: the config's)")
+    sweep.add_argument("--budget", help="MR, MH, MP or bytes per PE to schedule in (default: the scratchpad)")
+    sweep.add_argument("--weights", action=argparse.BooleanOptionalAction, default=True,
+                       help="give weights memory and traffic (default) or consider activations only")
+    sweep.add_argument("--no-plots", action="store_true", help="write results.csv and the reports only")
+    sweep.set_defaults(handler=_cmd_sweep)
 
     bench = sub.add_parser("bench", help="benchmark allocation methods over CSV instances (validated)")
     bench.add_argument("paths", nargs="+", help="CSV files or folders of them")
