@@ -2,10 +2,12 @@
 
 ``trace`` turns a module and example inputs into a graph; ``trace_model`` / ``load_model`` do
 the same for the torchvision names of the model zoo; ``frontend.synthetic`` builds small graphs
-without torch. Importing this package does not import torch: ``trace`` and the zoo import it
-when they run.
+without torch; ``cached_trace`` traces a zoo model once and loads its saved graph after that
+(``frontend.cache``). Importing this package does not import torch: ``trace`` and the zoo import
+it when they run.
 """
 
+from frontend.cache import CacheDirError, cached_trace, check_cache_dir, default_cache_dir
 from frontend.graph import (
     DTYPE_BYTES,
     GraphFormatError,
@@ -21,13 +23,17 @@ from frontend.trace import TraceError, trace
 from frontend.zoo import UnknownModelError, list_models, load_model, trace_model
 
 __all__ = [
+    "CacheDirError",
     "DTYPE_BYTES",
     "GraphFormatError",
     "TraceError",
     "UnknownModelError",
     "add_operator",
     "add_tensor",
+    "cached_trace",
+    "check_cache_dir",
     "check_graph",
+    "default_cache_dir",
     "dtype_bytes",
     "list_models",
     "load_graph",
