@@ -535,6 +535,10 @@ def run_sweep(
 
     todo = [(p, h) for p, h in zip(points, hashes, strict=True) if h not in done]
     skipped = len(points) - len(todo)
+    if any(not p.model.endswith(".json") for p, _ in todo):
+        from frontend.cache import check_cache_dir, default_cache_dir
+
+        check_cache_dir(cache_dir if cache_dir is not None else default_cache_dir())
     # trace what the points need, once each, before they run
     graphs: dict[tuple[str, str], str] = {}
     traced = 0
@@ -606,10 +610,9 @@ def _check_model(model: str) -> None:
         if not Path(model).is_file():
             raise ValueError(f"{model}: no such graph file")
         return
-    from frontend.zoo import SUPPORTED_MODELS, UnknownModelError
+    from frontend.zoo import check_model_name
 
-    if model not in SUPPORTED_MODELS:
-        raise UnknownModelError(f"unknown model {model!r}; see `accelsim models`")
+    check_model_name(model)
 
 
 def _trace(model: str, dtype: str, input_shape: Any, cache_dir: str | Path | None,

@@ -139,12 +139,7 @@ def _check_model(model: str) -> None:
     ``list_models()`` names need no check. Other names are looked up in torchvision, which
     imports torch; ``cached_trace`` looks up only names it has no file for.
     """
-    if model in zoo.SUPPORTED_MODELS or model == "transformer":
-        return
-    family, plain = zoo._split(model)
-    known = zoo._torchvision_names()
-    if plain not in known[family or ""]:
-        raise zoo._unknown(model, known)
+    zoo.check_model_name(model)
 
 
 def _resolved_shape(model: str, input_shape: Sequence[int] | None) -> list[int] | dict[str, list[int]]:
@@ -155,7 +150,7 @@ def _resolved_shape(model: str, input_shape: Sequence[int] | None) -> list[int] 
                              f"input_shape cannot be set for it")
         return {name: list(shape) for name, shape in zoo.TRANSFORMER_SHAPES.items()}
     shape = input_shape if input_shape is not None else zoo.default_input_shape(model)
-    return list(zoo._checked_shape(model, shape))
+    return list(zoo.checked_input_shape(model, shape))
 
 
 def _key_inputs(model: str, dtype: str, input_shape: Sequence[int] | None) -> dict[str, Any]:

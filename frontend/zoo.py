@@ -161,7 +161,21 @@ def _weights_on_meta() -> Iterator[None]:
         yield
 
 
-def _checked_shape(name: str, input_shape: Sequence[int]) -> tuple[int, ...]:
+def check_model_name(name: str) -> None:
+    """Raise ``UnknownModelError`` (one line, with close names) unless the zoo can build ``name``.
+
+    ``list_models()`` names and ``"transformer"`` are checked without importing torch; any
+    other name is looked up in torchvision, which imports it.
+    """
+    if name in SUPPORTED_MODELS or name == "transformer":
+        return
+    family, plain = _split(name)
+    known = _torchvision_names()
+    if plain not in known[family or ""]:
+        raise _unknown(name, known)
+
+
+def checked_input_shape(name: str, input_shape: Sequence[int]) -> tuple[int, ...]:
     """``input_shape`` as a tuple of ints >= 1, or ``ValueError`` naming the model and the shape."""
     shape: list[int] = []
     for d in input_shape:
@@ -220,10 +234,8 @@ def load_model(name: str, input_shape: Sequence[int] | None = None,
     import torchvision.models as models
     import torchvision.models._api as api
 
-    family, plain = _split(name)
-    known = _torchvision_names()
-    if plain not in known[family or ""]:
-        raise _unknown(name, known)
+    check_model_name(name)
+    _, plain = _split(name)
     builder = models.get_model_builder(plain)
     accepted = inspect.signature(builder).parameters
     options: dict[str, Any] = {"weights": None}
@@ -232,7 +244,7 @@ def load_model(name: str, input_shape: Sequence[int] | None = None,
     if "aux_loss" in accepted:
         options["aux_loss"] = False
     options.update(_BUILD_OPTIONS.get(name, {}))
-    shape = _checked_shape(name, input_shape if input_shape is not None else default_input_shape(name))
+    shape = checked_input_shape(name, input_shape if input_shape is not None else default_input_shape(name))
     with mock.patch.object(api, "load_state_dict_from_url", _refuse_download), weights:
         model = builder(**options).eval()
     return model, (example(shape),)

@@ -1,7 +1,6 @@
 """The trace cache: a zoo model is traced once per key, and every later call loads the same graph."""
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -199,19 +198,6 @@ def test_a_hit_does_not_need_a_writable_folder(tmp_path, traces, monkeypatch):
     assert cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path).hit
     with pytest.raises(CacheDirError, match="Read-only"):
         cached_trace(MODEL, "fp32", SMALL, cache_dir=tmp_path)
-    assert len(traces) == 1
-
-
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs POSIX permissions and a non-root user")
-def test_read_only_folder_fails_before_tracing_but_still_serves_hits(tmp_path, traces):
-    cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path)
-    tmp_path.chmod(0o555)
-    try:
-        assert cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path).hit
-        with pytest.raises(CacheDirError, match=f"{tmp_path}: cannot write in it"):
-            cached_trace(MODEL, "fp32", SMALL, cache_dir=tmp_path)
-    finally:
-        tmp_path.chmod(0o755)
     assert len(traces) == 1
 
 
