@@ -48,7 +48,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from accelsim.hw import HardwareConfig, format_bytes, load_hw, parse_bytes, parse_value, schema_fields
+from accelsim.hw import (
+    HardwareConfig,
+    apply_overrides,
+    format_bytes,
+    load_hw,
+    parse_bytes,
+    parse_value,
+    schema_fields,
+)
 
 if TYPE_CHECKING:
     import pandas
@@ -208,9 +216,15 @@ class Base:
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
+#: bundled or YAML configs already read in this process (reading and checking one takes ~30 ms)
+_CONFIGS: dict[str, HardwareConfig] = {}
+
+
 def effective(point: Point, base: Base) -> tuple[HardwareConfig, dict[str, Any]]:
     """The point's hardware config and its ``RunOptions`` fields (the grid over the base)."""
-    config = load_hw(base.hw, {**dict(base.overrides), **point.hw_overrides()})
+    if base.hw not in _CONFIGS:
+        _CONFIGS[base.hw] = load_hw(base.hw)
+    config = apply_overrides(_CONFIGS[base.hw], {**dict(base.overrides), **point.hw_overrides()})
     options = dict(base.options)
     run = point.run_settings()
     if "sram" in run:
@@ -227,7 +241,11 @@ def effective(point: Point, base: Base) -> tuple[HardwareConfig, dict[str, Any]]
 
 def point_hash(point: Point, base: Base) -> str:
     """A short digest of the point's effective configuration (see the module docstring)."""
-    config, options = effective(point, base)
+    return config_hash(point, *effective(point, base))
+
+
+def config_hash(point: Point, config: HardwareConfig, options: Mapping[str, Any]) -> str:
+    """``point_hash`` of an already computed ``effective(point, base)``."""
     payload = {"model": point.model, "hw": config.to_dict(), "options": {k: options[k] for k in sorted(options)}}
     text = json.dumps(payload, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -509,10 +527,12 @@ def run_sweep(
     load_hw(base.hw, base.overrides)  # an unknown config or bad --set fails now, naming it
     points = grid_points(models, parsed)
     hashes = []
+    run_dtype: dict[Point, str] = {}
     for point in points:
         config, opts = effective(point, base)  # every point's config is checked before any work
-        RunOptions(**{k: v for k, v in opts.items()}).check()
-        hashes.append(point_hash(point, base))
+        RunOptions(**opts).check()
+        hashes.append(config_hash(point, config, opts))
+        run_dtype[point] = str(opts["dtype"])
     for model in models:
         _check_model(model)
         if model.endswith(".json") and ("dtype" in keys or "dtype" in base_options):
@@ -544,20 +564,19 @@ def run_sweep(
     traced = 0
     inline = executor == "dask" and dask_address is not None
     graph_json: dict[str, dict[str, Any]] = {}
+    shape = base_options.get("input_shape")
     for point, _ in todo:
-        _, opts = effective(point, base)
-        key = (point.model, str(opts["dtype"]))
+        key = (point.model, run_dtype[point])
         if key in graphs:
             continue
-        source, hit, data = _trace(point.model, str(opts["dtype"]), opts.get("input_shape"), cache_dir, inline)
+        source, hit, data = _trace(point.model, run_dtype[point], shape, cache_dir, inline)
         graphs[key] = source
         traced += 0 if hit else 1
         if data is not None:
             graph_json[source] = data
     tasks = []
     for point, digest in todo:
-        _, opts = effective(point, base)
-        source = graphs[(point.model, str(opts["dtype"]))]
+        source = graphs[(point.model, run_dtype[point])]
         tasks.append(Task(point, base, digest, source, graph_json.get(source)))
 
     bar = Progress(len(tasks), enabled=progress)
