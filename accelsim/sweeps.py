@@ -196,7 +196,7 @@ class Point:
     def label(self) -> str:
         parts = [f"{k}={format_bytes(v) if k in ('sram', 'sram_bytes_per_pe') and isinstance(v, int) else v}"
                  for k, v in self.settings]
-        return " ".join([self.model, *parts])
+        return " ".join([model_label(self.model), *parts])
 
 
 def grid_points(models: Sequence[str], grid: Mapping[str, Sequence[Any]]) -> list[Point]:
@@ -281,6 +281,11 @@ def _graph(task: Task) -> Any:
     return _GRAPHS[task.graph_key]
 
 
+def model_label(model: str) -> str:
+    """The ``model`` column: the zoo name, or a saved graph's file name without ``.json``."""
+    return Path(model).stem if model.endswith(".json") else model
+
+
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= 300 else text[:297] + "..."
@@ -293,7 +298,7 @@ def run_point(task: Task) -> tuple[dict[str, Any], dict[str, Any] | None]:
     from accelsim.sim import SimulationError
 
     began = time.perf_counter()
-    row: dict[str, Any] = {"model": task.point.model, "hw": task.base.hw}
+    row: dict[str, Any] = {"model": model_label(task.point.model), "hw": task.base.hw}
     row.update({k: _cell(v) for k, v in task.point.settings})
     report = None
     try:

@@ -163,9 +163,48 @@ def table_telamalloc() -> list[str]:
     return lines
 
 
+SWEEP = REPO / "docs" / "sweep"
+
+
+def _read_sweep(name: str) -> list[dict[str, str]]:
+    with open(SWEEP / name, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def table_sweep() -> list[str]:
+    """``accelsim sweep`` on 96 points, five settings (examples/sweep_speed.py)."""
+    rows = _read_sweep("speed.csv")
+    lines = ["| run | command | seconds |", "|---|---|---:|"]
+    for r in rows:
+        lines.append(f"| {r['run']} | `{r['command']}` | {_seconds(r['seconds'])} |")
+    first = rows[0]
+    lines.append(f"| per-point overhead (warm run) | median / 90th percentile / max | "
+                 f"{float(first['overhead_median_s']):.4f} / {float(first['overhead_p90_s']):.4f} / "
+                 f"{float(first['overhead_max_s']):.2f} |")
+    return lines
+
+
+def _mib(value: str) -> str:
+    return f"{int(float(value)) / 2**20:.2f} MiB"
+
+
+def table_cmem() -> list[str]:
+    """The TPUv4 CMEM study (examples/cmem_study.py)."""
+    lines = ["| model | smallest CMEM, no extra traffic | extra traffic, one granule less | cycles | "
+             "half HBM: cycles | half HBM: energy |", "|---|---:|---:|---:|---:|---:|"]
+    for r in sorted(_read_sweep("cmem_study.csv"), key=lambda r: int(r["smallest_zero_spill_cmem_bytes"])):
+        below = r["noncompulsory_one_granule_below"]
+        less = "below M_R" if below in ("", "nan") else _mib(below)
+        over = "" if r["fits_128MiB"] == "True" else " (> 128 MiB)"
+        lines.append(f"| {r['model']} | {_mib(r['smallest_zero_spill_cmem_bytes'])}{over} | {less} | "
+                     f"{int(r['cycles']):,} | +{float(r['cycles_increase_percent']):.1f} % | "
+                     f"+{float(r['energy_increase_percent']):.1f} % |")
+    return lines
+
+
 TABLES: dict[str, Callable[[], list[str]]] = {
     "fit": table_fit, "minimize": table_minimize, "traces": table_traces, "large": table_large,
-    "limits": table_limits, "telamalloc": table_telamalloc,
+    "limits": table_limits, "telamalloc": table_telamalloc, "sweep": table_sweep, "cmem": table_cmem,
 }
 
 

@@ -241,3 +241,12 @@ def test_each_model_is_traced_once_and_later_sweeps_use_the_cache(tmp_path):
                       plots=False)
     assert third.traced == 1 and len(list(cache.glob("resnet18-*.json"))) == 2
     assert (third.results["status"] == "ok").all()
+
+
+def test_plots_are_written_for_the_numeric_keys(dag, tmp_path):
+    out = tmp_path / "out"
+    outcome = run_sweep([dag], "pixel6", ["sram=2KiB,64KiB", "dram_bandwidth_bytes_per_s=1e9,4e9"], out, jobs=1)
+    names = sorted(p.name for p in outcome.plots)
+    assert names == sorted(["sram.png", "dram_bandwidth_bytes_per_s.png", "pareto_sram.png",
+                            "heatmap_sram_dram_bandwidth_bytes_per_s_dag.png"]), names
+    assert all(p.parent == out and p.stat().st_size > 0 for p in outcome.plots)

@@ -1,0 +1,145 @@
+"""A what-if study on TPUv4: how much CMEM does each zoo model need, and what does half the HBM cost?
+
+    python examples/cmem_study.py [--models resnet50,vit_b_16] [--out /tmp/accelsim-cmem-study]
+                                  [--docs docs/sweep] [--jobs N]
+
+For every zoo model on ``tpuv4`` (CMEM managed as one chip-wide scratchpad):
+
+1. **the smallest CMEM with zero non-compulsory traffic**: the first-fit arena's highest
+   address with no eviction (``scheduler.no_spill_capacity``) on the graph the pipeline
+   schedules (weights tiled as ``compile_and_simulate`` tiles them), rounded to the config's
+   512-byte granule; a sweep then *checks* it: at that size the simulated non-compulsory
+   traffic is 0, and one granule below it there is some, or the model cannot run at all
+   (that size is below M_R: the zero-spill size is then M_R itself);
+2. **what halving the HBM bandwidth costs**: the same sweep runs both sizes at 1,200 GB/s and
+   at 600 GB/s; the table gives the cycles and the energy at the smallest zero-spill CMEM
+   (the energy model has no static power, so slower transfers of the same bytes cost no joules).
+
+Each model is one ``accelsim.sweep`` (its two sizes differ per model) over
+``sram × dram_bandwidth_bytes_per_s``; the points' results and reports stay in ``--out``
+(re-running resumes from there) and the summary goes to ``--docs``: ``cmem_study.csv``,
+``cmem_study.md`` (the table) and ``cmem_study.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import pandas as pd
+
+import frontend
+import scheduler
+from accelsim import load_hw, sweep
+from accelsim.hw import format_bytes
+from accelsim.pipeline import tensor_shares
+from frontend.cache import cached_trace
+
+HW = "tpuv4"
+
+
+def smallest_zero_spill(model: str) -> int:
+    """The smallest CMEM (bytes) at which the program-order schedule moves no extra byte."""
+    hw = load_hw(HW)
+    graph = cached_trace(model, hw.dtype).graph
+    tile_limit = hw.weight_tile_bytes * (hw.n_pe if hw.capacity_scope == "per_pe" else 1)
+    graph, _ = scheduler.tile_weights(graph, tile_limit)
+    need = scheduler.no_spill_capacity(graph, sizes=tensor_shares(graph, hw), alignment=hw.alignment)
+    return -(-need // hw.alignment) * hw.alignment
+
+
+def study(models: list[str], out: Path, jobs: int) -> pd.DataFrame:
+    hw = load_hw(HW)
+    bandwidth = hw.dram_bandwidth_bytes_per_s
+    rows = []
+    for model in models:
+        began = time.perf_counter()
+        size = smallest_zero_spill(model)
+        below = max(size - hw.alignment, hw.alignment)
+        table = sweep([model], HW, {"sram": [size, below], "dram_bandwidth_bytes_per_s": [bandwidth, bandwidth / 2]},
+                      out_dir=out / model, jobs=jobs, plots=False)
+        at = table.set_index(["sram", "dram_bandwidth_bytes_per_s"])
+        full, half, under = at.loc[(size, bandwidth)], at.loc[(size, bandwidth / 2)], at.loc[(below, bandwidth)]
+        for point in (full, half):
+            if point["status"] != "ok":
+                raise RuntimeError(f"{model}: a point failed: {point['status']}")
+        below_mr = under["status"] != "ok"
+        if below_mr and "below M_R" not in under["status"]:
+            raise RuntimeError(f"{model}: the point one granule below failed: {under['status']}")
+        rows.append({
+            "model": model,
+            "smallest_zero_spill_cmem_bytes": size,
+            "noncompulsory_at_it": int(full["noncompulsory_bytes"]),
+            "noncompulsory_one_granule_below": None if below_mr else int(under["noncompulsory_bytes"]),
+            "fits_128MiB": size <= hw.sram_bytes_per_pe,
+            "cycles": int(full["cycles"]),
+            "cycles_half_hbm": int(half["cycles"]),
+            "cycles_increase_percent": 100 * (half["cycles"] - full["cycles"]) / full["cycles"],
+            "energy_j": float(full["energy_j"]),
+            "energy_half_hbm_j": float(half["energy_j"]),
+            "energy_increase_percent": 100 * (half["energy_j"] - full["energy_j"]) / full["energy_j"],
+            "study_seconds": time.perf_counter() - began,
+        })
+        print(f"{model}: {format_bytes(size)}; half HBM +{rows[-1]['cycles_increase_percent']:.1f} % cycles, "
+              f"+{rows[-1]['energy_increase_percent']:.1f} % energy", flush=True)
+    return pd.DataFrame(rows)
+
+
+def markdown(table: pd.DataFrame) -> str:
+    lines = ["| model | smallest CMEM, no extra traffic | extra traffic one granule below | cycles | "
+             "half HBM: cycles | half HBM: energy |", "|---|---:|---:|---:|---:|---:|"]
+    for r in table.itertuples():
+        lines.append(f"| {r.model} | {format_bytes(r.smallest_zero_spill_cmem_bytes)}"
+                     f"{'' if r.fits_128MiB else ' (> 128 MiB)'} | {_below(r.noncompulsory_one_granule_below)} | "
+                     f"{r.cycles:,} | +{r.cycles_increase_percent:.1f} % | +{r.energy_increase_percent:.1f} % |")
+    return "\n".join(lines) + "\n"
+
+
+def _below(value: object) -> str:
+    return "below M_R" if value is None or value != value else format_bytes(int(value))  # NaN from pandas
+
+
+def plot(table: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ordered = table.sort_values("smallest_zero_spill_cmem_bytes")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 7), sharey=True)
+    names = ordered["model"]
+    left.barh(names, ordered["smallest_zero_spill_cmem_bytes"] / 2**20, color="tab:blue")
+    left.axvline(128, color="tab:red", linestyle="--", label="TPUv4 CMEM, 128 MiB")
+    left.set_xscale("log")
+    left.set_xlabel("smallest CMEM with zero non-compulsory traffic (MiB, log)")
+    left.legend(loc="lower right")
+    right.barh(names, ordered["cycles_increase_percent"], color="tab:orange", label="cycles")
+    right.barh(names, ordered["energy_increase_percent"], color="tab:green", alpha=0.6, height=0.4, label="energy")
+    right.set_xlabel("cost of halving HBM bandwidth (1,200 -> 600 GB/s), % at that CMEM")
+    right.legend(loc="lower right")
+    fig.suptitle("accelsim sweep on tpuv4: CMEM needed and HBM sensitivity per zoo model")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", help="comma-separated zoo names (default: every zoo model)")
+    parser.add_argument("--out", default="/tmp/accelsim-cmem-study", help="sweep results folder (resumable)")
+    parser.add_argument("--docs", default="docs/sweep", help="where the summary table and plot go")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes per model sweep (default 1)")
+    args = parser.parse_args()
+    models = args.models.split(",") if args.models else frontend.list_models()
+    table = study(models, Path(args.out), args.jobs)
+    docs = Path(args.docs)
+    docs.mkdir(parents=True, exist_ok=True)
+    table.to_csv(docs / "cmem_study.csv", index=False)
+    (docs / "cmem_study.md").write_text(markdown(table))
+    plot(table, docs / "cmem_study.png")
+    print(f"wrote {docs / 'cmem_study.csv'}, {docs / 'cmem_study.md'}, {docs / 'cmem_study.png'}")
+
+
+if __name__ == "__main__":
+    main()
