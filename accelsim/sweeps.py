@@ -436,7 +436,7 @@ class Progress:
         elapsed = time.perf_counter() - self.began
         eta = elapsed / self.done * (self.total - self.done)
         status = row.get("status", "")
-        print(f"[{self.done}/{self.total}] {label}: {status if status != 'ok' else 'ok'} "
+        print(f"[{self.done}/{self.total}] {label}: {status} "
               f"({row.get('wall_s', 0):.2f} s; ETA {eta:.0f} s)", file=self.stream, flush=True)
 
     def close(self) -> None:

@@ -17,8 +17,8 @@ For every zoo model on ``tpuv4`` (CMEM managed as one chip-wide scratchpad):
 
 Each model is one ``accelsim.sweep`` (its two sizes differ per model) over
 ``sram × dram_bandwidth_bytes_per_s``; the points' results and reports stay in ``--out``
-(re-running resumes from there) and the summary goes to ``--docs``: ``cmem_study.csv``,
-``cmem_study.md`` (the table) and ``cmem_study.png``.
+(re-running resumes from there) and the summary goes to ``--docs``: ``cmem_study.csv`` (the
+README's table is rendered from it by ``examples/readme_tables.py``) and ``cmem_study.png``.
 """
 
 from __future__ import annotations
@@ -86,20 +86,6 @@ def study(models: list[str], out: Path, jobs: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def markdown(table: pd.DataFrame) -> str:
-    lines = ["| model | smallest CMEM, no extra traffic | extra traffic one granule below | cycles | "
-             "half HBM: cycles | half HBM: energy |", "|---|---:|---:|---:|---:|---:|"]
-    for r in table.itertuples():
-        lines.append(f"| {r.model} | {format_bytes(r.smallest_zero_spill_cmem_bytes)}"
-                     f"{'' if r.fits_128MiB else ' (> 128 MiB)'} | {_below(r.noncompulsory_one_granule_below)} | "
-                     f"{r.cycles:,} | +{r.cycles_increase_percent:.1f} % | +{r.energy_increase_percent:.1f} % |")
-    return "\n".join(lines) + "\n"
-
-
-def _below(value: object) -> str:
-    return "below M_R" if value is None or value != value else format_bytes(int(value))  # NaN from pandas
-
-
 def plot(table: pd.DataFrame, path: Path) -> None:
     import matplotlib
 
@@ -136,9 +122,9 @@ def main() -> None:
     docs = Path(args.docs)
     docs.mkdir(parents=True, exist_ok=True)
     table.to_csv(docs / "cmem_study.csv", index=False)
-    (docs / "cmem_study.md").write_text(markdown(table))
     plot(table, docs / "cmem_study.png")
-    print(f"wrote {docs / 'cmem_study.csv'}, {docs / 'cmem_study.md'}, {docs / 'cmem_study.png'}")
+    print(f"wrote {docs / 'cmem_study.csv'} and {docs / 'cmem_study.png'} (the README's table is rendered from "
+          "the CSV by examples/readme_tables.py)")
 
 
 if __name__ == "__main__":

@@ -26,8 +26,8 @@ BENCH = REPO / "docs" / "bench"
 CHALLENGING = "ABCDEFGHIJK"
 
 
-def read(name: str) -> list[dict[str, str]]:
-    with open(BENCH / name, newline="") as handle:
+def read(name: str, folder: Path = BENCH) -> list[dict[str, str]]:
+    with open(folder / name, newline="") as handle:
         return list(csv.DictReader(handle))
 
 
@@ -52,7 +52,12 @@ def _over(row: dict[str, str]) -> str:
 
 def _insured(row: dict[str, str]) -> str:
     """A dagger when the method placed nothing and the insurance greedy-by-size's placement stands in."""
-    return " †" if "insurance" in row.get("reason", "") else ""
+    return " †" if _is_insurance(row) else ""
+
+
+def _is_insurance(row: dict[str, str]) -> bool:
+    """The row's placement is minimize's insurance greedy-by-size, not the method's own."""
+    return "insurance" in row.get("reason", "")
 
 
 def table_fit() -> list[str]:
@@ -142,7 +147,7 @@ def table_limits() -> list[str]:
              "|---|---|---:|---|---:|---:|"]
     for method, f in fit.items():
         m = low[method]
-        whose = " (insurance)" if "insurance" in m.get("reason", "") else ""
+        whose = " (insurance)" if _is_insurance(m) else ""
         lines.append(f"| `{method}` | {f['status']} | {_within(f)} | {m['status']}{whose} | {_over(m)} | "
                      f"{_within(m)} |")
     return lines
@@ -166,14 +171,9 @@ def table_telamalloc() -> list[str]:
 SWEEP = REPO / "docs" / "sweep"
 
 
-def _read_sweep(name: str) -> list[dict[str, str]]:
-    with open(SWEEP / name, newline="") as handle:
-        return list(csv.DictReader(handle))
-
-
 def table_sweep() -> list[str]:
     """``accelsim sweep`` on 96 points, five settings (examples/sweep_speed.py)."""
-    rows = _read_sweep("speed.csv")
+    rows = read("speed.csv", SWEEP)
     lines = ["| run | command | seconds |", "|---|---|---:|"]
     for r in rows:
         lines.append(f"| {r['run']} | `{r['command']}` | {_seconds(r['seconds'])} |")
@@ -192,7 +192,7 @@ def table_cmem() -> list[str]:
     """The TPUv4 CMEM study (examples/cmem_study.py)."""
     lines = ["| model | smallest CMEM, no extra traffic | extra traffic, one granule less | cycles | "
              "half HBM: cycles | half HBM: energy |", "|---|---:|---:|---:|---:|---:|"]
-    for r in sorted(_read_sweep("cmem_study.csv"), key=lambda r: int(r["smallest_zero_spill_cmem_bytes"])):
+    for r in sorted(read("cmem_study.csv", SWEEP), key=lambda r: int(r["smallest_zero_spill_cmem_bytes"])):
         below = r["noncompulsory_one_granule_below"]
         less = "below M_R" if below in ("", "nan") else _mib(below)
         over = "" if r["fits_128MiB"] == "True" else " (> 128 MiB)"
