@@ -220,11 +220,16 @@ class Base:
 _CONFIGS: dict[str, HardwareConfig] = {}
 
 
+def config_of(hw: str) -> HardwareConfig:
+    """The config ``hw`` names, read once per process."""
+    if hw not in _CONFIGS:
+        _CONFIGS[hw] = load_hw(hw)
+    return _CONFIGS[hw]
+
+
 def effective(point: Point, base: Base) -> tuple[HardwareConfig, dict[str, Any]]:
     """The point's hardware config and its ``RunOptions`` fields (the grid over the base)."""
-    if base.hw not in _CONFIGS:
-        _CONFIGS[base.hw] = load_hw(base.hw)
-    config = apply_overrides(_CONFIGS[base.hw], {**dict(base.overrides), **point.hw_overrides()})
+    config = apply_overrides(config_of(base.hw), {**dict(base.overrides), **point.hw_overrides()})
     options = dict(base.options)
     run = point.run_settings()
     if "sram" in run:
@@ -529,7 +534,7 @@ def run_sweep(
     if clash:
         raise ValueError(f"--grid {clash[0]}: also fixed by --set or a run option; vary it in one place")
     base = Base(str(hw), dict(overrides or {}), base_options)
-    load_hw(base.hw, base.overrides)  # an unknown config or bad --set fails now, naming it
+    apply_overrides(config_of(base.hw), base.overrides)  # an unknown config or bad --set fails now, naming it
     points = grid_points(models, parsed)
     hashes = []
     run_dtype: dict[Point, str] = {}
