@@ -6,6 +6,7 @@ Public surface::
     budget, operator = min_capacity(graph)            # M_R, COSMA section V-A
     s = schedule(graph, budget)                       # program order, first-fit arena, Belady
     s.residencies, s.transfers, s.offsets             # what the allocator / simulator consume
+    s = allocation_aware(graph, budget, "auto")       # spills decided by an allocator that must place them
     s = make_schedule(graph, budget, "cosma")         # COSMA: order + addresses + spills, one CP-SAT model
     check_schedule(graph, s)                          # [] when the schedule computes the graph correctly
 
@@ -16,7 +17,7 @@ holds the COSMA models (joint, fixed order, minimum peak, divide and conquer) an
 ``scheduler.methods`` the names and budgets ``accelsim run`` uses.
 """
 
-from scheduler.baseline import REPLACEMENTS, no_spill_capacity, schedule
+from scheduler.baseline import REPLACEMENTS, no_spill_capacity, plan_residencies, schedule
 from scheduler.budget import min_capacity, onchip_sizes
 from scheduler.check import check_schedule
 from scheduler.cosma import CosmaOptions, MinPeak, break_nodes, budgets, cosma, cosma_dnc, footprint, min_peak
@@ -35,10 +36,12 @@ from scheduler.schedule import (
     peak_address,
     peak_live_bytes,
 )
+from scheduler.spill_loop import Round, allocation_aware
 from scheduler.tiling import tile_weights
 
 __all__ = [
-    "BUDGETS", "ORDERS", "REPLACEMENTS", "SCHEDULERS", "TRANSFER_KINDS", "CapacityError", "CosmaOptions", "MinPeak",
+    "BUDGETS", "ORDERS", "Round", "allocation_aware", "plan_residencies",
+    "REPLACEMENTS", "SCHEDULERS", "TRANSFER_KINDS", "CapacityError", "CosmaOptions", "MinPeak",
     "OverlapAnalysis", "Residency", "Schedule", "ScheduleError", "Transfer", "break_nodes", "budgets",
     "bytes_by_kind", "check_schedule", "cosma", "cosma_dnc", "footprint", "live_bytes_over_time", "make_schedule",
     "min_capacity", "min_peak", "no_spill_capacity", "onchip_sizes", "peak_address", "peak_live_bytes",

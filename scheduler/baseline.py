@@ -59,7 +59,7 @@ from collections.abc import Mapping, Sequence
 
 import networkx as nx
 
-from scheduler.budget import check_alignment, check_capacity, data_bytes, onchip_sizes
+from scheduler.budget import check_alignment, check_capacity, data_bytes, onchip_sizes, operator_bytes
 from scheduler.order import resolve_order
 from scheduler.schedule import (
     Residency,
@@ -182,6 +182,68 @@ def schedule(
     return result
 
 
+def plan_residencies(
+    graph: nx.DiGraph,
+    budgets: Sequence[int],
+    order: str | Sequence[str] = "program",
+    replacement: str = "belady",
+    sizes: Mapping[str, int] | None = None,
+    alignment: int = 1,
+) -> Schedule:
+    """Residencies and transfers that keep the *live bytes* of step ``t`` within ``budgets[t]``; no addresses.
+
+    The same online events as ``schedule`` (frees, fetches, outputs; Belady or greedy
+    replacement), but a tensor fits when the bytes live at the step plus its own stay within
+    the step's budget, whatever the fragmentation: the plan an ideal allocator would need.
+    Before the operator of step ``t`` brings anything in, tensors it does not use are evicted
+    until the bytes still live fit ``budgets[t]`` (a budget lowered after a step must also
+    shed what was already resident). ``replacement="greedy"`` evicts, here, the tensors of
+    the lowest non-compulsory cost per on-chip byte first (ties: furthest next use, then
+    name): there is no address window to choose. Each budget is raised to the step's own
+    footprint (its operator's inputs and outputs; below it the operator cannot run), so the
+    plan always completes. ``allocation_aware`` (``scheduler.spill_loop``) lowers the budgets
+    where an allocator could not place the plan, and tries again.
+
+    Returns a ``Schedule`` without offsets (``offsets`` None), whose peak live bytes are at
+    most ``max(budgets)``; ``stats`` holds ``evictions`` and ``peak_live_bytes``.
+
+    >>> from frontend.synthetic import chain
+    >>> g = chain(4, size=10)
+    >>> plan = plan_residencies(g, [30] * 4)
+    >>> plan.offsets is None, plan.noncompulsory_bytes, plan.stats["peak_live_bytes"]
+    (True, 0, 30)
+    """
+    if replacement not in ("belady", "greedy"):
+        raise ScheduleError(f"unknown replacement {replacement!r}; valid values: 'belady', 'greedy'")
+    check_alignment(alignment)
+    names = resolve_order(graph, order)
+    if len(budgets) != len(names):
+        raise ScheduleError(f"budgets has {len(budgets)} entries for {len(names)} steps")
+    onchip = onchip_sizes(graph, sizes, alignment)
+    floors = step_footprints(graph, names, onchip)
+    steps = [max(int(b), f) for b, f in zip(budgets, floors, strict=True)]
+    capacity = max(max(steps, default=1), sum(onchip.values()), 1)
+    arena = _Arena(graph, names, capacity, onchip, data_bytes(graph, sizes), replacement, steps)
+    arena.run()
+    order_name = order if isinstance(order, str) else "custom"
+    result = Schedule(
+        order=names,
+        residencies=sorted(arena.residencies, key=lambda r: (r.start, r.end, r.id)),
+        transfers=arena.transfers,
+        capacity=max(steps, default=0),
+        alignment=alignment,
+        offsets=None,
+        method=f"{order_name}+{replacement}",
+    )
+    result.stats = {"evictions": arena.evictions, "peak_live_bytes": peak_live_bytes(result)}
+    return result
+
+
+def step_footprints(graph: nx.DiGraph, order: Sequence[str], onchip: Mapping[str, int]) -> list[int]:
+    """On-chip bytes each step's operator needs at once (its inputs and outputs): the floor of any budget there."""
+    return [operator_bytes(graph, op, onchip) for op in order]
+
+
 def no_spill_capacity(
     graph: nx.DiGraph, order: str | Sequence[str] = "program", sizes: Mapping[str, int] | None = None,
     alignment: int = 1,
@@ -214,9 +276,12 @@ class _Arena:
 
     def __init__(
         self, graph: nx.DiGraph, order: list[str], capacity: int, onchip: dict[str, int], data: dict[str, int],
-        replacement: str,
+        replacement: str, budgets: Sequence[int] | None = None,
     ) -> None:
         self.graph = graph
+        #: per step, the most bytes that may be live (``plan_residencies``); None: first fit by address
+        self.budgets = budgets
+        self.step = 0
         self.order = order
         self.capacity = capacity
         self.onchip = onchip  # tensor -> aligned on-chip bytes
@@ -256,11 +321,14 @@ class _Arena:
 
     def run(self) -> None:
         for step, op in enumerate(self.order):
+            self.step = step
             if step:
                 self._free_dead(step)
             node = self.graph.nodes[op]
             inputs = [t for t in node["in_tensors"] if self.onchip[t]]
             protected = set(inputs)
+            if self.budgets is not None:
+                self._shed(step, protected)
             for t in inputs:
                 if t not in self.open:
                     self._fetch(t, step, protected)
@@ -320,9 +388,15 @@ class _Arena:
         return uses[i] if i < len(uses) else _NEVER
 
     def _first_fit(self, size: int) -> int | None:
-        """The lowest offset where ``size`` bytes fit between the resident tensors, or None."""
+        """The lowest offset where ``size`` bytes fit between the resident tensors, or None.
+
+        Under per-step budgets there are no addresses: 0 when the live bytes plus ``size``
+        stay within the step's budget, else None.
+        """
         if size > self.free_bytes:
             return None
+        if self.budgets is not None:
+            return 0 if self.capacity - self.free_bytes + size <= self.budgets[self.step] else None
         cursor = 0
         for offset, tensor in self.resident:
             if offset - cursor >= size:
@@ -345,25 +419,45 @@ class _Arena:
         offset = self._first_fit(size)
         if offset is None and self.replacement == "none":
             raise self._no_room(tensor, step)
-        if offset is None and self.replacement == "greedy":
+        if offset is None and self.replacement == "greedy" and self.budgets is None:
             offset = self._evict_window(size, step, protected)
         if offset is None:
             # Belady; for greedy, no window avoids the protected tensors, so no eviction lets first
             # fit succeed and this evicts every unprotected tensor, as compaction requires.
             offset = self._evict_furthest(size, step, protected)
         if offset is None:
+            assert self.budgets is None, "a budget is never below the step's own footprint"
             self._compact(step)
             offset = self._first_fit(size)
             assert offset is not None, "compaction must make room at any budget >= M_R"
         return self._open(tensor, step, offset)
 
+    def _victims(self, step: int, protected: set[str]) -> list[str]:
+        """The unprotected resident tensors in eviction order: Belady's furthest next use first
+        (ties: larger, then name), or under budgets with greedy replacement the lowest
+        non-compulsory cost per on-chip byte first (ties: furthest next use, then name)."""
+        candidates = [t for _, t in self.resident if t not in protected]
+        if self.budgets is not None and self.replacement == "greedy":
+            return sorted(candidates, key=lambda t: (self._eviction_cost(t, step) / self.onchip[t],
+                                                     -self._next_use(t, step), t))
+        return sorted(candidates, key=lambda t: (-self._next_use(t, step), -self.onchip[t], t))
+
+    def _shed(self, step: int, protected: set[str]) -> None:
+        """Under budgets: evict tensors ``step`` does not use until the live bytes fit its budget."""
+        assert self.budgets is not None
+        if self.capacity - self.free_bytes <= self.budgets[step]:
+            return
+        for victim in self._victims(step, protected):
+            self._drop(victim, step)
+            self.evictions += 1
+            if self.capacity - self.free_bytes <= self.budgets[step]:
+                return
+
     def _evict_furthest(self, size: int, step: int, protected: set[str]) -> int | None:
-        """Belady: evict unprotected tensors, furthest next use first, until ``size`` bytes fit; the offset or None."""
-        victims = sorted(
-            (t for _, t in self.resident if t not in protected),
-            key=lambda t: (-self._next_use(t, step), -self.onchip[t], t),
-        )
-        for victim in victims:
+        """Evict unprotected tensors in ``_victims`` order (Belady by default) until ``size`` bytes fit.
+
+        Returns the offset, or None when it still does not fit."""
+        for victim in self._victims(step, protected):
             self._drop(victim, step)
             self.evictions += 1
             offset = self._first_fit(size)

@@ -2,8 +2,10 @@
 
 ``SCHEDULERS`` lists the methods ``make_schedule`` and ``accelsim run --scheduler`` accept:
 
-* ``"program"`` -- the program order with the TensorFlow Lite arena and a replacement policy
-  (``"belady"`` or ``"greedy"``; ``scheduler.baseline``);
+* ``"program"`` -- the program order with a replacement policy (``"belady"`` or ``"greedy"``),
+  its spills decided either by the TensorFlow Lite style online first-fit arena
+  (``allocator="online-first-fit"``, ``scheduler.baseline``) or by any ``allocator.METHODS``
+  method placing each residency plan offline (``scheduler.spill_loop.allocation_aware``);
 * ``"min-peak"`` -- the same with the order of minimum peak footprint (MPMF, ``min_peak``);
 * ``"cosma"`` -- the joint CP-SAT model (``scheduler.cosma.cosma``);
 * ``"cosma-fs"`` -- addresses and replacement for a fixed order, ``fixed_order`` =
@@ -16,7 +18,8 @@ footprint), ``"MH"`` (their mean) or a number of bytes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import networkx as nx
 
@@ -24,6 +27,7 @@ from scheduler.baseline import schedule
 from scheduler.budget import min_capacity
 from scheduler.cosma import DEFAULTS, CosmaOptions, budgets, cosma, cosma_dnc, min_peak
 from scheduler.schedule import Schedule, ScheduleError
+from scheduler.spill_loop import ONLINE, allocation_aware
 
 #: scheduler names ``make_schedule`` accepts
 SCHEDULERS = ("program", "min-peak", "cosma", "cosma-fs", "cosma-dnc")
@@ -56,13 +60,20 @@ def resolve_budget(
 def make_schedule(
     graph: nx.DiGraph, capacity_bytes: int, method: str = "program", replacement: str = "belady",
     sizes: Mapping[str, int] | None = None, alignment: int = 1, options: CosmaOptions = DEFAULTS,
-    fixed_order: str = "program", part_size: int = 40,
+    fixed_order: str = "program", part_size: int = 40, allocator: str = ONLINE,
+    allocator_timeout: float | None = None, allocator_options: Mapping[str, Any] | None = None,
+    order: str | Sequence[str] = "program",
 ) -> Schedule:
     """Schedule ``graph`` in ``capacity_bytes`` with the scheduler called ``method`` (see ``SCHEDULERS``).
 
     ``replacement`` applies to ``"program"`` and ``"min-peak"``; ``fixed_order`` to
     ``"cosma-fs"``; ``part_size`` to ``"cosma-dnc"``; ``options`` (time limit, workers, seed)
-    to every solver-based method, including the MPMF order of ``"min-peak"``. The result's
+    to every solver-based method, including the MPMF order of ``"min-peak"``. ``allocator``
+    (``"program"`` and ``"min-peak"`` only) decides their spills: ``"online-first-fit"`` (the
+    default here) is the baseline's online arena, any ``allocator.METHODS`` name runs the
+    allocation-aware loop with it (``allocation_aware``; ``allocator_timeout`` seconds for the
+    loop, ``allocator_options`` for ``allocator.solve``). ``order`` is the ``"program"``
+    scheduler's order (``"program"`` or a list of every operator). The result's
     ``status`` says whether a solver proved its answer (``"optimal"``), stopped at its time
     limit with one (``"feasible"``) or without (``"timeout"``: the best baseline is returned),
     or whether it is a heuristic. Unknown names raise ``ScheduleError`` listing the valid ones.
@@ -75,11 +86,31 @@ def make_schedule(
         raise ScheduleError(f"unknown scheduler {method!r}; valid values: {', '.join(map(repr, SCHEDULERS))}")
     if fixed_order not in ("program", "min-peak"):
         raise ScheduleError(f"unknown fixed order {fixed_order!r}; valid values: 'program', 'min-peak'")
+    if method not in ("program", "min-peak"):
+        if allocator != ONLINE:
+            raise ScheduleError(f"allocator={allocator!r} decides the spills of the 'program' and 'min-peak' "
+                                f"schedulers; {method!r} places its own tensors (re-place its residencies with "
+                                "allocator.solve)")
+    elif allocator_timeout is not None and allocator == ONLINE:
+        raise ScheduleError(f"allocator_timeout={allocator_timeout!r} limits an allocator's loop; the "
+                            f"{ONLINE!r} arena has no time limit")
+
+    if method != "program" and not (isinstance(order, str) and order == "program"):
+        raise ScheduleError(f"order applies to the 'program' scheduler, not to {method!r}")
+
+    def fixed(sequence: str | Sequence[str]) -> Schedule:
+        if allocator == ONLINE:
+            result = schedule(graph, capacity_bytes, sequence, replacement, sizes, alignment)
+            result.placed_by = ONLINE
+            return result
+        return allocation_aware(graph, capacity_bytes, allocator, sequence, replacement, sizes, alignment,
+                                allocator_timeout, allocator_options)
+
     if method == "program":
-        return schedule(graph, capacity_bytes, "program", replacement, sizes, alignment)
+        return fixed(order)
     if method == "min-peak":
         best = min_peak(graph, sizes, alignment, options)
-        result = schedule(graph, capacity_bytes, best.order, replacement, sizes, alignment)
+        result = fixed(best.order)
         result.method = f"min-peak+{replacement}"
         result.stats["order_peak"] = best.peak
         result.stats["order_status_optimal"] = float(best.status == "optimal")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from allocator import Buffer, Problem
 
@@ -106,6 +106,11 @@ class Schedule:
     #: "optimal" / "feasible" / "timeout" for the solver-based schedulers (``scheduler.cosma``),
     #: "heuristic" for the baselines
     status: str = "heuristic"
+    #: who chose ``offsets``: the allocator method, "online-first-fit" for the baseline's arena,
+    #: "" when the scheduler's own (COSMA's CP-SAT addresses) or unset
+    placed_by: str = ""
+    #: the allocation-aware loop's attempts (``scheduler.spill_loop.Round``), empty for the other schedulers
+    rounds: list[Any] = field(default_factory=list)
 
     def problem(self, capacity: int | None = -1) -> Problem:
         """The residencies as an allocation problem (default: under this schedule's capacity)."""
@@ -116,7 +121,8 @@ class Schedule:
         """A copy whose residencies are placed at ``offsets`` (e.g. from another allocator)."""
         return Schedule(
             list(self.order), list(self.residencies), list(self.transfers), self.capacity,
-            self.alignment, dict(offsets), self.method, dict(self.stats), self.status,
+            self.alignment, dict(offsets), self.method, dict(self.stats), self.status, self.placed_by,
+            list(self.rounds),
         )
 
     @property

@@ -1,0 +1,227 @@
+"""Spilling decided by the allocator: re-plan the residencies until the chosen allocator places them.
+
+The program-order baseline (``scheduler.baseline.schedule``) decides its spills with its own
+online first-fit arena, so a better offline allocator could only re-place the same residencies:
+it changed the peak address, never the DRAM traffic. Here the allocator decides whether a
+residency plan fits, and where it does not, the plan spills more, only where it failed.
+
+The loop (``allocation_aware``), for a capacity ``C`` and a fixed operator order:
+
+1. **Plan.** ``plan_residencies`` proposes residencies under a per-step budget of *live bytes*
+   ``B[t]``, all ``C`` at first: a tensor stays on chip while the bytes live at the step fit
+   its budget, whatever the fragmentation (the plan an ideal allocator would need). Victims
+   are chosen by the replacement policy (Belady: furthest next use; greedy: the lowest
+   non-compulsory cost per byte) among the tensors live at that step that its operator does
+   not use.
+2. **Place.** The chosen allocator (any ``allocator.METHODS`` name; ``auto`` by default) places
+   the plan's residencies offline in ``C``. If it does, the loop ends: that plan and those
+   offsets are the answer.
+3. **Find the failing window.** Otherwise the placement it returned (a heuristic that missed
+   returns one above ``C``), or, when it returned none (an exact search that proved the plan
+   infeasible or ran out of time), ``best-fit``'s placement of the same residencies without a
+   capacity, says where the plan overflows: at step ``t`` the overflow ``o[t]`` is how far the
+   highest buffer live at ``t`` reaches above ``C``.
+4. **Lower the budgets there.** At every overflowing step, ``B[t]`` becomes the plan's live
+   bytes at ``t`` minus ``o[t]`` (rounded down to the alignment), but never below the step's
+   own footprint (its operator's inputs and outputs). The next plan must evict at least
+   ``o[t]`` more bytes at each such step, chosen again by the replacement policy; steps that
+   did not overflow keep their budgets. Everything is re-solved from scratch: the plan
+   (milliseconds) and the placement (the allocator's time).
+
+**Termination.** Each round that does not fit lowers at least one budget by at least one
+alignment unit, and no budget goes below its floor, so the sum of the budgets strictly
+decreases and the loop ends after finitely many rounds; it also ends after ``max_rounds``
+rounds, when the time runs out, or when no overflowing step can be lowered any more (every
+one at its floor). The loop's answer is then *no fit*.
+
+**The online arena as the safety net.** The online first-fit arena always completes at any
+``C >= M_R`` (it compacts), and costs milliseconds, so the flow runs it too and keeps
+whichever result moves fewer non-compulsory bytes (ties: the allocator's plan). A compiler
+would do the same rather than fail where the old flow did not; it also makes the result never
+worse than the online first fit. ``Schedule.stats`` says what happened: ``rounds``,
+``fitted`` (1 when the loop's plan fit), ``loop_noncompulsory_bytes`` (-1 without a fit),
+``online_noncompulsory_bytes``, ``online_kept`` (1 when the online arena's schedule was kept),
+and ``Schedule.placed_by`` names who chose the offsets.
+
+Deterministic for deterministic allocators (the heuristics; ``auto`` or ``minimalloc`` with a
+``node_limit`` in ``allocator_options``); with only a time limit an exact search may end
+differently on a loaded machine.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+
+from scheduler.baseline import plan_residencies, schedule, step_footprints
+from scheduler.budget import check_alignment, check_capacity, onchip_sizes
+from scheduler.order import resolve_order
+from scheduler.schedule import Schedule, ScheduleError, live_bytes_over_time
+
+#: the allocator ``allocation_aware`` uses when none is named
+DEFAULT_ALLOCATOR = "auto"
+#: seconds the whole loop may take when no ``timeout`` is given
+DEFAULT_TIMEOUT = 8.0
+#: the method that locates the overflow when the chosen allocator returned no placement
+LOCATOR = "best-fit"
+#: the name of the online first-fit arena (the baseline's own placement)
+ONLINE = "online-first-fit"
+
+
+@dataclass(frozen=True)
+class Round:
+    """One plan-and-place attempt of the loop."""
+
+    noncompulsory_bytes: int  #: the plan's spill and retrieve bytes
+    peak_live_bytes: int  #: the plan's most live bytes at one step
+    residencies: int
+    status: str  #: the allocator's status for the plan: solved, failed, infeasible, timeout
+    peak: int | None  #: the highest address of the allocator's placement, if it returned one
+    lowered: int  #: steps whose budget this round lowered for the next (0 when it fit or could not progress)
+    seconds: float
+
+
+def _overflow(plan: Schedule, offsets: Mapping[str, int], capacity: int, steps: int) -> list[int]:
+    """Per step, how far the highest buffer live there reaches above ``capacity`` (0 where it fits)."""
+    over = [0] * steps
+    for r in plan.residencies:
+        top = offsets[r.id] + r.size - capacity
+        if top > 0:
+            for t in range(r.start, min(r.end, steps)):
+                if top > over[t]:
+                    over[t] = top
+    return over
+
+
+def allocation_aware(
+    graph: nx.DiGraph,
+    capacity_bytes: int,
+    allocator: str = DEFAULT_ALLOCATOR,
+    order: str | Sequence[str] = "program",
+    replacement: str = "belady",
+    sizes: Mapping[str, int] | None = None,
+    alignment: int = 1,
+    timeout: float | None = None,
+    allocator_options: Mapping[str, Any] | None = None,
+    max_rounds: int = 64,
+) -> Schedule:
+    """Schedule ``graph`` in a fixed order with spills decided by ``allocator`` (see the module docstring).
+
+    Parameters
+    ----------
+    graph, capacity_bytes, order, replacement, sizes, alignment:
+        as for ``scheduler.schedule`` (``replacement`` is ``"belady"`` or ``"greedy"``).
+    allocator:
+        an ``allocator.METHODS`` name that places each plan (``"auto"`` by default).
+    timeout:
+        seconds for the whole loop (``DEFAULT_TIMEOUT`` when None). Each round's allocator gets
+        half of what is left (all of it when that is under 0.1 s); when it runs out the
+        best result so far is returned (the online arena's if no plan fitted).
+    allocator_options:
+        keyword options for ``allocator.solve`` (e.g. ``{"node_limit": 100000}`` for ``auto`` or
+        ``minimalloc``, to make the loop deterministic).
+    max_rounds:
+        the most plans tried.
+
+    Returns
+    -------
+    Schedule
+        with ``offsets``, ``placed_by`` (the allocator, or ``"online-first-fit"``) and
+        ``stats`` (``rounds``, ``fitted``, ``loop_noncompulsory_bytes``,
+        ``online_noncompulsory_bytes``, ``online_kept``, ``loop_seconds``, ``min_capacity``,
+        ``peak_live_bytes``, ``peak_address``). ``rounds`` in the stats counts plans; the
+        details of each are in ``Schedule.rounds``.
+
+    Raises ``CapacityError`` below M_R and ``ScheduleError`` for a bad option; an unknown
+    allocator raises ``allocator.UnknownMethodError``.
+
+    >>> from frontend.synthetic import chain
+    >>> s = allocation_aware(chain(4, size=10), 30, allocator="best-fit")
+    >>> s.placed_by, s.noncompulsory_bytes, int(s.stats["fitted"])
+    ('best-fit', 0, 1)
+    """
+    import allocator as alloc
+
+    if allocator not in alloc.METHODS:
+        raise alloc.UnknownMethodError(
+            f"unknown allocator method {allocator!r}; known: {', '.join(sorted(alloc.METHODS))}")
+    if replacement not in ("belady", "greedy"):
+        raise ScheduleError(f"unknown replacement {replacement!r}; valid values: 'belady', 'greedy'")
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+        raise ScheduleError(f"max_rounds must be a positive integer, got {max_rounds!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
+                                or not timeout > 0 or timeout == float("inf")):
+        raise ScheduleError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
+    check_alignment(alignment)
+    need = check_capacity(graph, capacity_bytes, sizes, alignment)
+    began = time.perf_counter()
+    deadline = began + (DEFAULT_TIMEOUT if timeout is None else timeout)
+    names = resolve_order(graph, order)
+    floors = step_footprints(graph, names, onchip_sizes(graph, sizes, alignment))
+    budgets = [capacity_bytes] * len(names)
+    options = dict(allocator_options or {})
+    rounds: list[Round] = []
+    fitted: Schedule | None = None
+    fitted_evictions = 0
+    while len(rounds) < max_rounds:
+        clock = time.perf_counter()
+        left = deadline - clock
+        if left <= 0:
+            break
+        plan = plan_residencies(graph, budgets, names, replacement, sizes, alignment)
+        problem = plan.problem(capacity_bytes)
+        share = left if left < 0.1 else left / 2
+        result = alloc.solve(problem, allocator, timeout=max(share, 1e-3), **options)
+        base = (plan.noncompulsory_bytes, int(plan.stats["peak_live_bytes"]), len(plan.residencies), result.status,
+                result.peak)
+        if result.solved and result.solution is not None:
+            rounds.append(Round(*base, 0, time.perf_counter() - clock))
+            fitted = plan.with_offsets(result.solution.offsets)
+            fitted.capacity = capacity_bytes
+            fitted_evictions = int(plan.stats["evictions"])
+            break
+        offsets = result.solution.offsets if result.solution is not None else None
+        if offsets is None:
+            left = max(deadline - time.perf_counter(), 1e-3)
+            located = alloc.solve(problem.with_capacity(None), LOCATOR, timeout=left)
+            offsets = located.solution.offsets if located.solution is not None else None
+        lowered = 0
+        if offsets is not None:
+            over = _overflow(plan, offsets, capacity_bytes, len(names))
+            live = live_bytes_over_time(plan)
+            for t, amount in enumerate(over):
+                if amount <= 0:
+                    continue
+                wanted = max((min(budgets[t], live[t]) - amount) // alignment * alignment, floors[t])
+                if wanted < budgets[t]:
+                    budgets[t] = wanted
+                    lowered += 1
+        rounds.append(Round(*base, lowered, time.perf_counter() - clock))
+        if lowered == 0:
+            break  # every overflowing step is at its floor (or nothing located the overflow): no progress
+    online = schedule(graph, capacity_bytes, names, replacement, sizes, alignment)
+    order_name = order if isinstance(order, str) else "custom"
+    keep_online = fitted is None or online.noncompulsory_bytes < fitted.noncompulsory_bytes
+    chosen = online if keep_online else fitted
+    assert chosen is not None
+    chosen.method = f"{order_name}+{replacement}"
+    chosen.placed_by = ONLINE if keep_online else allocator
+    chosen.rounds = rounds
+    chosen.stats = {
+        "min_capacity": need,
+        "rounds": len(rounds),
+        "fitted": float(fitted is not None),
+        "loop_noncompulsory_bytes": -1 if fitted is None else fitted.noncompulsory_bytes,
+        "online_noncompulsory_bytes": online.noncompulsory_bytes,
+        "online_kept": float(keep_online),
+        "loop_seconds": time.perf_counter() - began,
+        "evictions": int(online.stats["evictions"]) if keep_online else fitted_evictions,
+        "peak_live_bytes": max(live_bytes_over_time(chosen), default=0),
+        "peak_address": max((chosen.offsets[r.id] + r.size for r in chosen.residencies), default=0)
+        if chosen.offsets else 0,
+    }
+    return chosen
