@@ -186,6 +186,12 @@ def _cmd_alloc(args: argparse.Namespace) -> int:
         return 0
     if args.file is None:
         raise ValueError("alloc needs a CSV file (or --methods to list the allocation methods)")
+    if args.explain is not None:
+        if args.capacity is None:
+            raise ValueError("--explain needs --capacity: it explains why no placement fits a capacity")
+        if args.minimize:
+            raise ValueError("--explain explains a --capacity without a placement; use it without --minimize")
+        check_output_file(args.explain, "--explain")
     problem, capacity = _read_problem(args)
     method = args.method or ("minimalloc" if args.minimize else "greedy-by-size")
     # Compiled code is loaded (or, on the first run after installing, compiled and cached)
@@ -209,8 +215,11 @@ def _cmd_alloc(args: argparse.Namespace) -> int:
     if "nodes" in result.stats:
         rows.append(("search", f"{int(result.stats['nodes']):,} nodes, {int(result.stats.get('backtracks', 0)):,} "
                                "backtracks"))
-    if result.reason:
-        rows.append(("reason", result.reason))
+    reason, explained = result.reason, None
+    if not result.solved and (args.explain is not None or result.status == "infeasible"):
+        reason, explained = _alloc_explain(args, problem, result)
+    if reason:
+        rows.append(("reason", reason))
     if args.output is not None:
         # Only a placement that fits is written: a file downstream tools would trust as valid.
         if result.solved and result.solution is not None:
@@ -219,7 +228,66 @@ def _cmd_alloc(args: argparse.Namespace) -> int:
         else:
             rows.append(("output", f"{args.output} not written: no placement fits the capacity"))
     _print_rows(rows)
+    if args.explain is not None:
+        print(explained or f"explain: a placement fits the capacity, nothing to explain; {args.explain} not written")
     return 0 if result.solved else 1
+
+
+#: without --explain, a failed alloc looks for a small set of buffers to name with at most this
+#: share of --timeout, this many seconds, and this many nodes per probe of the exact search
+_NAMING_SHARE, _NAMING_SECONDS, _NAMING_NODES = 0.25, 2.0, 100_000
+#: ... and only on problems of at most this many buffers (LOAD above the capacity: on any)
+_NAMING_MAX_BUFFERS = 20_000
+#: seconds --explain gets without --timeout
+_EXPLAIN_SECONDS = 60.0
+
+
+def _alloc_explain(args: argparse.Namespace, problem: allocator.Problem,
+                   result: allocator.AllocationResult) -> tuple[str, str | None]:
+    """The reason of a failed ``alloc``, naming a small set of buffers that cannot be placed together
+    when one is found, and with ``--explain`` the line saying what was written to that file.
+
+    With ``--explain`` the exact search decides whatever the method said (``failed`` and
+    ``timeout`` prove nothing) and gets ``--timeout`` seconds of its own (60 without). Without
+    it, only a proven infeasibility is explained, in a bounded share of the time, and only the
+    set's ids (up to 10) go into the reason.
+    """
+    import allocator
+    from accelsim.bench import warm_up
+    from allocator.explain import DEFAULT_NODE_LIMIT, FeasibleProblemError, explain_infeasible
+
+    reason = result.reason
+    asked = args.explain is not None
+    if not asked and len(problem) > _NAMING_MAX_BUFFERS and result.stats["lower_bound"] <= (problem.capacity or 0):
+        return reason, None
+    if asked or result.stats["lower_bound"] <= (problem.capacity or 0):  # (LOAD above it rarely needs a search)
+        warm_up(["greedy-by-size", "minimalloc"])  # compiled code loaded before the clock starts
+    if asked:
+        timeout, nodes = args.timeout or _EXPLAIN_SECONDS, DEFAULT_NODE_LIMIT
+    else:
+        timeout = min(_NAMING_SECONDS, _NAMING_SHARE * args.timeout) if args.timeout else _NAMING_SECONDS
+        nodes = _NAMING_NODES
+    unproven = "" if result.status == "infeasible" else f"{result.method}'s {result.status!r} proves nothing; "
+    try:
+        explanation = explain_infeasible(problem, timeout=timeout, node_limit=nodes)
+    except FeasibleProblemError:
+        if not asked:  # the method proved the opposite: say so rather than hide it
+            return f"{reason}; yet the exact search found a placement that fits (a wrong proof: please report)", None
+        return reason, (f"explain: {unproven}the exact search found a placement that fits (use --method "
+                        f"minimalloc); {args.explain} not written")
+    if not explanation.proven_infeasible:
+        return reason, (f"explain: {unproven}{explanation.reason} within {timeout:g} s; {args.explain} not "
+                        "written") if asked else None
+    named = explanation.describe() if len(explanation) <= 10 else (
+        f"{len(explanation):,} buffers cannot be placed together ({explanation.reason}); "
+        + ("see --explain" if asked else "--explain OUT.csv writes them"))
+    reason = f"{reason}; {named}" if reason else named
+    if not asked:
+        return reason, None
+    allocator.write_csv(args.explain, explanation.problem)
+    buffers = "1 buffer" if len(explanation) == 1 else f"{len(explanation):,} buffers"
+    return reason, (f"explain: {unproven}{buffers} written to {args.explain} "
+                    f"({explanation.seconds:.2f} s, {explanation.probes} probes); {explanation.minimality()}")
 
 
 def _print_rows(rows: list[tuple[str, str]]) -> None:
@@ -466,6 +534,10 @@ def build_parser() -> argparse.ArgumentParser:
     alloc.add_argument("--timeout", type=_positive_seconds, help="time limit in seconds (default: none; "
                                                                  "10 with --minimize)")
     alloc.add_argument("--output", help="write the placed buffers (with an offset column) to this CSV")
+    alloc.add_argument("--explain", metavar="OUT.csv",
+                       help="when no placement fits --capacity, write a minimal set of buffers that cannot be "
+                            "placed together (infeasible, and feasible without any one of them) to this CSV; "
+                            "the exact search decides, in --timeout seconds of its own (default 60)")
     alloc.add_argument("--methods", action="store_true", help="list the allocation methods and exit")
     alloc.add_argument("--minimize", action="store_true",
                        help="minimise the peak (anytime; default method minimalloc, default timeout 10 s); "

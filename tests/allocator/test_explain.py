@@ -8,15 +8,21 @@ by node limits only, never by time, so the tests give the same answers on any ma
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
-from allocator import Buffer, InvalidProblemError, Problem, lower_bound, read_csv
+from accelsim.cli import main
+from allocator import Buffer, InvalidProblemError, Problem, lower_bound, read_csv, write_csv
 from allocator.explain import ExplainOptions, Explanation, FeasibleProblemError, explain_infeasible
+
+REPO = Path(__file__).resolve().parents[2]
 
 #: enough nodes for every probe on these small problems: asserted outcomes never depend on the clock
 NODES = 100_000
@@ -292,3 +298,100 @@ def test_a_challenging_instance_one_byte_below_its_load(benchmarks):
     explanation = explain_infeasible(problem, node_limit=NODES)
     assert explanation.cause == "load" and len(explanation) < len(problem)
     assert_minimal_infeasible(problem, explanation)
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def staircase_csv(tmp_path: Path) -> Path:
+    """The staircase and one buffer after it (not needed), as a MiniMalloc CSV."""
+    path = tmp_path / "staircase.csv"
+    write_csv(path, Problem(list(STAIRCASE) + [Buffer("after", 5, 8, 5)]))
+    return path
+
+
+def test_cli_explain_writes_the_set_and_exits_1(staircase_csv, tmp_path):
+    out = tmp_path / "why.csv"
+    done = subprocess.run([sys.executable, "-m", "accelsim", "alloc", str(staircase_csv), "--capacity", "5",
+                           "--method", "minimalloc", "--explain", str(out)], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == ""
+    written = read_csv(out, capacity=5)
+    assert set(written.ids) == {b.id for b in STAIRCASE}
+    assert not cpsat_feasible(written.buffers, 5)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("explain:")]
+    assert lines == [f"explain: 7 buffers written to {out} " + lines[0].split(f"{out} ", 1)[1]]
+    assert lines[0].endswith("; minimal (each removal proven feasible)")
+
+
+def test_cli_explain_decides_what_a_failed_heuristic_could_not(staircase_csv, tmp_path, capsys):
+    out = tmp_path / "why.csv"
+    assert main(["alloc", str(staircase_csv), "--capacity", "5", "--method", "greedy-by-size",
+                 "--explain", str(out)]) == 1
+    printed = capsys.readouterr().out
+    assert "status     failed" in printed
+    assert "greedy-by-size's 'failed' proves nothing; 7 buffers written to" in printed
+    assert set(read_csv(out).ids) == {b.id for b in STAIRCASE}
+
+
+def test_cli_explain_says_when_the_heuristic_missed_a_placement(staircase_csv, tmp_path, capsys):
+    # at 6 bytes greedy-by-size misses (peak 7), but a placement exists (first-fit finds one)
+    out = tmp_path / "why.csv"
+    assert main(["alloc", str(staircase_csv), "--capacity", "6", "--method", "greedy-by-size", "--explain",
+                 str(out)]) == 1
+    printed = capsys.readouterr().out
+    assert "status     failed" in printed
+    assert "the exact search found a placement that fits" in printed and "not written" in printed
+    assert not out.exists()
+
+
+def test_cli_explain_writes_nothing_when_a_placement_fits(staircase_csv, tmp_path, capsys):
+    out = tmp_path / "why.csv"
+    assert main(["alloc", str(staircase_csv), "--capacity", "16", "--explain", str(out)]) == 0
+    assert "explain: a placement fits the capacity, nothing to explain" in capsys.readouterr().out
+    assert not out.exists()
+
+
+def test_cli_names_the_set_without_explain(staircase_csv, capsys):
+    assert main(["alloc", str(staircase_csv), "--capacity", "5", "--method", "minimalloc"]) == 1
+    reason = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("reason"))
+    assert "search space exhausted" in reason
+    assert "buffers 'b1', 'b2', 'b3', 'b4', 'b5', 'f0', 'f3' cannot be placed together" in reason
+    assert "'after'" not in reason and "minimal (each removal proven feasible)" in reason
+
+
+def test_cli_names_the_load_set_without_explain(tmp_path, capsys):
+    path = tmp_path / "load.csv"
+    write_csv(path, Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 5), Buffer("c", 2, 4, 1), Buffer("d", 1, 2, 2)]))
+    assert main(["alloc", str(path), "--capacity", "8"]) == 1
+    reason = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("reason"))
+    assert reason.split(None, 1)[1] == ("LOAD 11 exceeds capacity 8; buffers 'a', 'b' cannot be placed together "
+                                        "(live together at step 1 they need 9 B, more than the capacity 8 B); "
+                                        "minimal (each removal proven feasible)")
+
+
+def test_cli_does_not_name_a_large_set(tmp_path, capsys):
+    path = tmp_path / "many.csv"
+    write_csv(path, Problem([Buffer(f"s{i}", 0, 2, 1) for i in range(12)]))
+    assert main(["alloc", str(path), "--capacity", "11"]) == 1
+    reason = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("reason"))
+    assert "12 buffers cannot be placed together" in reason and "'s0'" not in reason
+    assert "--explain OUT.csv writes them" in reason
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    ([], "--explain needs --capacity"),
+    (["--capacity", "5", "--minimize"], "without --minimize"),
+])
+def test_cli_explain_refuses_options_that_mean_nothing(staircase_csv, tmp_path, capsys, argv, message):
+    assert main(["alloc", str(staircase_csv), *argv, "--explain", str(tmp_path / "why.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_explain_checks_its_path_before_any_work(staircase_csv, tmp_path, capsys):
+    assert main(["alloc", str(staircase_csv), "--capacity", "5", "--explain", str(tmp_path / "no" / "why.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "--explain" in err
