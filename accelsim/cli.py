@@ -280,7 +280,7 @@ def _alloc_explain(args: argparse.Namespace, problem: allocator.Problem,
                         "written") if asked else None
     named = explanation.describe() if len(explanation) <= 10 else (
         f"{len(explanation):,} buffers cannot be placed together ({explanation.reason}); "
-        + ("see --explain" if asked else "--explain OUT.csv writes them"))
+        + (f"see {args.explain}" if asked else "--explain OUT.csv writes them"))
     reason = f"{reason}; {named}" if reason else named
     if not asked:
         return reason, None
