@@ -8,6 +8,7 @@ Public surface::
     report = compile_and_simulate("resnet18", "tpuv4", RunOptions(overrides={"compute.rows": 256}))
     hw = load_hw("tpuv4", overrides={"dma.channels": 8})
     table = sweep(["resnet18"], "pixel6", ["sram=256KiB,1MiB"], out_dir="sweep-out/")  # a pandas DataFrame
+    print(size("resnet50", "pixel6").format())        # M_R and the smallest spill-free SRAM per allocator
 
 Importing this package does not import torch: the frontend is loaded when a model is traced.
 """
@@ -23,10 +24,11 @@ from accelsim.pipeline import (
     compile_and_simulate,
 )
 from accelsim.sim import MemoryViolation, Scratchpad, SimResult, SimulationError, simulate
+from accelsim.sizing import SizeReport, size
 from accelsim.sweeps import sweep
 
 __all__ = [
     "AllocationFailedError", "CompileError", "HardwareConfig", "HardwareConfigError", "InvalidPlacementError",
-    "MemoryViolation", "RunOptions", "Scratchpad", "SimReport", "SimResult", "SimulationError", "compile_and_simulate",
-    "compute", "list_configs", "load_hw", "parse_bytes", "simulate", "sweep",
+    "MemoryViolation", "RunOptions", "Scratchpad", "SimReport", "SimResult", "SimulationError", "SizeReport",
+    "compile_and_simulate", "compute", "list_configs", "load_hw", "parse_bytes", "simulate", "size", "sweep",
 ]

@@ -6,6 +6,7 @@ Subcommands::
                        [--dtype D] [--input-shape 1,3,224,224] [--set KEY=VALUE ...]
     accelsim alloc FILE.csv [--capacity 1MiB] [--method M] [--timeout S] [--output OUT.csv]
     accelsim alloc --methods
+    accelsim size MODEL [--hw NAME|FILE.yaml] [--scheduler S,...] [--allocator A,...] [--set KEY=VALUE ...]
     accelsim models
     accelsim configs [--fields]
 
@@ -158,6 +159,47 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if outcome.plots:
         print(f"plots: {', '.join(str(p) for p in outcome.plots)}")
     return 0
+
+
+def _cmd_size(args: argparse.Namespace) -> int:
+    """``accelsim size``: M_R and the smallest spill-free SRAM per scheduler/allocator pair; see ``accelsim.sizing``."""
+    from accelsim.sizing import DEFAULT_PAIRS, check_pairs, size
+
+    schedulers = _names(args.scheduler, "--scheduler") if args.scheduler else None
+    allocators = _names(args.allocator, "--allocator") if args.allocator else None
+    if allocators is not None:  # every name checked, also those a cosma* scheduler will not use
+        check_pairs([("program", a) for a in allocators if a != "own"])
+    if schedulers is None and allocators is None:
+        pairs = list(DEFAULT_PAIRS)
+    else:
+        pairs = [(s, "own" if s.startswith("cosma") else a)
+                 for s in (schedulers or ["program"]) for a in (allocators or ["auto"])]
+    pairs = check_pairs(pairs)
+    if args.csv is not None:
+        check_output_file(args.csv, "--csv")
+    report = size(args.model, args.hw, pairs, overrides=parse_overrides(args.set or []), timeout=args.timeout,
+                  time_limit=args.time_limit, weights=args.weights)
+    print(report.format())
+    if args.csv is not None:
+        import csv
+
+        rows = report.rows()
+        with open(args.csv, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        print(f"csv: {args.csv}")
+    return 0 if all(p.no_spill_bytes is not None for p in report.pairs) else 1
+
+
+def _names(text: str, option: str) -> list[str]:
+    """A comma-separated list of names, refusing empty ones and repeats (one line naming ``option``)."""
+    names = [name.strip() for name in text.split(",")]
+    if any(not name for name in names):
+        raise ValueError(f"{option} {text!r}: empty name in the comma-separated list")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{option} {text!r} names something twice")
+    return names
 
 
 def _read_problem(args: argparse.Namespace) -> tuple[allocator.Problem, int | None]:
@@ -502,9 +544,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("model", help="model zoo name (see `accelsim models`) or a graph saved as .json")
     run.add_argument("--hw", default="pixel6", help="bundled config name or a .yaml path (default: pixel6)")
     run.add_argument("--sram", help="scratchpad bytes per PE (whole memory on chip-scope configs), e.g. 8MiB")
-    run.add_argument("--allocator", help="re-place the schedule with this allocator method "
-                                         "(default: the scheduler's online first fit)")
-    run.add_argument("--timeout", type=_positive_seconds, help="time limit in seconds of the --allocator")
+    run.add_argument("--allocator", help="allocator method (see `accelsim alloc --methods`): with the program / "
+                                         "min-peak schedulers it places every residency plan and so decides the "
+                                         "spills (default auto; online-first-fit: the old online arena); with "
+                                         "cosma* it re-places the schedule (default: the solver's addresses)")
+    run.add_argument("--timeout", type=_positive_seconds,
+                     help="seconds for the allocator: the whole allocation-aware loop (default 8), or the "
+                          "re-placement of a cosma* schedule")
     run.add_argument("--out", help="report folder (default: ./accelsim-out/MODEL-HW/)")
     run.add_argument("--dtype", help="storage dtype (default: the config's, e.g. int8 on pixel6)")
     run.add_argument("--input-shape", help="input shape, e.g. 1,3,224,224 (default: the zoo's)")
@@ -569,6 +615,23 @@ def build_parser() -> argparse.ArgumentParser:
                        help="give weights memory and traffic (default) or consider activations only")
     sweep.add_argument("--no-plots", action="store_true", help="write results.csv and the reports only")
     sweep.set_defaults(handler=_cmd_sweep)
+
+    sizing = sub.add_parser("size", help="minimum SRAM: M_R and the smallest spill-free SRAM per "
+                                         "scheduler/allocator pair, and the peak at the config's SRAM")
+    sizing.add_argument("model", help="model zoo name or a graph saved as .json (traced once, through the cache)")
+    sizing.add_argument("--hw", default="pixel6", help="bundled config name or a .yaml path (default: pixel6)")
+    sizing.add_argument("--scheduler", help="comma-separated schedulers (default program); cosma* place their "
+                                            "own tensors")
+    sizing.add_argument("--allocator", help="comma-separated allocators of the program / min-peak schedulers "
+                                            "(default: online-first-fit and auto)")
+    sizing.add_argument("--timeout", type=_positive_seconds, help="seconds for each allocation-aware loop "
+                                                                   "(default 8)")
+    sizing.add_argument("--time-limit", type=_positive_seconds, help="seconds for each cosma* solve (default 10)")
+    sizing.add_argument("--weights", action=argparse.BooleanOptionalAction, default=True,
+                        help="--no-weights gives weights no memory (activations only)")
+    sizing.add_argument("--set", action="append", metavar="KEY=VALUE", help="replace a hardware field (repeatable)")
+    sizing.add_argument("--csv", help="also write the table as CSV")
+    sizing.set_defaults(handler=_cmd_size)
 
     bench = sub.add_parser("bench", help="benchmark allocation methods over CSV instances (validated)")
     bench.add_argument("paths", nargs="+", help="CSV files or folders of them")

@@ -15,8 +15,12 @@ numbers and returns a ``SimReport``:
    variants; a capacity below M_R raises the scheduler's ``CapacityError``. With
    ``weights=False`` weights take no memory and no traffic (activations only, as in COSMA's
    first setting);
-5. **place** the residencies: the scheduler's own online first-fit arena by default, or any
-   ``allocator`` method re-placing the schedule's residencies under the same capacity;
+5. **place** the residencies. With the program-order and min-peak schedulers the allocator
+   decides the spills: ``auto`` by default, or any ``allocator`` method, places each residency
+   plan, and the plan spills more only where it could not
+   (``scheduler.allocation_aware``); ``online-first-fit`` keeps the old online arena, whose
+   first fit decides the spills. A COSMA schedule keeps its CP-SAT addresses unless an
+   ``allocator`` is named, which then re-places the same residencies;
 6. **validate** the placement with ``allocator.validate`` (never simulate an invalid one);
 7. **simulate** it (``accelsim.sim``) and, with ``out_dir``, write the report folder.
 
@@ -43,6 +47,8 @@ if TYPE_CHECKING:
 
 #: the name reported when the scheduler's own online placement is kept
 ONLINE_ALLOCATOR = "online-first-fit"
+#: the allocator of the program-order and min-peak schedulers when none is named
+DEFAULT_ALLOCATOR = "auto"
 
 
 class CompileError(Exception):
@@ -101,7 +107,9 @@ class SimReport:
     #: utilization, stall_cycles {dma_wait, sram_bandwidth}, sram_bytes, mapping, folds, energy {compute, sram,
     #: dram, total} (joules)
     ops: list[dict[str, Any]]
-    stage_seconds: dict[str, float]  #: wall time of trace, schedule, allocate, validate, simulate
+    #: wall time of trace, schedule, allocate, validate, simulate (the allocation-aware loop of the
+    #: program / min-peak schedulers, plans and placements, counts as allocate)
+    stage_seconds: dict[str, float]
     scheduler_status: str = "heuristic"  #: "optimal" / "feasible" / "timeout" for the solver-based schedulers
     scheduler_stats: dict[str, float] = field(default_factory=dict)  #: e.g. objective, bound, gap, solve_seconds
     weights_on_chip: bool = True  #: False when the run considered activations only
@@ -163,6 +171,27 @@ def tensor_shares(graph: nx.DiGraph, hw: HardwareConfig) -> dict[str, int] | Non
     return {name: hw.share_bytes(rec["nbytes"]) for name, rec in graph.graph["tensors"].items()}
 
 
+def on_chip_graph(
+    graph: nx.DiGraph, hw: HardwareConfig, weights: bool = True,
+) -> tuple[nx.DiGraph, dict[str, int] | None, list[str]]:
+    """The graph as the scheduler sees it on ``hw``: weights tiled, and every tensor's on-chip bytes.
+
+    Operators whose weights exceed ``hw.weight_tile_bytes`` (per PE on a per-PE target) are
+    split (``scheduler.tile_weights``); sizes are per PE on a per-PE target (``tensor_shares``,
+    ``None`` on a chip-scope target: the graph's own bytes), and with ``weights=False`` every
+    weight takes 0 bytes (activations only). Returns ``(graph, sizes, tiled operators)``.
+    """
+    import scheduler
+
+    tile_limit = hw.weight_tile_bytes * (hw.n_pe if hw.capacity_scope == "per_pe" else 1)
+    graph, tiled = scheduler.tile_weights(graph, tile_limit)
+    sizes = tensor_shares(graph, hw)
+    if not weights:
+        sizes = dict(sizes or {name: rec["nbytes"] for name, rec in graph.graph["tensors"].items()})
+        sizes.update({name: 0 for name, rec in graph.graph["tensors"].items() if rec["kind"] == "weight"})
+    return graph, sizes, tiled
+
+
 def place(schedule: Schedule, method: str | None, timeout: float | None = None) -> tuple[str, dict[str, int]]:
     """Offsets for ``schedule``'s residencies: its own (``method=None``) or ``allocator.solve``'s.
 
@@ -194,7 +223,9 @@ class RunOptions:
     """
 
     sram: int | str | None = None  #: scratchpad bytes per PE instead of the config's, e.g. "8MiB"
-    allocator: str | None = None  #: None keeps the scheduler's online first fit; else an allocator.METHODS name
+    #: an allocator.METHODS name or "online-first-fit"; None: "auto" for the program / min-peak schedulers
+    #: (it decides their spills), the solver's own addresses for cosma*
+    allocator: str | None = None
     dtype: str | None = None  #: storage dtype (default: the config's, e.g. int8 on the Pixel 6)
     input_shape: tuple[int, ...] | None = None  #: the model's input shape (default: the zoo's)
     scheduler: str = "program"  #: one of scheduler.SCHEDULERS
@@ -204,7 +235,9 @@ class RunOptions:
     fixed_order: str | None = None  #: the order of cosma-fs: program or min-peak (None: program)
     budget: int | str | None = None  #: MR, MH, MP or bytes (per PE) to schedule in instead of the scratchpad
     weights: bool = True  #: False gives weights no memory and no traffic (activations only)
-    timeout: float | None = None  #: seconds for the allocator (needs ``allocator``)
+    #: seconds for the allocator: the allocation-aware loop of program / min-peak (default 8), or the
+    #: re-placement of a cosma* schedule (needs ``allocator``)
+    timeout: float | None = None
     time_limit: float | None = None  #: seconds for a solver-based scheduler (cosma*; default 10)
     raise_on_violation: bool = False  #: raise MemoryViolation instead of reporting it
     overrides: Mapping[str, Any] = field(default_factory=dict)  #: hardware fields to replace (``--set``), dotted
@@ -243,9 +276,21 @@ class RunOptions:
         if self.time_limit is not None and not solver:
             raise ValueError(f"time_limit={self.time_limit!r} applies to the solver-based schedulers (cosma, cosma-fs, "
                              f"cosma-dnc), not to scheduler={self.scheduler!r}")
-        if self.timeout is not None and self.allocator is None:
+        if self.allocator is not None:
+            import allocator
+
+            if self.allocator != ONLINE_ALLOCATOR and self.allocator not in allocator.METHODS:
+                raise ValueError(f"unknown allocator {self.allocator!r}; valid: {ONLINE_ALLOCATOR}, "
+                                 f"{', '.join(sorted(allocator.METHODS))}")
+        if self.allocator == ONLINE_ALLOCATOR and solver:
+            raise ValueError(f"allocator={ONLINE_ALLOCATOR!r} is the program / min-peak schedulers' own arena; "
+                             f"scheduler={self.scheduler!r} places its tensors itself")
+        if self.timeout is not None and solver and self.allocator is None:
             raise ValueError(f"timeout={self.timeout!r} limits a re-placing allocator; name one with allocator= "
-                             "(without it the scheduler's own online first fit places the buffers)")
+                             f"(without it scheduler={self.scheduler!r} keeps its own addresses)")
+        if self.timeout is not None and self.allocator == ONLINE_ALLOCATOR:
+            raise ValueError(f"timeout={self.timeout!r} limits an allocator; the {ONLINE_ALLOCATOR!r} arena has "
+                             "no time limit")
         if self.input_shape is not None:
             shape = tuple(self.input_shape)
             if not shape or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in shape):
@@ -331,12 +376,7 @@ def compile_and_simulate(
     stage["trace"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    tile_limit = config.weight_tile_bytes * (config.n_pe if config.capacity_scope == "per_pe" else 1)
-    graph, tiled = scheduler.tile_weights(graph, tile_limit)
-    sizes = tensor_shares(graph, config)
-    if not opts.weights:
-        sizes = dict(sizes or {name: rec["nbytes"] for name, rec in graph.graph["tensors"].items()})
-        sizes.update({name: 0 for name, rec in graph.graph["tensors"].items() if rec["kind"] == "weight"})
+    graph, sizes, tiled = on_chip_graph(graph, config, opts.weights)
     capacity = config.sram_bytes_per_pe
     cosma_options = (scheduler.CosmaOptions() if opts.time_limit is None
                      else scheduler.CosmaOptions(time_limit=opts.time_limit))
@@ -349,20 +389,26 @@ def compile_and_simulate(
             )
         capacity = wanted
     need, need_op = scheduler.min_capacity(graph, sizes=sizes, alignment=config.alignment)
-    if opts.scheduler == "program" and replacement in scheduler.REPLACEMENTS:
-        sched = scheduler.schedule(
-            graph, capacity, order=opts.order, replacement=replacement, sizes=sizes, alignment=config.alignment,
+    if opts.scheduler in ("program", "min-peak"):
+        # the allocator decides the spills (scheduler.spill_loop); its loop is the allocate stage
+        sched = scheduler.make_schedule(
+            graph, capacity, opts.scheduler, replacement, sizes, config.alignment, cosma_options,
+            allocator=opts.allocator or DEFAULT_ALLOCATOR, allocator_timeout=opts.timeout, order=opts.order,
         )
+        assert sched.offsets is not None
+        allocator_name, offsets = sched.placed_by, dict(sched.offsets)
+        looped = float(sched.stats.get("loop_seconds", 0.0))
+        stage["schedule"] = time.perf_counter() - clock - looped
+        stage["allocate"] = looped
     else:
         sched = scheduler.make_schedule(
             graph, capacity, opts.scheduler, replacement, sizes, config.alignment, cosma_options,
             opts.fixed_order or "program",
         )
-    stage["schedule"] = time.perf_counter() - clock
-
-    clock = time.perf_counter()
-    allocator_name, offsets = place(sched, opts.allocator, opts.timeout)
-    stage["allocate"] = time.perf_counter() - clock
+        stage["schedule"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        allocator_name, offsets = place(sched, opts.allocator, opts.timeout)
+        stage["allocate"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
     verdict = alloc.validate(sched.problem(), alloc.Solution(offsets))

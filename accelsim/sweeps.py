@@ -57,6 +57,7 @@ from accelsim.hw import (
     parse_value,
     schema_fields,
 )
+from accelsim.pipeline import ONLINE_ALLOCATOR
 
 if TYPE_CHECKING:
     import pandas
@@ -67,7 +68,8 @@ RUN_KEYS = ("sram", "scheduler", "allocator", "budget", "dtype", "weights")
 METRICS = ("status", "cycles", "seconds", "utilization", "dram_read_bytes", "dram_write_bytes",
            "noncompulsory_bytes", "energy_j", "peak_bytes", "min_capacity_bytes", "scheduler_status", "wall_s",
            "hash")
-#: ``allocator`` grid value that keeps the scheduler's own online first fit
+#: ``allocator`` grid value for the program / min-peak schedulers' online first-fit arena
+#: (short for ``online-first-fit``, which is accepted too)
 ONLINE = "online"
 EXECUTORS = ("local", "dask")
 
@@ -106,7 +108,7 @@ def parse_grid_value(key: str, value: Any) -> Any:
     if key == "allocator":
         import allocator
 
-        if text != ONLINE and text not in allocator.METHODS:
+        if text not in (ONLINE, ONLINE_ALLOCATOR) and text not in allocator.METHODS:
             raise ValueError(f"--grid allocator={value}: unknown allocator method; valid: {ONLINE} (the "
                              f"scheduler's own first fit), {', '.join(sorted(allocator.METHODS))}")
         return text
@@ -236,8 +238,10 @@ def effective(point: Point, base: Base) -> tuple[HardwareConfig, dict[str, Any]]
         config = config.with_sram(run.pop("sram"))
     if "allocator" in run:
         chosen = run.pop("allocator")
-        options["allocator"] = None if chosen == ONLINE else chosen
+        options["allocator"] = ONLINE_ALLOCATOR if chosen == ONLINE else chosen
     options.update(run)
+    if options.get("allocator") == ONLINE_ALLOCATOR and str(options.get("scheduler", "program")).startswith("cosma"):
+        options["allocator"] = None  # "online" = the scheduler's own placement: a COSMA schedule's is its addresses
     options.setdefault("dtype", None)
     if options["dtype"] is None:
         options["dtype"] = config.dtype

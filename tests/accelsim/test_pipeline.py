@@ -7,12 +7,14 @@ import json
 import pytest
 
 import accelsim.pipeline as pipeline
+import scheduler
 from accelsim import (
     AllocationFailedError,
     InvalidPlacementError,
     compile_and_simulate,
     load_hw,
 )
+from accelsim.pipeline import tensor_shares
 from accelsim.report import chrome_trace, format_summary
 from allocator.registry import METHODS, MethodOutput, register
 from scheduler import CapacityError
@@ -78,7 +80,7 @@ def test_chain_on_pixel6_uses_per_pe_sizes(chain_graph):
     assert report.ok and report.memory_check == "ok"
     assert report.capacity_bytes == 2 * 2**20
     assert report.capacity_scope == "per PE (16 PEs)"
-    assert report.allocator == pipeline.ONLINE_ALLOCATOR
+    assert report.allocator == pipeline.DEFAULT_ALLOCATOR  # the chain fits: the loop's first plan is placed
     assert report.scheduler == "program+belady"
     # 1 KiB activations split over 16 PEs are 64 B per PE; conv0 holds x, w0 and a0
     assert report.min_capacity_bytes == 3 * 64
@@ -108,8 +110,10 @@ def test_report_folder(chain_graph, tmp_path):
 
 
 def test_chrome_trace_has_a_track_per_dma_channel_and_an_event_per_operator_and_transfer(chain_graph, toy_hw):
-    # 3 KiB on the toy config spills a1 and a5 and brings them back; two DMA channels share the work
-    report = compile_and_simulate(chain_graph(), hw=toy_hw(dma=dict(channels=2)), sram=3072)
+    # 3 KiB on the toy config: the online arena spills a1 and a5 and brings them back; two DMA channels
+    # share the work
+    report = compile_and_simulate(chain_graph(), hw=toy_hw(dma=dict(channels=2)), sram=3072,
+                                  allocator="online-first-fit")
     assert report.spills == report.retrieves == 2
     trace = chrome_trace(report)
     check_trace(trace, report, clock_hz=1e9, channels=2)
@@ -146,9 +150,33 @@ def test_capacity_below_min_capacity_names_operator_and_m_r(chain_graph, toy_hw)
 
 def test_allocator_method_replaces_the_online_placement(chain_graph, toy_hw):
     report = compile_and_simulate(chain_graph(), hw=toy_hw(), sram=3072, allocator="greedy-by-size")
-    assert report.allocator == "greedy-by-size"
+    assert report.allocator in ("greedy-by-size", "online-first-fit")
+    assert report.scheduler_stats["rounds"] >= 1
     assert report.memory_check == "ok"
     assert set(report.offsets) == {r.id for r in report.schedule.residencies}
+
+
+@pytest.mark.parametrize("sram", [3072, 3584, 4096, 8192])
+def test_the_allocator_decides_the_spills_and_never_moves_more_than_the_online_arena(chain_graph, toy_hw, sram):
+    graph = chain_graph()
+    online = compile_and_simulate(graph, hw=toy_hw(), sram=sram, allocator="online-first-fit")
+    assert online.allocator == "online-first-fit" and "rounds" not in online.scheduler_stats
+    for method in ("best-fit", "greedy-by-size", None):  # None: the default
+        report = compile_and_simulate(graph, hw=toy_hw(), sram=sram, allocator=method)
+        assert report.ok, report.memory_check  # the simulator's memory check at every moment
+        assert report.noncompulsory_bytes <= online.noncompulsory_bytes
+        assert report.compulsory_bytes == online.compulsory_bytes
+        assert report.scheduler_stats["online_noncompulsory_bytes"] == online.schedule.noncompulsory_bytes
+        assert report.allocator in (method or pipeline.DEFAULT_ALLOCATOR, "online-first-fit")
+        assert scheduler.check_schedule(report.graph, report.schedule, tensor_shares(report.graph, report.hardware)) \
+            == []
+
+
+def test_online_first_fit_applies_to_the_program_schedulers_only(chain_graph, toy_hw):
+    with pytest.raises(ValueError, match="scheduler='cosma' places its tensors itself"):
+        compile_and_simulate(chain_graph(), hw=toy_hw(), scheduler="cosma", allocator="online-first-fit")
+    with pytest.raises(ValueError, match="no time limit"):
+        compile_and_simulate(chain_graph(), hw=toy_hw(), allocator="online-first-fit", timeout=1.0)
 
 
 def test_unknown_allocator_is_bad_input(chain_graph, toy_hw):
@@ -169,8 +197,16 @@ def failing_method():
 
 
 def test_allocator_that_cannot_fit_raises_naming_it_and_the_reason(chain_graph, toy_hw, failing_method):
+    # re-placing a COSMA schedule: nothing else can place it
     with pytest.raises(AllocationFailedError, match=f"allocator '{failing_method}'.*gave up on purpose"):
-        compile_and_simulate(chain_graph(), hw=toy_hw(), allocator=failing_method)
+        compile_and_simulate(chain_graph(), hw=toy_hw(), scheduler="cosma-fs", allocator=failing_method)
+
+
+def test_a_loop_whose_allocator_never_fits_keeps_the_online_arena(chain_graph, toy_hw, failing_method):
+    report = compile_and_simulate(chain_graph(), hw=toy_hw(), sram=3072, allocator=failing_method)
+    assert report.allocator == "online-first-fit" and report.ok
+    assert report.scheduler_stats["fitted"] == 0 and report.scheduler_stats["online_kept"] == 1
+    assert report.schedule.rounds[0].status == "infeasible"
 
 
 def test_invalid_placement_is_not_simulated(chain_graph, toy_hw, monkeypatch):
@@ -179,7 +215,7 @@ def test_invalid_placement_is_not_simulated(chain_graph, toy_hw, monkeypatch):
 
     monkeypatch.setattr(pipeline, "place", overlapping)
     with pytest.raises(InvalidPlacementError, match="placement by 'broken' is invalid.*overlap"):
-        compile_and_simulate(chain_graph(), hw=toy_hw())
+        compile_and_simulate(chain_graph(), hw=toy_hw(), scheduler="cosma-fs")
 
 
 def test_graph_json_path_is_accepted(chain_graph, tmp_path):

@@ -1,0 +1,211 @@
+"""Minimum SRAM: how much scratchpad a model needs to run at all, and to run without spilling.
+
+``size(model, hw, pairs)`` answers, from one traced graph (``frontend.cache``: traced once,
+reused for every probe):
+
+* **M_R**, the smallest scratchpad that runs at all: the largest footprint of one operator's
+  inputs and outputs (``scheduler.min_capacity``); it does not depend on the scheduler;
+* for each scheduler/allocator pair, the **smallest SRAM with zero non-compulsory traffic**
+  (no spill, no retrieve), found by bisection over multiples of the config's alignment;
+* for each pair, the **peak address and the non-compulsory bytes at the config's own SRAM**.
+
+Bisection. The lower end is M_R; the upper end is the online first-fit arena's no-spill size
+(``scheduler.no_spill_capacity``), doubled until the pair moves no spilled byte there (for the
+program and min-peak schedulers the allocation-aware loop keeps the online arena's schedule
+when it is better, so the arena's no-spill size always works for them). Each probe schedules
+(and, for the loop, places) the graph at the middle size; zero non-compulsory bytes moves the
+upper end down, otherwise the lower end up. Bisection assumes that more SRAM never makes a
+pair spill more. That holds for a proven optimum, not always for heuristics and time-limited
+solvers, so the answer is the smallest size at which a probe ran without spilling, and
+``probes`` lists every probe for the record.
+
+Traffic is the schedule's (``Schedule.noncompulsory_bytes``, per PE on a per-PE target, as
+every size here is); no simulation runs, so sizing is quick. The sizes and peaks are in the
+config's scope (per PE on the Pixel 6). ``accelsim size`` prints the table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from accelsim.hw import HardwareConfig, format_bytes, load_hw
+
+#: the pairs ``size`` measures when none are given: the online arena and the default allocator
+DEFAULT_PAIRS = (("program", "online-first-fit"), ("program", "auto"))
+#: the most doublings of the upper end before a pair is reported as never free of spills
+MAX_DOUBLINGS = 8
+
+
+@dataclass
+class PairSize:
+    """What one scheduler/allocator pair needs."""
+
+    scheduler: str
+    allocator: str  #: for the cosma* schedulers "own" (their CP-SAT addresses)
+    no_spill_bytes: int | None  #: the smallest SRAM found with zero non-compulsory traffic (None: none found)
+    peak_bytes: int | None  #: highest address at the config's SRAM (None below M_R or on failure)
+    noncompulsory_bytes: int | None  #: spill and retrieve bytes at the config's SRAM (same scope)
+    probes: list[tuple[int, int]] = field(default_factory=list)  #: (SRAM bytes, non-compulsory bytes) per probe
+    seconds: float = 0.0
+    note: str = ""  #: why a cell is empty, or what the bisection could not assume
+
+
+@dataclass
+class SizeReport:
+    """``size``'s answer for one model on one config."""
+
+    model: str
+    hw: str
+    scope: str  #: "per PE (16 PEs)" or "chip"
+    sram_bytes: int  #: the config's own SRAM
+    min_capacity_bytes: int  #: M_R
+    min_capacity_op: str  #: the operator that sets M_R
+    alignment: int
+    pairs: list[PairSize]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat dict per pair (the CSV's rows)."""
+        return [{"model": self.model, "hw": self.hw, "scheduler": p.scheduler, "allocator": p.allocator,
+                 "min_capacity_bytes": self.min_capacity_bytes, "no_spill_bytes": p.no_spill_bytes,
+                 "sram_bytes": self.sram_bytes, "peak_bytes": p.peak_bytes,
+                 "noncompulsory_bytes": p.noncompulsory_bytes, "probes": len(p.probes),
+                 "seconds": round(p.seconds, 3), "note": p.note} for p in self.pairs]
+
+    def format(self) -> str:
+        """The table ``accelsim size`` prints."""
+        def cell(n: int | None) -> str:
+            if n is None:
+                return "-"
+            return f"{n:,} B" if n < 1024 else f"{format_bytes(n)} ({n:,} B)"
+
+        lines = [f"accelsim size: {self.model} on {self.hw}, sizes {self.scope}",
+                 f"  M_R (runs at all)   {cell(self.min_capacity_bytes)}, set by {self.min_capacity_op}",
+                 f"  config SRAM         {cell(self.sram_bytes)}", ""]
+        header = ("scheduler", "allocator", "no-spill SRAM", "peak at config SRAM", "non-compulsory there", "probes")
+        body = [(p.scheduler, p.allocator, cell(p.no_spill_bytes), cell(p.peak_bytes), cell(p.noncompulsory_bytes),
+                 str(len(p.probes))) for p in self.pairs]
+        widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+        for row in [header, *body]:
+            lines.append("  " + "  ".join(text.ljust(w) for text, w in zip(row, widths, strict=True)).rstrip())
+        notes = [f"  {p.scheduler}/{p.allocator}: {p.note}" for p in self.pairs if p.note]
+        return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def check_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``pairs`` checked: known schedulers, allocators that apply (``own`` for cosma*); raises ``ValueError``."""
+    import allocator
+    import scheduler
+
+    checked = []
+    for sched, alloc in pairs:
+        if sched not in scheduler.SCHEDULERS:
+            raise ValueError(f"unknown scheduler {sched!r}; valid: {', '.join(scheduler.SCHEDULERS)}")
+        if sched.startswith("cosma"):
+            if alloc not in ("own", ""):
+                raise ValueError(f"scheduler {sched!r} places its tensors itself; its allocator is 'own', "
+                                 f"not {alloc!r}")
+            alloc = "own"
+        elif alloc != "online-first-fit" and alloc not in allocator.METHODS:
+            raise ValueError(f"unknown allocator {alloc!r}; valid: online-first-fit, "
+                             f"{', '.join(sorted(allocator.METHODS))}")
+        if (sched, alloc) not in checked:
+            checked.append((sched, alloc))
+    return checked
+
+
+def size(
+    model: Any,
+    hw: str | Path | HardwareConfig = "pixel6",
+    pairs: Sequence[tuple[str, str]] = DEFAULT_PAIRS,
+    overrides: dict[str, Any] | None = None,
+    timeout: float | None = None,
+    time_limit: float | None = None,
+    weights: bool = True,
+) -> SizeReport:
+    """The minimum SRAM of ``model`` on ``hw`` for each (scheduler, allocator) pair (see the module docstring).
+
+    ``model`` is a zoo name (traced once through the trace cache), a ``.json`` graph or a
+    ``DataflowGraph``. ``pairs`` are (scheduler, allocator): an allocator name or
+    ``"online-first-fit"`` for ``program`` / ``min-peak``, ``"own"`` for the cosma*
+    schedulers. ``timeout`` bounds each allocation-aware loop (``scheduler.allocation_aware``),
+    ``time_limit`` each cosma* solve. Raises ``ValueError`` for an unknown model, scheduler,
+    allocator or hardware field.
+    """
+    import networkx as nx
+
+    import frontend
+    import scheduler
+    from accelsim.pipeline import on_chip_graph
+    from frontend.cache import cached_trace
+
+    config = load_hw(hw, overrides or {})
+    chosen = check_pairs(pairs)
+    if isinstance(model, nx.DiGraph):
+        graph = model
+    elif str(model).endswith(".json"):
+        graph = frontend.load_graph(str(model))
+    else:
+        graph = cached_trace(str(model), dtype=config.dtype).graph
+    graph, sizes, _ = on_chip_graph(graph, config, weights)
+    align = config.alignment
+    need, need_op = scheduler.min_capacity(graph, sizes, align)
+    options = scheduler.CosmaOptions() if time_limit is None else scheduler.CosmaOptions(time_limit=time_limit)
+    no_spill_online = scheduler.no_spill_capacity(graph, sizes=sizes, alignment=align)
+
+    def attempt(sched: str, alloc: str, capacity: int) -> scheduler.Schedule:
+        if sched.startswith("cosma"):
+            return scheduler.make_schedule(graph, capacity, sched, sizes=sizes, alignment=align, options=options)
+        return scheduler.make_schedule(graph, capacity, sched, sizes=sizes, alignment=align, options=options,
+                                       allocator=alloc, allocator_timeout=None if alloc == "online-first-fit"
+                                       else timeout)
+
+    results = []
+    for sched, alloc in chosen:
+        began = time.perf_counter()
+        probes: list[tuple[int, int]] = []
+        note = ""
+
+        def spills(capacity: int, sched: str = sched, alloc: str = alloc, probes: list = probes) -> int:
+            moved = attempt(sched, alloc, capacity).noncompulsory_bytes
+            probes.append((capacity, moved))
+            return moved
+
+        low, high = need, max(-(-no_spill_online // align) * align, need)
+        found: int | None = None
+        for _ in range(MAX_DOUBLINGS + 1):
+            if spills(high) == 0:
+                found = high
+                break
+            low, high = high, high * 2
+        if found is None:
+            note = f"spills even at {format_bytes(high // 2)}"
+        else:
+            if low == need < high and spills(low) == 0:
+                high = low  # M_R itself needs no spill
+            while high - low > align:  # invariant: spills at low, none at high
+                middle = (low + high) // 2 // align * align
+                if middle <= low:
+                    break
+                if spills(middle) == 0:
+                    high = middle
+                else:
+                    low = middle
+            found = high
+            if any(moved == 0 and capacity < found for capacity, moved in probes):
+                found = min(capacity for capacity, moved in probes if moved == 0)
+            if any(moved > 0 and capacity > found for capacity, moved in probes):
+                note = "not monotone: a probe above the answer spilled (heuristic or time-limited)"
+        peak = moved_there = None
+        if config.sram_bytes_per_pe >= need:
+            at_config = attempt(sched, alloc, config.sram_bytes_per_pe)
+            moved_there = at_config.noncompulsory_bytes
+            peak = scheduler.peak_address(at_config)
+        else:
+            note = (note + "; " if note else "") + "the config's SRAM is below M_R"
+        results.append(PairSize(sched, alloc, found, peak, moved_there, probes, time.perf_counter() - began, note))
+    return SizeReport(str(graph.graph.get("name", model)), config.name, config.capacity_label,
+                      config.sram_bytes_per_pe, need, need_op, align, results)
