@@ -5,8 +5,10 @@ Public surface::
     from allocator import Buffer, Problem, Solution, solve, validate, lower_bound
     result = solve(problem, method="greedy-by-size", timeout=10)
 
-Every method is registered by name in ``METHODS``; ``solve`` checks its input, runs the
-method and validates the output with the independent ``validate`` before returning it.
+Every method is registered by name in ``METHODS``, with its ``Capabilities``; ``solve`` checks
+its input, runs the method and validates the output with the independent ``validate`` before
+returning it. Importing this package imports every method module, which registers its methods
+(``allocator.registry`` itself imports none, so no module of the package imports in a cycle).
 Every number a problem holds lies within ``MAX_VALUE`` (2**62 - 1, see
 ``allocator.problem``); ``Problem`` refuses anything else, naming the buffer.
 """
@@ -22,11 +24,15 @@ from allocator.problem import (
     Solution,
     UnknownMethodError,
 )
-from allocator.registry import METHODS, register, solve
+from allocator.registry import METHODS, Capabilities, MethodEntry, register, solve
 from allocator.validate import InvalidSolutionError, ValidationReport, Violation, check, lower_bound, validate
 
+# The method modules register their methods when imported; METHODS keeps this order.
+from allocator import greedy, heuristics, exact, telamalloc, minimalloc  # noqa: F401  # isort: skip
+
 __all__ = [
-    "MAX_VALUE", "AllocationResult", "Buffer", "CSVFormatError", "InvalidProblemError", "InvalidSolutionError",
-    "METHODS", "MinimizeResult", "minimize", "Problem", "Solution", "UnknownMethodError", "ValidationReport",
+    "MAX_VALUE", "AllocationResult", "Buffer", "Capabilities", "CSVFormatError", "InvalidProblemError",
+    "InvalidSolutionError", "METHODS", "MethodEntry", "MinimizeResult", "minimize", "Problem", "Solution",
+    "UnknownMethodError", "ValidationReport",
     "Violation", "check", "lower_bound", "read_csv", "register", "solve", "validate", "write_csv",
 ]

@@ -235,7 +235,7 @@ def _check_cpsat_limits(problem: Problem, unit: int, top: int, minimising: bool,
 
 
 @register("cpsat", "CP-SAT on the NoOverlap2D model with a redundant cumulative: feasibility under the capacity, "
-          "or the minimal peak without one")
+          "or the minimal peak without one", exact=True)
 def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, hint: bool = True,
           seed: int = 0, deterministic_time: float | None = None) -> MethodOutput:
     """Place ``problem`` with CP-SAT (see the module docstring for the model and the modes).
@@ -375,7 +375,7 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
 
 
 @register("mip", "the big-M ILP of TelaMalloc Fig. 5 (§3.2) through pywraplp (SCIP or HiGHS): feasibility under "
-          "the capacity, or the minimal peak without one")
+          "the capacity, or the minimal peak without one", exact=True)
 def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP", hint: bool = True) -> MethodOutput:
     """Place ``problem`` by the ILP of TelaMalloc Fig. 5 (see the module docstring).
 

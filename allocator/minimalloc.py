@@ -55,9 +55,11 @@ import numpy as np
 
 from allocator import _canonical
 from allocator._canonical import MAX_VALUE, Preorder, SearchInstance, SearchResult, SearchSwitches
-from allocator.problem import InvalidProblemError, Problem
-from allocator.registry import MethodOutput, register
+from allocator.anytime import STARTING_HEURISTICS, Progress, peak_granularity
+from allocator.problem import InvalidProblemError, MinimizeResult, Problem, Solution
+from allocator.registry import MethodOutput, MinimizeRequest, register
 from allocator.sweep import sweep
+from allocator.validate import check
 
 #: letters of a preorder key, each sorting descending: T = largest section total the buffer
 #: spans, W = width (lifetime), A = area (size x lifetime), S = size
@@ -454,8 +456,96 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def canonical_bisection(progress: Progress, options: MiniMallocOptions = MiniMallocOptions(),
+                        node_limit: int | None = None, load_share: float = 0.6) -> MinimizeResult:
+    """Lower the peak of ``progress``'s incumbent with capacity probes of the canonical search.
+
+    ``progress`` holds the starting placement, if any (when it has none, ``FALLBACK_HEURISTIC``
+    gets the time left first) and LOAD as the lower bound. The probes then go:
+
+    1. LOAD itself first, with ``load_share`` of the time (and of ``node_limit``): many real
+       instances pack perfectly, and then the incumbent is proven optimal at once;
+    2. then bisection between the best lower bound and the incumbent's peak minus one step. A
+       probe that finds a placement lowers the incumbent to that placement's peak; a probe whose
+       search space is exhausted proves that capacity infeasible and raises the lower bound; a
+       probe that runs out of its time (or nodes) moves the next probe halfway up towards the
+       incumbent. Each later probe gets half of what is left (at least a second, or 10,000
+       nodes, when that much is left).
+
+    Probes step by ``peak_granularity``; none goes above the problem's capacity (nor above
+    ``MAX_VALUE``), and the search ends when the bound meets the incumbent's peak, passes the
+    capacity (nothing fits), or the deadline or ``node_limit`` is reached.
+    """
+    request = progress.request
+    if not progress.ensure_placement():
+        return progress.result(True)
+    progress.improved()
+    free, capacity, deadline = progress.free, progress.capacity, request.deadline
+    step = peak_granularity(free)
+    progress.bound = -(-progress.bound // step) * step
+    # no probe above the capacity (a peak above it is no answer) nor above the search's range
+    ceiling = min(MAX_VALUE if capacity is None else capacity, MAX_VALUE) // step * step
+    data: PreparedProblem | None = None
+    nodes_left = node_limit
+    ran_out = False
+    first = True
+    target = progress.bound
+    while progress.best_peak > progress.bound:
+        highest = min(progress.best_peak - step, ceiling)
+        if progress.bound > highest:
+            break  # the probes closed the gap, or proved that nothing fits the capacity
+        now = time.perf_counter()
+        if now >= deadline or (nodes_left is not None and nodes_left <= 0):
+            ran_out = True
+            break
+        if data is None:
+            data = PreparedProblem(free)
+            continue  # read the clock again: preparing a large problem takes time
+        if first:
+            target = progress.bound
+            probe_deadline = now + load_share * (deadline - now)
+            probe_nodes = None if nodes_left is None else max(1, int(load_share * nodes_left))
+        else:
+            probe_deadline = now + max(0.5 * (deadline - now), min(1.0, deadline - now))
+            probe_nodes = None if nodes_left is None else max(nodes_left // 2, min(nodes_left, 10_000))
+        target = min(max(target, progress.bound), highest)
+        outcome = canonical_search(free, target, options, probe_deadline, prepared=data, node_limit=probe_nodes)
+        progress.stats["nodes"] += outcome.nodes
+        progress.stats["backtracks"] += outcome.backtracks
+        if nodes_left is not None:
+            nodes_left -= outcome.sequential_nodes
+        progress.probes.append((target, outcome.status, time.perf_counter() - now))
+        if outcome.status == "solved":
+            assert outcome.offsets is not None
+            placement = Solution(dict(zip(free.ids, outcome.offsets.tolist(), strict=True)))
+            check(free, placement)  # the heuristics' placements were validated by solve()
+            progress.offer(placement, placement.peak(free))
+        elif outcome.status == "infeasible":
+            progress.bound = target + step
+        highest = min(progress.best_peak - step, ceiling)
+        if outcome.status in ("timeout", "node_limit") and not first:
+            target = (target + highest + step) // (2 * step) * step  # halfway up to the incumbent
+        else:
+            target = (progress.bound + highest) // (2 * step) * step
+        first = False
+        if outcome.status in ("solved", "infeasible"):
+            progress.improved()
+    return progress.result(ran_out)
+
+
+def minimalloc_minimize(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
+    """``minimalloc``'s anytime routine: the best of ``STARTING_HEURISTICS``, which share the
+    first third of the time, then ``canonical_bisection`` with ``request``'s options (a
+    ``MiniMallocOptions``; another record is ignored), node limit and LOAD share."""
+    progress = Progress(problem, request)
+    progress.run_heuristics(STARTING_HEURISTICS, request.began + request.timeout / 3)
+    options = request.options if isinstance(request.options, MiniMallocOptions) else MiniMallocOptions()
+    return canonical_bisection(progress, options, request.node_limit, request.load_share)
+
+
 @register("minimalloc", "exact search over canonical solutions with section inference, dominance and "
-          "dynamic decomposition (MiniMalloc, Moffitt ASPLOS'23 §5-7)")
+          "dynamic decomposition (MiniMalloc, Moffitt ASPLOS'23 §5-7)",
+          exact=True, needs_capacity=True, anytime=minimalloc_minimize, node_limit=True)
 def minimalloc(problem: Problem, deadline: float | None = None,
                options: MiniMallocOptions | None = None) -> MethodOutput:
     """Place ``problem`` under its capacity (the search needs one to prune against).

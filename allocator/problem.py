@@ -19,6 +19,7 @@ cost seconds to build and hundreds of megabytes to hold. ``Problem.buffers`` sti
 from __future__ import annotations
 
 import gc
+import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -676,3 +677,46 @@ class AllocationResult:
     @property
     def solved(self) -> bool:
         return self.status == "solved"
+
+
+@dataclass
+class MinimizeResult:
+    """What ``allocator.minimize`` returns: the best placement found, its peak, the best proven
+    lower bound and how they were reached (here, next to ``AllocationResult``, because a
+    method's anytime routine returns it too, see ``allocator.registry.AnytimeFunction``)."""
+
+    method: str
+    solution: Solution | None  #: the best placement found (validated), None if none in time; see ``fits``
+    peak: int | None  #: highest address used by ``solution`` (bytes), None without one
+    lower_bound: int  #: no placement has a lower peak (bytes)
+    optimal: bool  #: ``peak == lower_bound``
+    seconds: float
+    timed_out: bool  #: the time (or the node budget) ran out before optimality was proven
+    history: list[tuple[float, int, int]] = field(default_factory=list)  #: (seconds, peak, lower bound) on change
+    probes: list[tuple[int, str, float]] = field(default_factory=list)  #: (capacity, outcome, seconds) per probe
+    stats: dict[str, float] = field(default_factory=dict)
+    capacity: int | None = None  #: the problem's capacity: the most the answer may use (bytes), None for no limit
+    reason: str = ""  #: one line: why there is no placement, or whose placement it is when not the method's
+
+    @property
+    def gap(self) -> float:
+        """(peak - lower bound) / lower bound (infinite without a placement)."""
+        if self.peak is None:
+            return math.inf
+        return (self.peak - self.lower_bound) / self.lower_bound if self.lower_bound else 0.0
+
+    @property
+    def fits(self) -> bool:
+        """There is a placement and it fits the capacity (any placement fits without one)."""
+        return self.peak is not None and (self.capacity is None or self.peak <= self.capacity)
+
+    @property
+    def status(self) -> Status:
+        """``"solved"`` when the placement fits, ``"infeasible"`` when the lower bound proves that
+        nothing fits the capacity, ``"timeout"`` when the time or node budget ran out first, and
+        ``"failed"`` when a method without proofs found nothing that fits."""
+        if self.fits:
+            return "solved"
+        if self.capacity is not None and self.lower_bound > self.capacity:
+            return "infeasible"
+        return "timeout" if self.timed_out else "failed"

@@ -1,12 +1,18 @@
 """The registry of placement methods and ``solve``, the one entry point over it.
 
 A method is a plain function ``method(problem, deadline, **options) -> MethodOutput``;
-``register`` adds it under a name. ``solve`` owns the shared contract so a method only
-implements placement: it rejects unknown methods and options, proves the trivial
-infeasibility (LOAD above the capacity) once for all methods, times the run, and validates
-every returned placement with the independent validator before handing it back. Malformed
-input never reaches a method: ``Problem`` refuses it when it is built (values beyond
-``MAX_VALUE``, duplicate ids, pinned buffers that clash, ...).
+``register`` adds it under a name together with what it can do (``Capabilities``: whether it
+proves infeasibility, needs a capacity, has its own anytime peak minimisation for
+``allocator.minimize``). ``solve`` owns the shared contract so a method only implements
+placement: it rejects unknown methods and options, refuses a problem without a capacity for a
+method that needs one, proves the trivial infeasibility (LOAD above the capacity) once for all
+methods, times the run, and validates every returned placement with the independent validator
+before handing it back. Malformed input never reaches a method: ``Problem`` refuses it when it
+is built (values beyond ``MAX_VALUE``, duplicate ids, pinned buffers that clash, ...).
+
+This module imports no method: each method module registers itself when it is imported, and
+the package's ``__init__`` imports them all, so ``METHODS`` is complete as soon as any part of
+``allocator`` is imported (Python runs a package's ``__init__`` before any of its modules).
 """
 
 from __future__ import annotations
@@ -16,7 +22,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from allocator.problem import AllocationResult, InvalidProblemError, Problem, Solution, Status, UnknownMethodError
+from allocator.problem import (
+    AllocationResult,
+    InvalidProblemError,
+    MinimizeResult,
+    Problem,
+    Solution,
+    Status,
+    UnknownMethodError,
+)
 from allocator.validate import InvalidSolutionError, lower_bound, validate
 
 
@@ -38,22 +52,75 @@ MethodFunction = Callable[..., MethodOutput]
 
 
 @dataclass(frozen=True)
+class MinimizeRequest:
+    """What ``allocator.minimize`` hands a method's anytime routine, its arguments checked."""
+
+    method: str  #: the registered name the result is reported under
+    timeout: float  #: seconds for the whole call, positive and finite
+    began: float  #: ``time.perf_counter()`` when the call began
+    deadline: float  #: ``began + timeout``: no work starts after it
+    options: object | None  #: the method's own options record, if the caller gave one (a routine ignores others)
+    load_share: float  #: share of the time (and of ``node_limit``) for a first probe at LOAD, in (0, 1]
+    node_limit: int | None  #: nodes of all exact probes together; only for a routine that declares ``node_limit``
+    on_improve: Callable[[MinimizeResult], None] | None  #: called with the result so far on every improvement
+
+
+#: a method's own peak minimisation: ``routine(problem, request) -> MinimizeResult``. It
+#: minimises the peak of ``problem`` (the problem's capacity, when set, is an upper limit on the
+#: answer) by ``request.deadline`` and returns a validated placement, or none.
+AnytimeFunction = Callable[[Problem, MinimizeRequest], MinimizeResult]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a method declares it can do; ``solve`` and ``minimize`` act on these, never on names."""
+
+    #: complete: given the time, it finds a placement under the capacity when one exists and
+    #: proves the capacity infeasible otherwise (a heuristic's miss proves nothing)
+    exact: bool = False
+    #: refuses a problem without a capacity (it searches for a placement under one)
+    needs_capacity: bool = False
+    #: its own peak minimisation, which ``allocator.minimize`` runs; None: ``minimize`` runs the
+    #: method once without a capacity (after an insurance placement) and reports that
+    anytime: AnytimeFunction | None = None
+    #: its anytime routine honours ``minimize(..., node_limit=...)`` (a deterministic budget)
+    node_limit: bool = False
+
+    def labels(self) -> tuple[str, ...]:
+        """The capabilities as short words, for listings.
+
+        >>> Capabilities(exact=True, needs_capacity=True).labels()
+        ('exact', 'needs capacity')
+        """
+        flags = (("exact", self.exact), ("needs capacity", self.needs_capacity),
+                 ("anytime", self.anytime is not None), ("node limit", self.node_limit))
+        return tuple(label for label, on in flags if on)
+
+
+@dataclass(frozen=True)
 class MethodEntry:
     name: str
     function: MethodFunction
     description: str  #: one line: what it does and which paper/section/compiler it follows
+    capabilities: Capabilities = Capabilities()
 
 
 METHODS: dict[str, MethodEntry] = {}
 
 
-def register(name: str, description: str) -> Callable[[MethodFunction], MethodFunction]:
-    """Decorator adding a method to ``METHODS`` under ``name``."""
+def register(name: str, description: str, *, exact: bool = False, needs_capacity: bool = False,
+             anytime: AnytimeFunction | None = None, node_limit: bool = False,
+             ) -> Callable[[MethodFunction], MethodFunction]:
+    """Decorator adding a method to ``METHODS`` under ``name``, with its ``Capabilities``
+    (keyword arguments of the same names; a heuristic declares none)."""
+    if node_limit and anytime is None:
+        raise ValueError(f"allocator method {name!r}: node_limit is a property of an anytime routine; give one")
+    capabilities = Capabilities(exact=exact, needs_capacity=needs_capacity, anytime=anytime, node_limit=node_limit)
 
     def add(function: MethodFunction) -> MethodFunction:
         if name in METHODS:
             raise ValueError(f"allocator method {name!r} registered twice")
-        METHODS[name] = MethodEntry(name, function, description)
+        METHODS[name] = MethodEntry(name, function, description, capabilities)
         return function
 
     return add
@@ -73,7 +140,8 @@ def solve(problem: Problem, method: str = "greedy-by-size", timeout: float | Non
     options : passed to the method (e.g. ``seed``); unknown options raise.
 
     Raises ``UnknownMethodError`` for an unknown method, ``InvalidProblemError`` for a bad
-    timeout (or input a method cannot represent, e.g. ``mip`` beyond 2**52 units), and
+    timeout, a problem without a capacity for a method that ``needs_capacity`` (or input a
+    method cannot represent, e.g. ``mip`` beyond 2**52 units), and
     ``InvalidSolutionError`` if a method returns a placement that breaks a constraint (a bug
     in that method, never hidden).
 
@@ -95,6 +163,9 @@ def solve(problem: Problem, method: str = "greedy-by-size", timeout: float | Non
         raise UnknownMethodError(f"unknown allocator method {method!r}; known: {', '.join(sorted(METHODS))}")
     if timeout is not None and not timeout > 0:
         raise InvalidProblemError(f"timeout must be positive seconds or None, got {timeout!r}")
+    if problem.capacity is None and METHODS[method].capabilities.needs_capacity:
+        raise InvalidProblemError(f"{method} searches for a placement under a capacity; give the problem one "
+                                  "(allocator.minimize finds the lowest peak)")
     began = time.perf_counter()
     load = lower_bound(problem)
     if problem.capacity is not None and load > problem.capacity:
@@ -118,7 +189,3 @@ def solve(problem: Problem, method: str = "greedy-by-size", timeout: float | Non
         raise InvalidSolutionError(f"method {method!r} reported 'solved' without a placement")
     stats = {"seconds": seconds, "lower_bound": load, **out.stats}
     return AllocationResult(method, out.status, solution, peak, out.reason, stats)
-
-
-# Importing the method modules registers them.
-from allocator import exact, greedy, heuristics, minimalloc, telamalloc  # noqa: E402,F401

@@ -59,11 +59,12 @@ import numpy as np
 
 from allocator import _telamalloc
 from allocator._telamalloc import Instance, Phases, Sections, Switches, neighbours
+from allocator.anytime import FALLBACK_HEURISTIC, STARTING_HEURISTICS, Progress, peak_granularity
 from allocator.heuristics import conflict_counts
-from allocator.problem import InvalidProblemError, Problem, Status
-from allocator.registry import METHODS, MethodOutput, register
+from allocator.problem import InvalidProblemError, MinimizeResult, Problem, Solution, Status
+from allocator.registry import METHODS, MethodOutput, MinimizeRequest, register
 from allocator.sweep import Sweep, sweep
-from allocator.validate import lower_bound
+from allocator.validate import check, lower_bound
 
 SELECTIONS = {"telamalloc": _telamalloc.SEL_TELAMALLOC, "size": _telamalloc.SEL_SIZE,
               "area": _telamalloc.SEL_AREA, "lifetime": _telamalloc.SEL_LIFETIME, "lowest": _telamalloc.SEL_LOWEST}
@@ -76,15 +77,8 @@ PHASE_CACHE = 8
 #: seconds per time-overlapping pair to build the neighbour lists (measured ~25 ns; a build cannot
 #: be interrupted, so a search with less time left than this estimate does not start it)
 SECONDS_PER_PAIR = 25e-9
-#: heuristics tried, in this order, for the first incumbent when minimising (also by ``minimize``
-#: for ``minimalloc``), sharing the first third of the time. greedy-by-size goes first: it is
-#: nearly as fast as first-fit and far better on large traces (0.76 % over LOAD on pangu_2.6B
-#: where first-fit is 12.2 %), so a short budget still starts from a good placement. TelaMalloc's
-#: row-by-row skyline follows: the best of them on the challenging suite (16-35 % over LOAD),
-#: and it packs pangu_2.6B at LOAD when it has the time
-STARTING_HEURISTICS = ("greedy-by-size", "telamalloc-heuristic", "load-best-fit", "best-fit", "first-fit")
-#: what places the buffers when no starting heuristic did within its time (greedy-by-size: see above)
-FALLBACK_HEURISTIC = "greedy-by-size"
+# STARTING_HEURISTICS and FALLBACK_HEURISTIC (the first incumbent of the descent, shared with
+# minimalloc's anytime search) and peak_granularity live in allocator.anytime; imported above.
 
 
 @dataclass(frozen=True)
@@ -456,19 +450,6 @@ class DescentResult:
     reason: str = ""
 
 
-def peak_granularity(problem: Problem) -> int:
-    """The step between possible peaks: every peak is a multiple of the gcd of the sizes, the
-    alignments above 1 and the fixed offsets (shared by both anytime searches' probes).
-
-    >>> from allocator.problem import Buffer
-    >>> peak_granularity(Problem([Buffer("a", 0, 1, 12), Buffer("b", 0, 1, 8, alignment=4)]))
-    4
-    """
-    _, _, sizes, alignments, fixed = problem.arrays(copy=False)
-    values = np.concatenate((sizes, alignments[alignments > 1], fixed[fixed > 0]))
-    return int(np.gcd.reduce(values)) if len(values) else 1
-
-
 def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaMallocOptions = TelaMallocOptions(),
                         ) -> DescentResult:
     """Lower the peak of ``problem`` (its capacity ignored) with capacity probes until ``deadline``.
@@ -552,9 +533,30 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
     return DescentResult(best, best_peak, min(proven, best_peak), history, stats, timed_out)
 
 
+def telamalloc_anytime(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
+    """``telamalloc``'s anytime routine for ``allocator.minimize``: ``telamalloc_minimize`` with
+    ``request``'s options (a ``TelaMallocOptions``; another record is ignored) until its deadline.
+    Its bound is LOAD unless a probe proved a capacity infeasible; it has no node budget."""
+    options = request.options if isinstance(request.options, TelaMallocOptions) else TelaMallocOptions()
+    progress = Progress(problem, request)
+    descent = telamalloc_minimize(problem, request.deadline, options)
+    if descent.offsets is None:
+        progress.reason = descent.reason
+        return progress.result(True)
+    free = progress.free
+    placed = Solution(dict(zip(free.ids, descent.offsets.tolist(), strict=True)))
+    check(free, placed)
+    seconds = time.perf_counter() - request.began
+    optimal = descent.peak <= descent.bound
+    return MinimizeResult(request.method, placed, descent.peak, descent.bound, optimal, seconds,
+                          not optimal and descent.timed_out,
+                          [(t, peak, descent.bound) for t, peak in descent.history], [],
+                          {"nodes": descent.stats["steps"], "probes": descent.stats["probes"]}, progress.capacity)
+
+
 @register("telamalloc", "search with per-step block selection (longest, largest, largest area), lowest valid "
           "position from propagation, contention phases and smart backtracking (TelaMalloc, Maas et al. "
-          "ASPLOS'23 §4-5); without a capacity, bisects the peak")
+          "ASPLOS'23 §4-5); without a capacity, bisects the peak", anytime=telamalloc_anytime)
 def telamalloc(problem: Problem, deadline: float | None = None,
                options: TelaMallocOptions | None = None) -> MethodOutput:
     """Place ``problem`` under its capacity, or minimise its peak when it has none."""

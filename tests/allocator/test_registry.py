@@ -1,0 +1,219 @@
+"""The registry: methods register themselves without import cycles and declare what they can do.
+
+The import checks read the sources (``ast``), so they pin the structure itself: the
+package's modules import one another without a cycle, ``registry`` imports no method, and no
+module imports another's private names.
+"""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import allocator
+from allocator import METHODS, Buffer, Capabilities, InvalidProblemError, Problem, minimize, solve, validate
+from allocator.registry import MethodEntry, MethodOutput, MinimizeRequest, register
+
+PACKAGE = Path(allocator.__file__).parent
+
+
+def module_name(path: Path) -> str:
+    return "allocator" if path.stem == "__init__" else f"allocator.{path.stem}"
+
+
+def module_level_imports() -> dict[str, list[tuple[str, list[str]]]]:
+    """Per module of the package, the ``(module, names)`` of each import it runs when loaded
+    (statements at module level; imports inside functions run later and cannot make a cycle
+    at load time). ``from allocator import x`` names the submodule ``allocator.x`` when there
+    is one, else the package itself."""
+    submodules = {path.stem for path in PACKAGE.glob("*.py")}
+    imports: dict[str, list[tuple[str, list[str]]]] = {}
+    for path in sorted(PACKAGE.glob("*.py")):
+        found: list[tuple[str, list[str]]] = []
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Import):
+                found += [(alias.name, []) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module == "allocator":
+                    for alias in node.names:
+                        target = f"allocator.{alias.name}" if alias.name in submodules else "allocator"
+                        found.append((target, [] if target != "allocator" else [alias.name]))
+                else:
+                    found.append((node.module, [alias.name for alias in node.names]))
+        imports[module_name(path)] = found
+    return imports
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {module: {target for target, _ in found if target == "allocator" or target.startswith("allocator.")}
+            for module, found in module_level_imports().items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as a list of nodes (first repeated at the end), or None (depth-first search)."""
+    state: dict[str, str] = {}  # "open" while on the current path, "done" once explored
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = "open"
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state:
+                cycle = visit(nxt)
+                if cycle:
+                    return cycle
+        path.pop()
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_the_modules_of_the_package_import_each_other_without_a_cycle():
+    graph = import_graph()
+    assert "allocator.registry" in graph and "allocator.minimalloc" in graph  # the parse saw the package
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
+
+
+def method_modules() -> set[str]:
+    """Modules that call ``register`` (as a decorator or otherwise) at module level."""
+    found = set()
+    for path in PACKAGE.glob("*.py"):
+        if path.stem == "registry":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            decorators = node.decorator_list if isinstance(node, ast.FunctionDef) else []
+            calls = [d for d in decorators if isinstance(d, ast.Call)]
+            if any(isinstance(c.func, ast.Name) and c.func.id == "register" for c in calls):
+                found.add(module_name(path))
+    return found
+
+
+def test_registry_imports_no_method_and_the_package_imports_every_one():
+    methods = method_modules()
+    assert {"allocator.greedy", "allocator.minimalloc", "allocator.telamalloc"} <= methods
+    graph = import_graph()
+    assert not graph["allocator.registry"] & methods
+    assert methods <= graph["allocator"]
+
+
+def test_no_module_imports_another_modules_private_names():
+    offenders = []
+    for module, found in module_level_imports().items():
+        for target, names in found:
+            private = [n for n in names if n.startswith("_") and not (PACKAGE / f"{n}.py").exists()]
+            if target.startswith("allocator") and private:
+                offenders.append(f"{module} imports {', '.join(private)} from {target}")
+    assert offenders == []
+
+
+def test_importing_any_module_first_registers_every_method():
+    # a fresh interpreter: python runs the package's __init__ before the submodule
+    code = ("import allocator.registry as r, allocator.greedy; "
+            "print(','.join(sorted(r.METHODS)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().split(",") == sorted(METHODS)
+
+
+def test_capabilities_as_declared():
+    capabilities = {name: entry.capabilities for name, entry in METHODS.items()}
+    assert {name for name, c in capabilities.items() if c.exact} == {"minimalloc", "cpsat", "mip"}
+    assert {name for name, c in capabilities.items() if c.needs_capacity} == {"minimalloc"}
+    assert {name for name, c in capabilities.items() if c.anytime} == {"minimalloc", "telamalloc"}
+    assert {name for name, c in capabilities.items() if c.node_limit} == {"minimalloc"}
+    assert METHODS["minimalloc"].capabilities.labels() == ("exact", "needs capacity", "anytime", "node limit")
+    assert METHODS["greedy-by-size"].capabilities == Capabilities()
+
+
+# LOAD is 3, but the 2-byte buffer aligned to 2 has no room beside the one pinned at 1
+ALIGNED = Problem([Buffer("a", 0, 2, 1, offset=1), Buffer("b", 0, 2, 2, alignment=2), Buffer("c", 2, 4, 1)])
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_exact_methods_prove_what_heuristics_only_miss(name):
+    result = solve(ALIGNED.with_capacity(3), name, timeout=60)
+    if METHODS[name].capabilities.exact:
+        assert result.status == "infeasible"
+    elif not METHODS[name].capabilities.anytime:  # telamalloc's propagation may prove it too; heuristics cannot
+        assert result.status == "failed" and validate(ALIGNED, result.solution).ok
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_a_method_that_needs_a_capacity_is_refused_without_one_and_the_others_place(name):
+    if METHODS[name].capabilities.needs_capacity:
+        with pytest.raises(InvalidProblemError, match="under a capacity"):
+            solve(ALIGNED, name)
+    else:
+        result = solve(ALIGNED, name, timeout=60)
+        assert result.status == "solved" and validate(ALIGNED, result.solution).ok
+
+
+def test_minimize_dispatches_on_the_declared_routine_not_the_name(monkeypatch):
+    seen = []
+
+    def routine(problem, request):
+        seen.append(request)
+        return minimize(problem, method="minimalloc", timeout=request.timeout, node_limit=request.node_limit)
+
+    def never(problem, deadline=None):
+        raise AssertionError("minimize must run the anytime routine, not the method")
+
+    monkeypatch.setitem(METHODS, "test-anytime", MethodEntry("test-anytime", never, "test double",
+                                                             Capabilities(anytime=routine, node_limit=True)))
+    result = minimize(ALIGNED, method="test-anytime", timeout=60, node_limit=1_000, load_share=0.5)
+    assert result.peak == 4 and len(seen) == 1
+    request = seen[0]
+    assert isinstance(request, MinimizeRequest) and request.method == "test-anytime"
+    assert (request.timeout, request.node_limit, request.load_share) == (60, 1_000, 0.5)
+    assert request.deadline == pytest.approx(request.began + 60)
+
+
+def test_node_limit_is_refused_for_a_method_that_does_not_declare_it(monkeypatch):
+    def routine(problem, request):
+        raise AssertionError("not reached")
+
+    monkeypatch.setitem(METHODS, "test-anytime", MethodEntry("test-anytime", lambda p, d=None: None, "test double",
+                                                             Capabilities(anytime=routine)))
+    for name in ("test-anytime", "telamalloc", "first-fit"):
+        with pytest.raises(InvalidProblemError, match="node_limit bounds the exact probes.*minimalloc"):
+            minimize(ALIGNED, method=name, node_limit=10)
+
+
+def test_a_method_that_needs_a_capacity_without_a_routine_cannot_minimise(monkeypatch):
+    def placing(problem, deadline=None):
+        return MethodOutput("failed", None)
+
+    monkeypatch.setitem(METHODS, "test-capacity", MethodEntry("test-capacity", placing, "test double",
+                                                              Capabilities(needs_capacity=True)))
+    with pytest.raises(InvalidProblemError, match="needs a capacity and has no anytime search"):
+        minimize(ALIGNED, method="test-capacity")
+
+
+def test_register_keeps_the_capabilities_and_refuses_a_node_limit_without_a_routine(monkeypatch):
+    monkeypatch.setattr("allocator.registry.METHODS", dict(METHODS))
+    from allocator import registry
+
+    @register("test-exact", "test double", exact=True, needs_capacity=True)
+    def placing(problem, deadline=None):
+        return MethodOutput("failed", None)
+
+    assert registry.METHODS["test-exact"].capabilities == Capabilities(exact=True, needs_capacity=True)
+    with pytest.raises(ValueError, match="node_limit is a property of an anytime routine"):
+        register("test-other", "test double", node_limit=True)
+    with pytest.raises(ValueError, match="registered twice"):
+        register("test-exact", "again")(placing)
