@@ -28,7 +28,7 @@ from allocator.registry import METHODS, Capabilities, MethodEntry, register, sol
 from allocator.validate import InvalidSolutionError, ValidationReport, Violation, check, lower_bound, validate
 
 # The method modules register their methods when imported; METHODS keeps this order.
-from allocator import greedy, heuristics, exact, telamalloc, minimalloc  # noqa: F401  # isort: skip
+from allocator import greedy, heuristics, exact, telamalloc, minimalloc, portfolio  # noqa: F401  # isort: skip
 
 __all__ = [
     "MAX_VALUE", "AllocationResult", "Buffer", "Capabilities", "CSVFormatError", "InvalidProblemError",

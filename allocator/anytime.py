@@ -6,8 +6,8 @@ arguments, then asks the registry what the method can do (``Capabilities``), nev
 * a method with an anytime routine of its own (``Capabilities.anytime``) runs it:
   ``minimalloc`` starts from the best of the fast greedy heuristics (``STARTING_HEURISTICS``)
   and bisects between LOAD and that peak with the exact canonical search
-  (``allocator.minimalloc.canonical_bisection``); ``telamalloc`` runs its descent
-  (``telamalloc_minimize``);
+  (``allocator.minimalloc.canonical_bisection``); ``auto`` starts from its own heuristics and
+  bisects the same way; ``telamalloc`` runs its descent (``telamalloc_minimize``);
 * any other method runs once, without a capacity, after ``FALLBACK_HEURISTIC`` has placed the
   buffers (in half of the time at most) as insurance: the method's own placement is reported
   when it returns one, the insurance only when it does not (``reason`` then says so), so a
@@ -177,12 +177,12 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
 
     A method with an anytime routine (``METHODS[method].capabilities.anytime``) runs it:
     ``"minimalloc"`` the canonical bisection (see ``allocator.minimalloc.canonical_bisection``),
-    ``"telamalloc"`` its own descent
+    ``"auto"`` the same from the best of its heuristics, ``"telamalloc"`` its own descent
     (``allocator.telamalloc.telamalloc_minimize``: bisection with step-limited searches, so its
     bound stays LOAD unless a probe proves a capacity infeasible). Any other registered method
     is run once without a capacity, after the insurance (see the module docstring), and its peak
     reported against LOAD or its own proven ``stats["bound"]``. ``options`` is the method's own
-    options record (``MiniMallocOptions`` for minimalloc, ``TelaMallocOptions`` for
+    options record (``MiniMallocOptions`` for minimalloc and auto, ``TelaMallocOptions`` for
     telamalloc); a routine ignores a record of another type, and a method run once ignores it.
     ``load_share`` is the share of the time (and of ``node_limit``) given to the first probe at
     LOAD. Returns a validated placement, or none (status ``"timeout"``) when not even
@@ -194,7 +194,7 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     ``result.status`` / ``result.fits``.
 
     ``timeout`` is in seconds, positive and finite. ``node_limit`` (only for a method whose
-    routine declares ``Capabilities.node_limit``: ``minimalloc``) bounds the nodes of
+    routine declares ``Capabilities.node_limit``: ``minimalloc``, ``auto``) bounds the nodes of
     all exact probes together, split like the time (the first probe gets ``load_share`` of it,
     each later one half of what is left); with a timeout that does not bind, the result is then
     the same on every machine. ``on_improve`` is called with the result so far whenever the

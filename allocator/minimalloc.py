@@ -49,7 +49,7 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -547,15 +547,18 @@ def minimalloc_minimize(problem: Problem, request: MinimizeRequest) -> MinimizeR
           "dynamic decomposition (MiniMalloc, Moffitt ASPLOS'23 §5-7)",
           exact=True, needs_capacity=True, anytime=minimalloc_minimize, node_limit=True)
 def minimalloc(problem: Problem, deadline: float | None = None,
-               options: MiniMallocOptions | None = None) -> MethodOutput:
+               options: MiniMallocOptions | None = None, node_limit: int | None = None) -> MethodOutput:
     """Place ``problem`` under its capacity (the search needs one to prune against).
 
     Status ``"timeout"`` when the deadline or ``options.node_limit`` stops the search first;
     it has no placement then (the search builds one placement, complete only at the end).
+    ``node_limit``, when given, replaces ``options.node_limit``.
     """
     if problem.capacity is None:
         raise InvalidProblemError("minimalloc searches for a placement under a capacity; give the problem one")
     options = options or MiniMallocOptions()
+    if node_limit is not None:
+        options = replace(options, node_limit=node_limit)
     outcome = canonical_search(problem, problem.capacity, options, deadline)
     stats: dict[str, float] = {"nodes": outcome.nodes, "backtracks": outcome.backtracks, "runs": outcome.runs,
                                "splits": outcome.splits, "table_hits": outcome.table_hits}

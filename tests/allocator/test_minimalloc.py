@@ -99,6 +99,14 @@ def test_paper_example_and_its_infeasible_capacity():
     assert solve(Problem(bufs, 11), "minimalloc").status == "infeasible"  # LOAD 12
 
 
+def test_the_node_limit_keyword_replaces_the_options_field():
+    bufs = [Buffer("b1", 0, 3, 4), Buffer("b2", 3, 9, 4), Buffer("b3", 0, 9, 4), Buffer("b4", 9, 21, 4),
+            Buffer("b5", 0, 21, 4)]
+    stopped = solve(Problem(bufs, 12), "minimalloc", node_limit=1)
+    assert stopped.status == "timeout" and "node limit of 1 reached" in stopped.reason
+    assert solve(Problem(bufs, 12), "minimalloc", options=MiniMallocOptions(node_limit=1), node_limit=1000).solved
+
+
 def test_exhausted_search_is_reported_infeasible_not_timeout():
     # LOAD is 4 but the two 2-byte buffers pinned at 1 and the free 2-byte one leave no aligned room.
     p = Problem([Buffer("a", 0, 2, 1, offset=1), Buffer("b", 0, 2, 2, alignment=2)], capacity=3)

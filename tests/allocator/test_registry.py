@@ -85,7 +85,7 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_the_modules_of_the_package_import_each_other_without_a_cycle():
     graph = import_graph()
-    assert "allocator.registry" in graph and "allocator.minimalloc" in graph  # the parse saw the package
+    assert "allocator.registry" in graph and "allocator.portfolio" in graph  # the parse saw the package
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
 
 
@@ -106,7 +106,7 @@ def method_modules() -> set[str]:
 
 def test_registry_imports_no_method_and_the_package_imports_every_one():
     methods = method_modules()
-    assert {"allocator.greedy", "allocator.minimalloc", "allocator.telamalloc"} <= methods
+    assert {"allocator.greedy", "allocator.minimalloc", "allocator.portfolio"} <= methods
     graph = import_graph()
     assert not graph["allocator.registry"] & methods
     assert methods <= graph["allocator"]
@@ -124,7 +124,7 @@ def test_no_module_imports_another_modules_private_names():
 
 def test_importing_any_module_first_registers_every_method():
     # a fresh interpreter: python runs the package's __init__ before the submodule
-    code = ("import allocator.registry as r, allocator.greedy; "
+    code = ("import allocator.registry as r, allocator.portfolio, allocator.greedy; "
             "print(','.join(sorted(r.METHODS)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().split(",") == sorted(METHODS)
@@ -132,10 +132,10 @@ def test_importing_any_module_first_registers_every_method():
 
 def test_capabilities_as_declared():
     capabilities = {name: entry.capabilities for name, entry in METHODS.items()}
-    assert {name for name, c in capabilities.items() if c.exact} == {"minimalloc", "cpsat", "mip"}
+    assert {name for name, c in capabilities.items() if c.exact} == {"minimalloc", "cpsat", "mip", "auto"}
     assert {name for name, c in capabilities.items() if c.needs_capacity} == {"minimalloc"}
-    assert {name for name, c in capabilities.items() if c.anytime} == {"minimalloc", "telamalloc"}
-    assert {name for name, c in capabilities.items() if c.node_limit} == {"minimalloc"}
+    assert {name for name, c in capabilities.items() if c.anytime} == {"minimalloc", "telamalloc", "auto"}
+    assert {name for name, c in capabilities.items() if c.node_limit} == {"minimalloc", "auto"}
     assert METHODS["minimalloc"].capabilities.labels() == ("exact", "needs capacity", "anytime", "node limit")
     assert METHODS["greedy-by-size"].capabilities == Capabilities()
 
