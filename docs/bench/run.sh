@@ -15,6 +15,12 @@ python -m accelsim bench $B/minimalloc/challenging --method minimalloc --capacit
 python -m accelsim bench $B/minimalloc/challenging --method $ALL --minimize --timeout 3 --csv $OUT/minimize_challenging.csv
 python -m accelsim bench $B/idealloc/somas_tensors/resnet50.csv $B/idealloc/iopddl/G_1.csv $B/idealloc/somas_tensors/pangu_2.6B.csv $B/idealloc/iopddl/S_1.csv \
     --method $ALL --minimize --timeout 3 --csv $OUT/minimize_traces.csv
+# 2b. auto against its members, at the same time each: fitting the challenging suite at the capacity in
+#     its names (10 s), and minimising the four large traces and the suite (3 s)
+AUTO=best-fit,greedy-by-size,load-best-fit,minimalloc,auto
+python -m accelsim bench $B/minimalloc/challenging --method $AUTO --capacity-from-name --timeout 10 --csv $OUT/auto_fit.csv
+python -m accelsim bench $B/idealloc/somas_tensors/resnet50.csv $B/idealloc/iopddl/G_1.csv $B/idealloc/somas_tensors/pangu_2.6B.csv $B/idealloc/iopddl/S_1.csv \
+    $B/minimalloc/challenging --method $AUTO --minimize --timeout 3 --csv $OUT/auto_minimize.csv
 # 3. large generated instances: reading, LOAD and the one-shot greedy methods under --timeout 10
 mkdir -p /tmp/accelsim-large
 python examples/large_instances.py --buffers 300000 --csv /tmp/accelsim-large/random-300k.csv
