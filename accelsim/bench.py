@@ -112,7 +112,7 @@ def warm_up(methods: Sequence[str]) -> dict[str, float]:
         began = time.perf_counter()
         name, extra = parse_method(method)
         allocator.solve(tiny, name, None, **extra)
-        if name in ("minimalloc", "telamalloc"):
+        if allocator.METHODS[name].capabilities.anytime is not None:  # its own minimisation: warm it too
             allocator.minimize(tiny.with_capacity(None), method=name, timeout=1.0)
         spent[method] = time.perf_counter() - began
     return spent
