@@ -85,6 +85,16 @@ def auto(problem: Problem, deadline: float | None = None, options: MiniMallocOpt
 
     ``options`` go to the exact stage; ``node_limit``, when given, replaces their
     ``node_limit`` (``solve(problem, "auto", node_limit=100_000)``).
+
+    >>> from allocator import Buffer, solve
+    >>> p = Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4), Buffer("c", 2, 4, 4)], capacity=8)
+    >>> r = solve(p, "auto")
+    >>> r.status, r.peak, r.reason, r.stats["stage"]
+    ('solved', 8, 'best-fit fitted', 0)
+    >>> pinned = Problem([Buffer("a", 0, 2, 1, offset=1), Buffer("b", 0, 2, 2, alignment=2)], capacity=3)
+    >>> r = solve(pinned, "auto", node_limit=1000)  # LOAD 3 fits, but no aligned room beside the pinned byte
+    >>> r.status, r.peak, r.stats["stage"]
+    ('infeasible', 4, 0)
     """
     exact_options = options or MiniMallocOptions()
     if node_limit is not None:
