@@ -102,7 +102,7 @@ class MethodEntry:
     name: str
     function: MethodFunction
     description: str  #: one line: what it does and which paper/section/compiler it follows
-    capabilities: Capabilities = Capabilities()
+    capabilities: Capabilities = Capabilities()  #: what it can do; solve and minimize act on it
 
 
 METHODS: dict[str, MethodEntry] = {}
