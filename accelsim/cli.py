@@ -31,6 +31,8 @@ from accelsim.hw import describe_fields, format_bytes, list_configs, load_hw, pa
 from accelsim.outputs import PLOT_SUFFIXES, check_output_file, check_output_folder
 from accelsim.pipeline import CompileError
 
+#: the method of ``accelsim alloc`` when ``--method`` is not given (also the flow's default allocator)
+DEFAULT_METHOD = "auto"
 #: ``scheduler.SCHEDULERS``, repeated so that ``accelsim --help`` does not import the solvers
 _SCHEDULERS = ("program", "min-peak", "cosma", "cosma-fs", "cosma-dnc")
 
@@ -235,7 +237,7 @@ def _cmd_alloc(args: argparse.Namespace) -> int:
             raise ValueError("--explain explains a --capacity without a placement; use it without --minimize")
         check_output_file(args.explain, "--explain")
     problem, capacity = _read_problem(args)
-    method = args.method or ("minimalloc" if args.minimize else "greedy-by-size")
+    method = args.method or DEFAULT_METHOD
     # Compiled code is loaded (or, on the first run after installing, compiled and cached)
     # before the clock starts, so --timeout limits the search itself; the time is reported.
     loading = warm_up([method])[method]
@@ -576,7 +578,8 @@ def build_parser() -> argparse.ArgumentParser:
     alloc = sub.add_parser("alloc", help="solve a static allocation problem from a MiniMalloc CSV")
     alloc.add_argument("file", nargs="?", help="CSV with columns id,lower,upper,size[,alignment,offset]")
     alloc.add_argument("--capacity", help="memory size in bytes (e.g. 1048576 or 1MiB); omit to minimise the peak")
-    alloc.add_argument("--method", help="allocation method (see --methods)")
+    alloc.add_argument("--method", help=f"allocation method (see --methods; default {DEFAULT_METHOD}: the fast "
+                                        "heuristics, then the exact search with the time left)")
     alloc.add_argument("--timeout", type=_positive_seconds, help="time limit in seconds (default: none; "
                                                                  "10 with --minimize)")
     alloc.add_argument("--output", help="write the placed buffers (with an offset column) to this CSV")
@@ -586,7 +589,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "the exact search decides, in --timeout seconds of its own (default 60)")
     alloc.add_argument("--methods", action="store_true", help="list the allocation methods and exit")
     alloc.add_argument("--minimize", action="store_true",
-                       help="minimise the peak (anytime; default method minimalloc, default timeout 10 s); "
+                       help="minimise the peak (anytime; default timeout 10 s); "
                             "with --capacity, a best peak above it is no placement (exit 1)")
     alloc.set_defaults(handler=_cmd_alloc)
 

@@ -202,9 +202,87 @@ def table_cmem() -> list[str]:
     return lines
 
 
+SPILL = REPO / "docs" / "spill"
+#: the allocation-aware methods of the spill study, then the references
+SPILL_LOOP = ("best-fit", "minimalloc", "auto")
+SPILL_METHODS = ("online-first-fit", *SPILL_LOOP, "cosma-fs", "cosma")
+
+
+def spill_points() -> dict[tuple[str, str, str], dict[str, dict[str, str]]]:
+    """The spill study's rows by (model, hw, point), then by method (examples/spill_study.py)."""
+    points: dict[tuple[str, str, str], dict[str, dict[str, str]]] = {}
+    for r in read("study.csv", SPILL):
+        points.setdefault((r["model"], r["hw"], r["point"]), {})[r["method"]] = r
+    return points
+
+
+def _moved(row: dict[str, str] | None) -> int | None:
+    if row is None or row["status"] != "ok":
+        return None
+    return int(row["noncompulsory_bytes"])
+
+
+def table_spill_summary() -> list[str]:
+    """Per config and method: non-compulsory bytes against the online first fit and cosma-fs."""
+    points = spill_points()
+    lines = ["| config | method | points | mean of bytes / online first fit's | points above it | "
+             "points at cosma-fs or below (where proven optimal) | sum of bytes - cosma-fs's there | "
+             "compile s median / max |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for hw in sorted({key[1] for key in points}):
+        here = {key: rows for key, rows in points.items() if key[1] == hw}
+        for method in SPILL_METHODS[1:]:
+            ratios, above, at_fs, over_fs, seconds = [], 0, 0, [], []
+            for rows in here.values():
+                online, moved = _moved(rows.get("online-first-fit")), _moved(rows.get(method))
+                if moved is None or online is None:
+                    continue
+                seconds.append(float(rows[method]["compile_s"]))
+                if online > 0:
+                    ratios.append(moved / online)
+                above += moved > online
+                fs = _moved(rows.get("cosma-fs"))
+                if fs is not None and rows["cosma-fs"]["scheduler_status"] == "optimal":
+                    at_fs += moved <= fs
+                    over_fs.append(moved - fs)
+            if not seconds:
+                continue
+            seconds.sort()
+            mean = f"{sum(ratios) / len(ratios):.3f} ({len(ratios)} spilling)" if ratios else "-"
+            extra = f"{sum(over_fs) / 2**20:+.2f} MiB" if over_fs else "-"
+            lines.append(f"| {hw} | `{method}` | {len(seconds)} | {mean} | {above} | {at_fs} of {len(over_fs)} | "
+                         f"{extra} | {seconds[len(seconds) // 2]:.2f} / {seconds[-1]:.2f} |")
+    return lines
+
+
+def table_spill_points() -> list[str]:
+    """Every point of the spill study: non-compulsory KiB (chip total) per method, auto's cycles and time."""
+    def kib(row: dict[str, str] | None) -> str:
+        moved = _moved(row)
+        if moved is None:
+            return "-" if row is None else row["status"][:20]
+        mark = "" if row is None or row["method"] not in ("cosma", "cosma-fs") or \
+            row["scheduler_status"] == "optimal" else f" ({row['scheduler_status']})"
+        return f"{moved / 1024:,.0f}{mark}"
+
+    lines = ["| model | config | SRAM, per PE on pixel6 (point) | " + " | ".join(SPILL_METHODS) + " | auto cycles / online's | "
+             "auto compile s |", "|---|---|---:|" + "---:|" * (len(SPILL_METHODS) + 2)]
+    for (model, hw, point), rows in spill_points().items():
+        first = next(iter(rows.values()))
+        sram = int(first["sram_bytes"])
+        auto, online = rows.get("auto"), rows.get("online-first-fit")
+        cycles = (f"{int(auto['cycles']) / int(online['cycles']):.3f}"
+                  if auto and online and auto["status"] == online["status"] == "ok" else "-")
+        lines.append(f"| {model} | {hw} | {sram / 1024:,.1f} KiB ({float(point):g}) | "
+                     + " | ".join(kib(rows.get(m)) for m in SPILL_METHODS)
+                     + f" | {cycles} | {auto['compile_s'] if auto else '-'} |")
+    return lines
+
+
 TABLES: dict[str, Callable[[], list[str]]] = {
     "fit": table_fit, "minimize": table_minimize, "traces": table_traces, "large": table_large,
     "limits": table_limits, "telamalloc": table_telamalloc, "sweep": table_sweep, "cmem": table_cmem,
+    "spill-summary": table_spill_summary, "spill-points": table_spill_points,
 }
 
 
