@@ -226,7 +226,8 @@ def _cmd_alloc(args: argparse.Namespace) -> int:
     if args.methods:
         width = max(len(name) for name in allocator.METHODS)
         for name, entry in allocator.METHODS.items():
-            print(f"{name:<{width}}  {entry.description}")
+            labels = entry.capabilities.labels()
+            print(f"{name:<{width}}  {entry.description}" + (f" [{', '.join(labels)}]" if labels else ""))
         return 0
     if args.file is None:
         raise ValueError("alloc needs a CSV file (or --methods to list the allocation methods)")
