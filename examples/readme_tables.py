@@ -94,6 +94,28 @@ def table_minimize() -> list[str]:
     return lines
 
 
+def table_auto() -> list[str]:
+    """``auto`` against its members: fitting the suite (status, seconds) and minimising (% over LOAD)."""
+    lines = ["| instance | mode | " + " | ".join(f"`{m}`" for m in AUTO_MEMBERS) + " | `auto` |",
+             "|---|---|" + "---:|" * (len(AUTO_MEMBERS) + 1)]
+    for name, mode in (("auto_fit.csv", "fit, 10 s"), ("auto_minimize.csv", "minimise, 3 s")):
+        rows = read(name)
+        by = {(r["instance"], r["method"]): r for r in rows}
+        for instance in dict.fromkeys(r["instance"] for r in rows):
+            cells = []
+            for method in (*AUTO_MEMBERS, "auto"):
+                r = by[(instance, method)]
+                if mode.startswith("fit"):
+                    cells.append(f"{_seconds(r['seconds'])} s" if r["status"] == "solved" else r["status"])
+                else:
+                    cells.append(_over(r) + (" opt" if r["status"] == "optimal" else "") + _insured(r))
+            lines.append(f"| {Path(instance).stem} | {mode} | " + " | ".join(cells) + " |")
+    return lines
+
+
+AUTO_MEMBERS = ("best-fit", "greedy-by-size", "load-best-fit", "minimalloc")
+
+
 def table_traces() -> list[str]:
     """% over LOAD (seconds) per large trace and method, minimising."""
     rows = read("minimize_traces.csv")
@@ -282,7 +304,7 @@ def table_spill_points() -> list[str]:
 TABLES: dict[str, Callable[[], list[str]]] = {
     "fit": table_fit, "minimize": table_minimize, "traces": table_traces, "large": table_large,
     "limits": table_limits, "telamalloc": table_telamalloc, "sweep": table_sweep, "cmem": table_cmem,
-    "spill-summary": table_spill_summary, "spill-points": table_spill_points,
+    "auto": table_auto, "spill-summary": table_spill_summary, "spill-points": table_spill_points,
 }
 
 
