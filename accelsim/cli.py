@@ -4,7 +4,7 @@ Subcommands::
 
     accelsim run MODEL [--hw NAME|FILE.yaml] [--sram 8MiB] [--allocator M] [--out DIR]
                        [--dtype D] [--input-shape 1,3,224,224] [--set KEY=VALUE ...]
-    accelsim alloc FILE.csv [--capacity 1MiB] [--method M] [--timeout S] [--output OUT.csv]
+    accelsim alloc FILE.csv [--capacity 1MiB] [--method M] [--timeout S] [--output OUT.csv] [--explain WHY.csv]
     accelsim alloc --methods
     accelsim size MODEL [--hw NAME|FILE.yaml] [--scheduler S,...] [--allocator A,...] [--set KEY=VALUE ...]
     accelsim models

@@ -29,10 +29,11 @@ from allocator.validate import InvalidSolutionError, ValidationReport, Violation
 
 # The method modules register their methods when imported; METHODS keeps this order.
 from allocator import greedy, heuristics, exact, telamalloc, minimalloc, portfolio  # noqa: F401  # isort: skip
+from allocator.explain import ExplainOptions, Explanation, FeasibleProblemError, explain_infeasible  # noqa: E402
 
 __all__ = [
-    "MAX_VALUE", "AllocationResult", "Buffer", "Capabilities", "CSVFormatError", "InvalidProblemError",
-    "InvalidSolutionError", "METHODS", "MethodEntry", "MinimizeResult", "minimize", "Problem", "Solution",
-    "UnknownMethodError", "ValidationReport",
-    "Violation", "check", "lower_bound", "read_csv", "register", "solve", "validate", "write_csv",
+    "MAX_VALUE", "AllocationResult", "Buffer", "Capabilities", "CSVFormatError", "ExplainOptions", "Explanation",
+    "FeasibleProblemError", "InvalidProblemError", "InvalidSolutionError", "METHODS", "MethodEntry", "MinimizeResult",
+    "minimize", "Problem", "Solution", "UnknownMethodError", "ValidationReport", "Violation", "check",
+    "explain_infeasible", "lower_bound", "read_csv", "register", "solve", "validate", "write_csv",
 ]
