@@ -1,0 +1,367 @@
+"""idealloc: the boxing algorithm of Buchsbaum et al. for dynamic storage allocation, run many times.
+
+CONVOLVE D5.5 §4 describes idealloc as a translation of the constructive proofs of
+Buchsbaum, Karloff, Kenyon, Reingold and Thorup, "OPT versus LOAD in dynamic storage
+allocation" (STOC 2003), in three parts, each implemented here:
+
+* **Boxing** (D5.5 §4.1; the paper's boxing lemma and its nested recursions, Theorems 2 and
+  16). Small items are grouped into *boxes*, rectangles of bounded height H whose lifetime
+  spans their members'; a box is then an item itself, and is boxed again at the next level.
+  Levels follow the size classes of the paper: H starts at ``ratio`` times the smallest size
+  (times a random factor in ``[1, ratio)`` per run, see below) and grows by ``ratio`` per level;
+  at each level the top-level items lower than H are boxed into boxes of height at most H.
+  Boxing stops once H has passed the largest size, so the top-level items all have heights
+  within a factor of ``ratio`` of H (the convergence criterion of D5.5 §4.1: the ratio of the
+  boxes' largest to smallest height is bounded).
+  Within a level, the items are boxed by Theorem 2's *random point selection*: pick a random
+  time point x at which at least one item lives (a random item, then a random moment of its
+  lifetime), box the items live at x, and recurse on the items wholly before x and on those
+  wholly after it (an explicit stack, no Python recursion). The items live at x all share x,
+  so stacking them never wastes space at x: they are sorted by start (ties: longer first)
+  and cut into consecutive groups of total height at most H, one box each (the boxing
+  lemma's greedy grouping of jobs crossing one point).
+* **Unboxing and placement** (D5.5 §4.2). The top-level items are placed with the shared
+  first-fit kernel (``allocator.placement.place``) in decreasing height (ties: earlier
+  start); the paper places its near-uniform boxes by interval colouring, which first fit in
+  that order approximates. Then every box is opened: a member's offset is its box's offset
+  plus its height in the box's stack.
+* **Tightening** (D5.5 §4.2): the unboxed placement is sparse, so every buffer is dropped to
+  the lowest offset that fits below it: ``place`` with first fit, in increasing unboxed offset
+  (ties: earlier start). A buffer never moves up (everything placed before it ends at or below
+  its old offset), so tightening never raises the peak. A second pass in the new order runs
+  when it lowers the peak further.
+* **Repeated runs** (D5.5 §4.4): each run draws new random points (and a new starting H),
+  and the lowest peak is kept. With a deadline, runs repeat until it passes (or ``runs`` is
+  reached, or the peak reaches LOAD); without one, ``runs`` (default 20) are made. Under a
+  capacity the first run that fits it ends the search (status ``"solved"``); otherwise the
+  best placement is returned, ``"failed"`` when it misses the capacity, like the other
+  heuristics. The same ``seed`` and ``runs`` give the same placement (each run's random
+  stream is seeded from ``numpy.random.default_rng(seed)``).
+
+Decisions where the papers are silent (or give more than a heuristic needs):
+
+* The paper's H values come from its ε-dependent analysis; here they are powers of ``ratio``
+  (default 2) and each run starts from a random factor, so runs differ in how sizes are grouped
+  as well as in their random points.
+* An item that would be alone in its box stays unboxed (a box of one only adds levels).
+* Pinned (fixed-offset) buffers are not boxed: boxing treats only the free buffers, and the
+  tightening pass places the pinned ones first, where they are pinned, as obstacles (so with
+  pinned buffers tightening can move a buffer up). Alignment is also left to tightening: the
+  gap walk rounds each offset up to the buffer's alignment.
+* The deadline is read in the compiled boxing loop (every 256 random points) and in the
+  placement kernel; a run cut short is dropped. If no run completes, the status is
+  ``"timeout"`` without a placement. Runs that complete are the method's normal anytime
+  behaviour, so a result after at least one run is ``"solved"`` or ``"failed"``, never
+  ``"timeout"``.
+
+Cost per run: O(n log n) expected per level for the random-point recursion (the random item
+splits the items like a random pivot), O(log(max size / min size)) levels, plus two or three
+placements (``allocator.placement``'s O(overlapping pairs x log)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from allocator.placement import clock, deadline_passed, lexsort_order, place, timeout_reason
+from allocator.problem import Problem
+from allocator.registry import MethodOutput, register
+from allocator.validate import lower_bound
+
+__all__ = ["DEFAULT_RUNS", "box", "idealloc"]
+
+#: runs made when there is no deadline and ``runs`` is not given
+DEFAULT_RUNS = 20
+
+#: the boxing loop reads the clock once per this many random points
+_CLOCK_EVERY = 256
+
+
+@njit(cache=True)
+def _box_crossing(cross, n_cross, item_start, item_end, item_height, parent, relative, count, height_limit,
+                  unboxed, n_unboxed):  # pragma: no cover - compiled
+    """Box the ``n_cross`` items of ``cross`` (all live at one time point) into boxes of height at
+    most ``height_limit``: sorted by start (ties: later end first), cut into consecutive groups.
+
+    New boxes get ids ``count, count + 1, ...``; their members' ``parent`` and ``relative`` (height
+    in the box) are set. Items alone in their group are appended to ``unboxed``. Returns
+    (new count, new n_unboxed)."""
+    keys_start = np.empty(n_cross, np.int64)
+    keys_end = np.empty(n_cross, np.int64)
+    for k in range(n_cross):
+        keys_start[k] = item_start[cross[k]]
+        keys_end[k] = -item_end[cross[k]]
+    by_end = np.argsort(keys_end, kind="mergesort")
+    order = by_end[np.argsort(keys_start[by_end], kind="mergesort")]
+    k = 0
+    while k < n_cross:
+        stacked = 0
+        group_end = k
+        while group_end < n_cross and stacked + item_height[cross[order[group_end]]] <= height_limit:
+            stacked += item_height[cross[order[group_end]]]
+            group_end += 1
+        if group_end == k:  # taller than the limit (never, since only lower items are boxed)
+            group_end = k + 1
+        if group_end - k == 1:
+            unboxed[n_unboxed] = cross[order[k]]
+            n_unboxed += 1
+        else:
+            box_id = count
+            count += 1
+            low = item_start[cross[order[k]]]
+            high = item_end[cross[order[k]]]
+            cursor = 0
+            for g in range(k, group_end):
+                item = cross[order[g]]
+                parent[item] = box_id
+                relative[item] = cursor
+                cursor += item_height[item]
+                low = min(low, item_start[item])
+                high = max(high, item_end[item])
+            item_start[box_id] = low
+            item_end[box_id] = high
+            item_height[box_id] = cursor
+            unboxed[n_unboxed] = box_id  # the new box is a top-level item of the next level
+            n_unboxed += 1
+        k = group_end
+    return count, n_unboxed
+
+
+@njit(cache=True)
+def _box_level(work, m, item_start, item_end, item_height, parent, relative, count, height_limit, out,
+               deadline):  # pragma: no cover - compiled
+    """Theorem 2's random point recursion over the ``m`` items of ``work`` (all lower than
+    ``height_limit``): the items live at a random point are boxed, then the items before it and
+    those after it are treated the same way. ``work`` is reordered. Writes the resulting
+    top-level items (new boxes and items left alone) to ``out``; returns (count, len(out),
+    whether the deadline passed)."""
+    stack_low = np.empty(2 * m + 2, np.int64)
+    stack_high = np.empty(2 * m + 2, np.int64)
+    scratch = np.empty(m, np.int64)
+    cross = np.empty(m, np.int64)
+    depth = 0
+    stack_low[0] = 0
+    stack_high[0] = m
+    depth = 1
+    n_out = 0
+    steps = 0
+    while depth > 0:
+        depth -= 1
+        lo = stack_low[depth]
+        hi = stack_high[depth]
+        if hi - lo == 0:
+            continue
+        if hi - lo == 1:
+            out[n_out] = work[lo]
+            n_out += 1
+            continue
+        steps += 1
+        if steps % _CLOCK_EVERY == 0 and clock() > deadline:
+            return count, n_out, True
+        chosen = work[lo + min(int(np.random.random() * (hi - lo)), hi - lo - 1)]
+        width = item_end[chosen] - item_start[chosen]
+        point = item_start[chosen] + min(int(np.random.random() * width), width - 1)
+        n_left = 0
+        n_right = 0
+        n_cross = 0
+        for k in range(lo, hi):
+            item = work[k]
+            if item_end[item] <= point:
+                scratch[n_left] = item
+                n_left += 1
+            elif item_start[item] > point:
+                n_right += 1
+                scratch[hi - lo - n_right] = item
+            else:
+                cross[n_cross] = item
+                n_cross += 1
+        for k in range(n_left):
+            work[lo + k] = scratch[k]
+        for k in range(n_right):
+            work[lo + n_left + k] = scratch[hi - lo - 1 - k]
+        count, n_out = _box_crossing(cross, n_cross, item_start, item_end, item_height, parent, relative, count,
+                                     height_limit, out, n_out)
+        stack_low[depth] = lo
+        stack_high[depth] = lo + n_left
+        depth += 1
+        stack_low[depth] = lo + n_left
+        stack_high[depth] = lo + n_left + n_right
+        depth += 1
+    return count, n_out, False
+
+
+@njit(cache=True)
+def _box_all(starts, ends, heights, ratio, first_factor, seed, deadline):  # pragma: no cover - compiled
+    """Box the items ``starts/ends/heights`` (the free buffers) level by level.
+
+    Returns (item starts, ends, heights, parent, relative, count, top items, n_top, timed out):
+    items ``0 .. n-1`` are the buffers, ``n .. count-1`` the boxes; ``parent[i]`` is the box
+    holding item i (-1 for a top-level item), ``relative[i]`` its offset inside that box.
+    """
+    np.random.seed(seed)
+    n = starts.shape[0]
+    capacity = 2 * n + 1
+    item_start = np.empty(capacity, np.int64)
+    item_end = np.empty(capacity, np.int64)
+    item_height = np.empty(capacity, np.int64)
+    parent = np.full(capacity, -1, np.int64)
+    relative = np.zeros(capacity, np.int64)
+    item_start[:n] = starts
+    item_end[:n] = ends
+    item_height[:n] = heights
+    count = n
+    top = np.arange(n).astype(np.int64)
+    n_top = n
+    smallest = heights.min()
+    largest = heights.max()
+    limit = float(smallest) * ratio * first_factor
+    work = np.empty(n, np.int64)
+    out = np.empty(n, np.int64)
+    next_top = np.empty(n, np.int64)
+    while True:
+        if clock() > deadline:
+            return item_start, item_end, item_height, parent, relative, count, top, n_top, True
+        height_limit = np.int64(min(limit, 4.6e18))
+        m = 0
+        n_next = 0
+        for k in range(n_top):
+            if item_height[top[k]] < height_limit:
+                work[m] = top[k]
+                m += 1
+            else:
+                next_top[n_next] = top[k]
+                n_next += 1
+        if m >= 2:
+            count, n_out, late = _box_level(work, m, item_start, item_end, item_height, parent, relative, count,
+                                            height_limit, out, deadline)
+            if late:
+                return item_start, item_end, item_height, parent, relative, count, top, n_top, True
+            for k in range(n_out):
+                next_top[n_next] = out[k]
+                n_next += 1
+            top, next_top = next_top, top
+            n_top = n_next
+        if limit > largest or n_top <= 1:
+            break
+        limit *= ratio
+    return item_start, item_end, item_height, parent, relative, count, top, n_top, False
+
+
+@njit(cache=True)
+def _unbox(parent, relative, count, offsets):  # pragma: no cover - compiled
+    """Open every box: a member's offset is its box's plus its place in the box. A box's id is
+    above its members', so one pass from the highest id down sets every offset."""
+    for item in range(count - 1, -1, -1):
+        if parent[item] >= 0:
+            offsets[item] = offsets[parent[item]] + relative[item]
+
+
+def box(starts: np.ndarray, ends: np.ndarray, heights: np.ndarray, *, ratio: float = 2.0, seed: int = 0,
+        first_factor: float = 1.0, deadline: float | None = None) -> np.ndarray | None:
+    """One run of boxing, placement of the top-level items and unboxing, before tightening.
+
+    Returns the unboxed offset of every item of the int64 arrays (a valid placement when the
+    items have no alignment and none is pinned), or ``None`` when the deadline passed.
+
+    >>> offsets = box(np.array([0, 0, 2]), np.array([2, 2, 4]), np.array([1, 1, 4]))
+    >>> offsets.tolist()
+    [0, 1, 0]
+    """
+    n = len(starts)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    limit = np.inf if deadline is None else float(deadline)
+    item_start, item_end, item_height, parent, relative, count, top, n_top, late = _box_all(
+        starts.astype(np.int64), ends.astype(np.int64), heights.astype(np.int64), float(ratio), float(first_factor),
+        int(seed), limit)
+    if late:
+        return None
+    top = top[:n_top]
+    top_start, top_end, top_height = item_start[top], item_end[top], item_height[top]
+    ones = np.ones(n_top, np.int64)
+    order = lexsort_order((top_start, -top_height), n_top)
+    placed = place(top_start, top_end, top_height, ones, -ones, order, deadline=deadline)
+    if not placed.complete:
+        return None
+    offsets = np.zeros(count, np.int64)
+    offsets[top] = placed.offsets
+    _unbox(parent, relative, count, offsets)
+    return offsets[:n]
+
+
+@register("idealloc", "boxing with random point selection, unboxing, tightening, repeated with new random draws "
+          "keeping the lowest peak (Buchsbaum et al. STOC'03 as in CONVOLVE D5.5 §4; `seed`, `runs`, `ratio`)")
+def idealloc(problem: Problem, deadline: float | None = None, seed: int = 0, runs: int | None = None,
+             ratio: float = 2.0) -> MethodOutput:
+    """The boxing algorithm of Buchsbaum et al. (STOC 2003) as idealloc runs it (see the module docstring).
+
+    ``runs`` caps the number of runs (default: until the deadline, or ``DEFAULT_RUNS`` without
+    one); ``seed`` seeds the random draws; ``ratio`` (> 1) is the growth of the box height per
+    level. ``stats`` report the runs made and the run that gave the kept placement.
+    """
+    if runs is not None and runs < 1:
+        raise ValueError(f"idealloc: runs must be >= 1, got {runs}")
+    if not ratio > 1:
+        raise ValueError(f"idealloc: ratio must be > 1, got {ratio}")
+    arrays = problem.arrays()
+    starts, ends, sizes, alignments, fixed = arrays
+    n = len(starts)
+    if n == 0:
+        return MethodOutput("solved", {})
+    limit = runs if runs is not None else (DEFAULT_RUNS if deadline is None else None)
+    free = np.flatnonzero(fixed < 0)
+    load = lower_bound(problem)
+    rng = np.random.default_rng(seed)
+    best_offsets: np.ndarray | None = None
+    best_peak = -1
+    best_run = -1
+    made = 0
+    while limit is None or made < limit:
+        if deadline_passed(deadline):
+            break
+        run_seed = int(rng.integers(0, 2**31 - 1))
+        first_factor = float(ratio ** rng.random())
+        offsets = _one_run(starts, ends, sizes, alignments, fixed, free, ratio, run_seed, first_factor, deadline)
+        if offsets is None:
+            break
+        made += 1
+        peak = int((offsets + sizes).max())
+        if best_offsets is None or peak < best_peak:
+            best_offsets, best_peak, best_run = offsets, peak, made
+        if best_peak <= load or (problem.capacity is not None and best_peak <= problem.capacity):
+            break
+    stats = {"runs": float(made), "best_run": float(best_run)}
+    if best_offsets is None:
+        return MethodOutput("timeout", None, timeout_reason("idealloc", 0, n) + " (no run completed)", stats)
+    placement = dict(zip(problem.ids, best_offsets.tolist(), strict=True))
+    if problem.capacity is not None and best_peak > problem.capacity:
+        return MethodOutput("failed", placement, f"idealloc reached peak {best_peak} > capacity {problem.capacity} "
+                            f"in {made} runs", stats)
+    return MethodOutput("solved", placement, stats=stats)
+
+
+def _one_run(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, alignments: np.ndarray, fixed: np.ndarray,
+             free: np.ndarray, ratio: float, seed: int, first_factor: float,
+             deadline: float | None) -> np.ndarray | None:
+    """Boxing, unboxing and tightening once; the offsets of all buffers, or None at the deadline."""
+    n = len(starts)
+    unboxed = np.zeros(n, np.int64)
+    if len(free):
+        boxed = box(starts[free], ends[free], sizes[free], ratio=ratio, seed=seed, first_factor=first_factor,
+                    deadline=deadline)
+        if boxed is None:
+            return None
+        unboxed[free] = boxed
+    offsets = unboxed
+    peak = None
+    for _ in range(3):  # tightening; again while it lowers the peak
+        order = lexsort_order((starts, offsets), n)
+        tightened = place(starts, ends, sizes, alignments, fixed, order, deadline=deadline)
+        if not tightened.complete:
+            return None if peak is None else offsets
+        new_peak = int((tightened.offsets + sizes).max())
+        if peak is not None and new_peak >= peak:
+            break
+        offsets, peak = tightened.offsets, new_peak
+    return offsets
