@@ -21,10 +21,11 @@ allocation" (STOC 2003), in three parts, each implemented here:
   and cut into consecutive groups of total height at most H, one box each (the boxing
   lemma's greedy grouping of jobs crossing one point).
 * **Unboxing and placement** (D5.5 §4.2). The top-level items are placed with the shared
-  first-fit kernel (``allocator.placement.place``) in decreasing height (ties: earlier
-  start); the paper places its near-uniform boxes by interval colouring, which first fit in
-  that order approximates. Then every box is opened: a member's offset is its box's offset
-  plus its height in the box's stack.
+  first-fit kernel (``allocator.placement.place``), in each run at random either in start
+  order (ties: taller first; the paper's interval colouring of its near-uniform boxes, which
+  first fit in start order is for equal heights) or in decreasing height (ties: earlier
+  start; measured better on some traces, worse on others, so runs draw either). Then every
+  box is opened: a member's offset is its box's offset plus its height in the box's stack.
 * **Tightening** (D5.5 §4.2): the unboxed placement is sparse, so every buffer is dropped to
   the lowest offset that fits below it: ``place`` with first fit, in increasing unboxed offset
   (ties: earlier start). A buffer never moves up (everything placed before it ends at or below
@@ -258,8 +259,10 @@ def _unbox(parent, relative, count, offsets):  # pragma: no cover - compiled
 
 
 def box(starts: np.ndarray, ends: np.ndarray, heights: np.ndarray, *, ratio: float = 2.0, seed: int = 0,
-        first_factor: float = 1.0, deadline: float | None = None) -> np.ndarray | None:
+        first_factor: float = 1.0, by_start: bool = False, deadline: float | None = None) -> np.ndarray | None:
     """One run of boxing, placement of the top-level items and unboxing, before tightening.
+
+    ``by_start`` places the top-level items in start order instead of decreasing height.
 
     Returns the unboxed offset of every item of the int64 arrays (a valid placement when the
     items have no alignment and none is pinned), or ``None`` when the deadline passed.
@@ -280,7 +283,7 @@ def box(starts: np.ndarray, ends: np.ndarray, heights: np.ndarray, *, ratio: flo
     top = top[:n_top]
     top_start, top_end, top_height = item_start[top], item_end[top], item_height[top]
     ones = np.ones(n_top, np.int64)
-    order = lexsort_order((top_start, -top_height), n_top)
+    order = lexsort_order((-top_height, top_start) if by_start else (top_start, -top_height), n_top)
     placed = place(top_start, top_end, top_height, ones, -ones, order, deadline=deadline)
     if not placed.complete:
         return None
@@ -322,7 +325,9 @@ def idealloc(problem: Problem, deadline: float | None = None, seed: int = 0, run
             break
         run_seed = int(rng.integers(0, 2**31 - 1))
         first_factor = float(ratio ** rng.random())
-        offsets = _one_run(starts, ends, sizes, alignments, fixed, free, ratio, run_seed, first_factor, deadline)
+        by_start = bool(rng.random() < 0.5)
+        offsets = _one_run(starts, ends, sizes, alignments, fixed, free, ratio, run_seed, first_factor, by_start,
+                           deadline)
         if offsets is None:
             break
         made += 1
@@ -342,14 +347,14 @@ def idealloc(problem: Problem, deadline: float | None = None, seed: int = 0, run
 
 
 def _one_run(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, alignments: np.ndarray, fixed: np.ndarray,
-             free: np.ndarray, ratio: float, seed: int, first_factor: float,
+             free: np.ndarray, ratio: float, seed: int, first_factor: float, by_start: bool,
              deadline: float | None) -> np.ndarray | None:
     """Boxing, unboxing and tightening once; the offsets of all buffers, or None at the deadline."""
     n = len(starts)
     unboxed = np.zeros(n, np.int64)
     if len(free):
         boxed = box(starts[free], ends[free], sizes[free], ratio=ratio, seed=seed, first_factor=first_factor,
-                    deadline=deadline)
+                    by_start=by_start, deadline=deadline)
         if boxed is None:
             return None
         unboxed[free] = boxed
