@@ -234,10 +234,15 @@ def test_minimize_with_a_capacity_it_meets_writes_the_placement(tiny_csv, tmp_pa
 
 
 def _interrupt_after(argv: list[str], marker: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m accelsim ARGV``, send SIGINT once a stdout line contains ``marker``."""
+    """Run ``python -m accelsim ARGV``, send SIGINT once a stdout line contains ``marker``.
+
+    The child starts with SIGINT at its default, as in a terminal: a test run launched as a
+    background job of a non-interactive shell inherits SIGINT ignored, and Python then keeps
+    ignoring it (the child would never see the Ctrl-C this test sends)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     process = subprocess.Popen([sys.executable, "-m", "accelsim", *argv], cwd=cwd, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=env)
+                               stderr=subprocess.PIPE, text=True, env=env,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert process.stdout is not None
     seen = []
     for line in process.stdout:
