@@ -287,8 +287,8 @@ def table_spill_points() -> list[str]:
             row["scheduler_status"] == "optimal" else f" ({row['scheduler_status']})"
         return f"{moved / 1024:,.0f}{mark}"
 
-    lines = ["| model | config | SRAM, per PE on pixel6 (point) | " + " | ".join(SPILL_METHODS) + " | auto cycles / online's | "
-             "auto compile s |", "|---|---|---:|" + "---:|" * (len(SPILL_METHODS) + 2)]
+    lines = ["| model | config | SRAM, per PE on pixel6 (point) | " + " | ".join(SPILL_METHODS)
+             + " | auto cycles / online's | auto compile s |", "|---|---|---:|" + "---:|" * (len(SPILL_METHODS) + 2)]
     for (model, hw, point), rows in spill_points().items():
         first = next(iter(rows.values()))
         sram = int(first["sram_bytes"])
