@@ -62,8 +62,15 @@ Decisions where the papers are silent (or give more than a heuristic needs):
   behaviour, so a result after at least one run is ``"solved"`` or ``"failed"``, never
   ``"timeout"``.
 
+Simplified relative to the paper, so no (2 + ε) x LOAD guarantee is claimed: its ε-dependent
+size classes and its separate handling of the jobs that are large relative to LOAD are replaced
+by the geometric levels above; the boxing lemma's construction (with its bound on the boxes'
+load) by the greedy grouping of the sorted crossing set; the exact colouring of the converged
+boxes by first fit. D5.5 names the parts and the random point selection but not the Rust
+implementation's constants, so none of them is copied here.
+
 Cost per run: O(n log n) expected per level for the random-point recursion (the random item
-splits the items like a random pivot), O(log(max size / min size)) levels, plus two or three
+splits the items like a random pivot), O(log(largest box / smallest size)) levels, plus two
 placements (``allocator.placement``'s O(overlapping pairs x log)).
 """
 
