@@ -21,6 +21,10 @@ AUTO=best-fit,greedy-by-size,load-best-fit,minimalloc,auto
 python -m accelsim bench $B/minimalloc/challenging --method $AUTO --capacity-from-name --timeout 10 --csv $OUT/auto_fit.csv
 python -m accelsim bench $B/idealloc/somas_tensors/resnet50.csv $B/idealloc/iopddl/G_1.csv $B/idealloc/somas_tensors/pangu_2.6B.csv $B/idealloc/iopddl/S_1.csv \
     $B/minimalloc/challenging --method $AUTO --minimize --timeout 3 --csv $OUT/auto_minimize.csv
+# 2c. idealloc on the idealloc traces and the challenging suite (10 s each; the README's idealloc paragraph)
+python -m accelsim bench $B/idealloc/somas_tensors/resnet50.csv $B/idealloc/iopddl/G_1.csv $B/idealloc/somas_tensors/pangu_2.6B.csv $B/idealloc/iopddl/S_1.csv \
+    --method idealloc,greedy-by-size --minimize --timeout 10 --csv $OUT/idealloc_traces.csv
+python -m accelsim bench $B/minimalloc/challenging --method idealloc,greedy-by-size --minimize --timeout 10 --csv $OUT/idealloc_challenging.csv
 # 3. large generated instances: reading, LOAD and the one-shot greedy methods under --timeout 10
 mkdir -p /tmp/accelsim-large
 python examples/large_instances.py --buffers 300000 --csv /tmp/accelsim-large/random-300k.csv
