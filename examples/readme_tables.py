@@ -116,6 +116,22 @@ def table_auto() -> list[str]:
 AUTO_MEMBERS = ("best-fit", "greedy-by-size", "load-best-fit", "minimalloc")
 
 
+def table_idealloc() -> list[str]:
+    """% over LOAD of idealloc and greedy-by-size, minimising 10 s each, with the Rust idealloc's figures."""
+    refs = references()
+    lines = ["| instance | `idealloc` | `greedy-by-size` | Rust idealloc |", "|---|---:|---:|---:|"]
+    for name in ("idealloc_traces.csv", "idealloc_challenging.csv"):
+        rows = read(name)
+        by = {(r["instance"], r["method"]): r for r in rows}
+        for instance in dict.fromkeys(r["instance"] for r in rows):
+            stem = Path(instance).stem
+            cells = [_over(by[(instance, m)]) + (" opt" if by[(instance, m)]["status"] == "optimal" else "")
+                     for m in ("idealloc", "greedy-by-size")]
+            rust = refs.get(f"rust_idealloc_{stem}", {}).get("value", "")
+            lines.append(f"| {stem} | " + " | ".join(cells) + f" | {rust} |")
+    return lines
+
+
 def table_traces() -> list[str]:
     """% over LOAD (seconds) per large trace and method, minimising."""
     rows = read("minimize_traces.csv")
@@ -304,7 +320,8 @@ def table_spill_points() -> list[str]:
 TABLES: dict[str, Callable[[], list[str]]] = {
     "fit": table_fit, "minimize": table_minimize, "traces": table_traces, "large": table_large,
     "limits": table_limits, "telamalloc": table_telamalloc, "sweep": table_sweep, "cmem": table_cmem,
-    "auto": table_auto, "spill-summary": table_spill_summary, "spill-points": table_spill_points,
+    "auto": table_auto, "idealloc": table_idealloc, "spill-summary": table_spill_summary,
+    "spill-points": table_spill_points,
 }
 
 
