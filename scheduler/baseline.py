@@ -162,16 +162,7 @@ def schedule(
     need = check_capacity(graph, capacity_bytes, sizes, alignment)
     arena = _Arena(graph, names, capacity_bytes, onchip, data_bytes(graph, sizes), replacement)
     arena.run()
-    order_name = order if isinstance(order, str) else "custom"
-    result = Schedule(
-        order=names,
-        residencies=sorted(arena.residencies, key=lambda r: (r.start, r.end, r.id)),
-        transfers=arena.transfers,
-        capacity=capacity_bytes,
-        alignment=alignment,
-        offsets=arena.offsets,
-        method=f"{order_name}+{replacement}",
-    )
+    result = arena.schedule(order, capacity_bytes, alignment, arena.offsets)
     result.stats = {
         "min_capacity": need,
         "evictions": arena.evictions,
@@ -225,16 +216,7 @@ def plan_residencies(
     capacity = max(max(steps, default=1), sum(onchip.values()), 1)
     arena = _Arena(graph, names, capacity, onchip, data_bytes(graph, sizes), replacement, steps)
     arena.run()
-    order_name = order if isinstance(order, str) else "custom"
-    result = Schedule(
-        order=names,
-        residencies=sorted(arena.residencies, key=lambda r: (r.start, r.end, r.id)),
-        transfers=arena.transfers,
-        capacity=max(steps, default=0),
-        alignment=alignment,
-        offsets=None,
-        method=f"{order_name}+{replacement}",
-    )
+    result = arena.schedule(order, max(steps, default=0), alignment, None)
     result.stats = {"evictions": arena.evictions, "peak_live_bytes": peak_live_bytes(result)}
     return result
 
@@ -339,6 +321,20 @@ class _Arena:
         if self.order:
             self._free_dead(len(self.order))
         assert not self.open, f"tensors left resident after the last step: {sorted(self.open)}"
+
+    def schedule(self, order: str | Sequence[str], capacity: int, alignment: int,
+                 offsets: dict[str, int] | None) -> Schedule:
+        """The finished run as a ``Schedule`` named ``"<order>+<replacement>"`` (an operator list: ``"custom"``)."""
+        order_name = order if isinstance(order, str) else "custom"
+        return Schedule(
+            order=self.order,
+            residencies=sorted(self.residencies, key=lambda r: (r.start, r.end, r.id)),
+            transfers=self.transfers,
+            capacity=capacity,
+            alignment=alignment,
+            offsets=offsets,
+            method=f"{order_name}+{self.replacement}",
+        )
 
     # -- residencies ---------------------------------------------------------------------
 

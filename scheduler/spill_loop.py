@@ -70,7 +70,7 @@ import networkx as nx
 from scheduler.baseline import plan_residencies, schedule, step_footprints
 from scheduler.budget import check_alignment, check_capacity, onchip_sizes
 from scheduler.order import resolve_order
-from scheduler.schedule import Schedule, ScheduleError, live_bytes_over_time
+from scheduler.schedule import Schedule, ScheduleError, live_bytes_over_time, peak_address, peak_live_bytes
 
 #: the allocator ``allocation_aware`` uses when none is named
 DEFAULT_ALLOCATOR = "auto"
@@ -261,8 +261,7 @@ def allocation_aware(
         "online_kept": float(keep_online),
         "loop_seconds": time.perf_counter() - began,
         "evictions": int(online.stats["evictions"]) if keep_online else fitted_evictions,
-        "peak_live_bytes": max(live_bytes_over_time(chosen), default=0),
-        "peak_address": max((chosen.offsets[r.id] + r.size for r in chosen.residencies), default=0)
-        if chosen.offsets else 0,
+        "peak_live_bytes": peak_live_bytes(chosen),
+        "peak_address": peak_address(chosen),
     }
     return chosen
