@@ -167,8 +167,8 @@ def _cmd_size(args: argparse.Namespace) -> int:
     """``accelsim size``: M_R and the smallest spill-free SRAM per scheduler/allocator pair; see ``accelsim.sizing``."""
     from accelsim.sizing import DEFAULT_PAIRS, check_pairs, size
 
-    schedulers = _names(args.scheduler, "--scheduler") if args.scheduler else None
-    allocators = _names(args.allocator, "--allocator") if args.allocator else None
+    schedulers = _names(args.scheduler, "--scheduler", "scheduler") if args.scheduler else None
+    allocators = _names(args.allocator, "--allocator", "allocator") if args.allocator else None
     if allocators is not None:  # every name checked, also those a cosma* scheduler will not use
         check_pairs([("program", a) for a in allocators if a != "own"])
     if schedulers is None and allocators is None:
@@ -194,13 +194,14 @@ def _cmd_size(args: argparse.Namespace) -> int:
     return 0 if all(p.no_spill_bytes is not None for p in report.pairs) else 1
 
 
-def _names(text: str, option: str) -> list[str]:
-    """A comma-separated list of names, refusing empty ones and repeats (one line naming ``option``)."""
+def _names(text: str, option: str, noun: str, hint: str = "") -> list[str]:
+    """A comma-separated list of ``noun`` names, refusing empty ones and repeats (one line naming ``option``)."""
     names = [name.strip() for name in text.split(",")]
-    if any(not name for name in names):
-        raise ValueError(f"{option} {text!r}: empty name in the comma-separated list")
+    if not all(names):
+        raise ValueError(f"{option} {text!r}: empty {noun} name (give a comma-separated list of names"
+                         + (f", {hint})" if hint else ")"))
     if len(set(names)) != len(names):
-        raise ValueError(f"{option} {text!r} names something twice")
+        raise ValueError(f"{option} {text!r} names a{'n' if noun[0] in 'aeiou' else ''} {noun} twice")
     return names
 
 
@@ -411,14 +412,9 @@ def _minimize(args: argparse.Namespace, problem: allocator.Problem, capacity: in
 def _cmd_bench(args: argparse.Namespace) -> int:
     from accelsim import bench
 
-    methods = [m.strip() for m in args.method.split(",")]
-    if not all(methods):
-        raise ValueError(f"--method {args.method!r}: empty method name (give a comma-separated list of "
-                         "names, see `accelsim alloc --methods`)")
+    methods = _names(args.method, "--method", "method", "see `accelsim alloc --methods`")
     for method in methods:
         bench.parse_method(method)
-    if len(set(methods)) != len(methods):
-        raise ValueError(f"--method {args.method!r} names a method twice")
     if args.csv is not None:
         check_output_file(args.csv, "--csv")
     if args.plot is not None:

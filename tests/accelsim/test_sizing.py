@@ -86,7 +86,7 @@ def test_cli_prints_the_table_and_writes_csv(chain_graph, tmp_path, capsys):
 @pytest.mark.parametrize("args, message", [
     (["--allocator", "nope"], "unknown allocator 'nope'"),
     (["--scheduler", "fast"], "unknown scheduler 'fast'"),
-    (["--allocator", "best-fit,best-fit"], "names something twice"),
+    (["--allocator", "best-fit,best-fit"], "names an allocator twice"),
     (["--set", "nofield=1"], "nofield"),
 ])
 def test_cli_bad_input_is_one_line_exit_2(chain_graph, tmp_path, capsys, args, message):
