@@ -194,9 +194,7 @@ def size(
                     high = middle
                 else:
                     low = middle
-            found = high
-            if any(moved == 0 and capacity < found for capacity, moved in probes):
-                found = min(capacity for capacity, moved in probes if moved == 0)
+            found = high  # every probe below it spilled: a probe without spills moved ``high`` down to it
             if any(moved > 0 and capacity > found for capacity, moved in probes):
                 note = "not monotone: a probe above the answer spilled (heuristic or time-limited)"
         peak = moved_there = None
