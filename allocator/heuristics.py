@@ -26,7 +26,7 @@ is compiled once, for all of them:
 Like ``greedy``'s methods they place fixed-offset buffers first where they are pinned, ignore
 the capacity while placing and then compare the peak with it ("failed" with the full
 placement when it is exceeded). Every one reads the deadline in its compiled loop (every
-1,024 buffers placed, or every 2**20 buffers scanned by the skyline); a method cut short
+1,024 buffers placed, or taken from the skyline's queue); a method cut short
 before its first complete placement returns ``"timeout"`` without one and says how far it
 got. The orders are computed with whole-array numpy operations on ``Problem.arrays()``
 (keys that could pass int64, such as size x lifetime^2, are compared exactly as 64-bit
@@ -40,6 +40,7 @@ from numba import njit
 
 from allocator.greedy import size_keys, wide_product
 from allocator.placement import (
+    CLOCK_EVERY,
     Placement,
     clock,
     deadline_passed,
@@ -53,7 +54,6 @@ from allocator.registry import MethodOutput, register
 from allocator.sweep import compress_times, range_max, sweep
 
 _INT64_MAX = np.iinfo(np.int64).max
-_CLOCK_WORK = 1 << 20  # the skyline reads the clock once per this many buffers scanned
 
 
 def conflict_counts(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -194,9 +194,8 @@ def telamalloc_heuristic(problem: Problem, deadline: float | None = None) -> Met
     weight_low, weight_middle, weight_high = product_limbs(sizes, lifetime)  # size x lifetime^2, exact
     contention = sweep(problem).span_total()
     order = lexsort_order((-lifetime, ~weight_low, ~weight_middle, ~weight_high, -aligns, -contention), len(sizes))
-    priority = np.empty(len(sizes), np.int64)
-    priority[order] = np.arange(len(sizes))
-    offsets, placed, stop = _skyline_rows(starts, ends, sizes, aligns, fixed, priority,
+    times, first, last = compress_times(starts, ends)
+    offsets, placed, stop = _skyline_rows(first, last, max(len(times) - 1, 1), sizes, aligns, fixed, order,
                                           deadline=np.inf if deadline is None else deadline)
     placement = Placement(offsets, int(placed), 0, ("complete", "deadline", "overflow")[stop])
     return verdict(problem, placement, sizes, "telamalloc-heuristic")
@@ -212,54 +211,136 @@ def _raise_floor(floor, top, alignment):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _skyline_rows(starts, ends, sizes, aligns, fixed, priority, deadline=np.inf):  # pragma: no cover - compiled
-    """Bottom-up skyline fill: repeatedly the lowest floor, the highest priority (lowest number) there.
+def _skyline_raise(tree_max, tree_tag, leaves, first, last, top):  # pragma: no cover - compiled
+    """Raise the skyline to at least ``top`` over the sections ``[first, last)``.
 
-    A buffer's floor is the highest top of the placed buffers it overlaps in time (aligned up):
-    placing X at its floor raises the skyline over X's lifetime to X's top, so every unplaced
-    buffer overlapping X gets floor ``max(floor, top of X)``. O(n^2) in all. The clock is read
-    before the first step and then once per ``2**20`` buffers scanned. Returns (offsets,
-    buffers placed, stop code: 0 complete, 1 deadline, 2 a top above 2**63 - 1).
+    ``tree_tag[node]`` is a height the whole of the node's range has reached, ``tree_max[node]``
+    the highest point within its range: a segment tree with range "raise to" updates and range
+    maxima, O(log sections) each.
+    """
+    lo, hi = first + leaves, last + leaves
+    while lo < hi:  # the canonical nodes tiling [first, last)
+        if lo & 1:
+            tree_tag[lo] = max(tree_tag[lo], top)
+            tree_max[lo] = max(tree_max[lo], top)
+            lo += 1
+        if hi & 1:
+            hi -= 1
+            tree_tag[hi] = max(tree_tag[hi], top)
+            tree_max[hi] = max(tree_max[hi], top)
+        lo >>= 1
+        hi >>= 1
+    for leaf in (first + leaves, last - 1 + leaves):  # every ancestor of a canonical node is above one of these
+        node = leaf >> 1
+        while node >= 1:
+            tree_max[node] = max(tree_max[node], top)
+            node >>= 1
+
+
+@njit(cache=True)
+def _skyline_height(tree_max, tree_tag, leaves, first, last):  # pragma: no cover - compiled
+    """The highest skyline point over the sections ``[first, last)``."""
+    best = 0
+    lo, hi = first + leaves, last + leaves
+    while lo < hi:
+        if lo & 1:
+            best = max(best, tree_max[lo])
+            lo += 1
+        if hi & 1:
+            hi -= 1
+            best = max(best, tree_max[hi])
+        lo >>= 1
+        hi >>= 1
+    for leaf in (first + leaves, last - 1 + leaves):  # heights set on whole ranges above the canonical nodes
+        node = leaf >> 1
+        while node >= 1:
+            best = max(best, tree_tag[node])
+            node >>= 1
+    return best
+
+
+@njit(cache=True, inline="always")
+def _before(floor_a, rank_a, floor_b, rank_b):  # pragma: no cover - compiled
+    """Whether (floor, rank) a comes first: the lower floor, then the higher priority (lower rank)."""
+    return floor_a < floor_b or (floor_a == floor_b and rank_a < rank_b)
+
+
+@njit(cache=True)
+def _sift_down(heap_floor, heap_rank, size, floor, rank):  # pragma: no cover - compiled
+    """Put ``(floor, rank)`` at the root of the min-heap of ``size`` entries, in place of the
+    entry there, and move it down to where it belongs (the hole moves, no swaps)."""
+    at = 0
+    while True:
+        child = 2 * at + 1
+        if child >= size:
+            break
+        if child + 1 < size and _before(heap_floor[child + 1], heap_rank[child + 1], heap_floor[child],
+                                        heap_rank[child]):
+            child += 1
+        if not _before(heap_floor[child], heap_rank[child], floor, rank):
+            break
+        heap_floor[at] = heap_floor[child]
+        heap_rank[at] = heap_rank[child]
+        at = child
+    heap_floor[at] = floor
+    heap_rank[at] = rank
+
+
+@njit(cache=True)
+def _skyline_rows(first, last, n_sections, sizes, aligns, fixed, order, deadline=np.inf):  # pragma: no cover - compiled
+    """Bottom-up skyline fill: repeatedly the lowest floor, the highest priority there.
+
+    ``first``/``last`` are the buffers' compressed sections, ``order`` lists the buffers by
+    priority (highest first). A buffer's floor is the highest skyline point over its sections,
+    aligned up: placing X at its floor raises the skyline over X's sections to X's top (a
+    segment tree of heights, ``_skyline_raise``). Floors only ever rise, so the unplaced buffers
+    wait in a min-heap of (floor seen last, priority rank): the least entry is re-read, placed
+    when its floor has not moved (then no other buffer has a lower floor, nor an equal floor
+    and a higher priority), moved down the heap at its new floor otherwise. The same choices as
+    comparing every floor at every step (the O(n^2) rule of the paper's description), in
+    O((n + re-reads) log n). The clock is read before the first step and then once per
+    ``CLOCK_EVERY`` heap entries taken. Returns (offsets, buffers placed, stop code: 0
+    complete, 1 deadline, 2 a top above 2**63 - 1).
     """
     n = sizes.shape[0]
     offsets = np.full(n, -1, np.int64)
-    floor = np.zeros(n, np.int64)
-    left = n
-    scanned = _CLOCK_WORK  # read the clock at the first step
+    leaves = 1
+    while leaves < n_sections:
+        leaves *= 2
+    tree_max = np.zeros(2 * leaves, np.int64)
+    tree_tag = np.zeros(2 * leaves, np.int64)
+    placed = 0
     for i in range(n):
-        if fixed[i] >= 0:
+        if fixed[i] >= 0:  # a pinned buffer: the memory below its top counts as used over its lifetime
             offsets[i] = fixed[i]
-            left -= 1
-    for i in range(n):
-        if fixed[i] >= 0:
-            scanned += n
-            if scanned >= _CLOCK_WORK:
-                scanned = 0
-                if clock() > deadline:
-                    return offsets, n - left, 1
-            top = fixed[i] + sizes[i]
-            for j in range(n):
-                if offsets[j] < 0 and starts[j] < ends[i] and starts[i] < ends[j]:
-                    floor[j] = _raise_floor(floor[j], top, aligns[j])
-    while left > 0:
-        scanned += n
-        if scanned >= _CLOCK_WORK:
-            scanned = 0
-            if clock() > deadline:
-                return offsets, n - left, 1
-        best = -1
-        for j in range(n):
-            if offsets[j] < 0 and (best < 0 or floor[j] < floor[best]
-                                   or (floor[j] == floor[best] and priority[j] < priority[best])):
-                best = j
-        if floor[best] > _INT64_MAX - sizes[best]:
-            return offsets, n - left, 2
-        offsets[best] = floor[best]
-        left -= 1
-        top = floor[best] + sizes[best]
-        for j in range(n):
-            if offsets[j] < 0 and starts[j] < ends[best] and starts[best] < ends[j]:
-                floor[j] = _raise_floor(floor[j], top, aligns[j])
+            _skyline_raise(tree_max, tree_tag, leaves, first[i], last[i], fixed[i] + sizes[i])
+            placed += 1
+    # every free buffer at floor 0, by rank: already a heap (entries in (floor, rank) order)
+    heap_rank = np.empty(n, np.int64)
+    size = 0
+    for rank in range(n):
+        if fixed[order[rank]] < 0:
+            heap_rank[size] = rank
+            size += 1
+    heap_floor = np.zeros(size, np.int64)
+    taken = 0
+    while size > 0:
+        if taken % CLOCK_EVERY == 0 and clock() > deadline:
+            return offsets, placed, 1
+        taken += 1
+        seen, rank = heap_floor[0], heap_rank[0]
+        best = order[rank]
+        floor = _raise_floor(0, _skyline_height(tree_max, tree_tag, leaves, first[best], last[best]), aligns[best])
+        if floor > seen:  # the skyline rose under it since: back in line at its new floor
+            _sift_down(heap_floor, heap_rank, size, floor, rank)
+            continue
+        if floor > _INT64_MAX - sizes[best]:
+            return offsets, placed, 2
+        offsets[best] = floor
+        placed += 1
+        _skyline_raise(tree_max, tree_tag, leaves, first[best], last[best], floor + sizes[best])
+        size -= 1  # the last entry fills the root's place
+        _sift_down(heap_floor, heap_rank, size, heap_floor[size], heap_rank[size])
     return offsets, n, 0
 
 

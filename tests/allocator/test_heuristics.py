@@ -233,3 +233,50 @@ def test_heuristics_on_challenging_instances_are_valid(name, benchmarks):
         r = solve(problem, method)
         assert r.solved and validate(problem, r.solution).ok
         assert r.peak >= lower_bound(problem)
+
+
+def _skyline_by_scanning(problem):
+    """TelaMalloc §3.1's rule as the paper states it, in plain Python: at every step, scan every
+    unplaced buffer for the lowest floor (the highest top it overlaps in time, aligned up) and,
+    among those, the highest priority. The compiled kernel keeps the floors in a queue instead."""
+    from allocator.placement import lexsort_order
+    from allocator.sweep import sweep
+
+    starts, ends, sizes, aligns, fixed = problem.arrays()
+    lifetime = ends - starts
+    low, middle, high = product_limbs(sizes, lifetime)
+    contention = sweep(problem).span_total()
+    order = lexsort_order((-lifetime, ~low, ~middle, ~high, -aligns, -contention), len(sizes)).tolist()
+    rank = {buffer: position for position, buffer in enumerate(order)}
+    offsets = {i: int(fixed[i]) for i in range(len(sizes)) if fixed[i] >= 0}
+    while len(offsets) < len(sizes):
+        def floor(j):
+            top = max((offsets[i] + sizes[i] for i in offsets if starts[i] < ends[j] and starts[j] < ends[i]),
+                      default=0)
+            return -(-int(top) // int(aligns[j])) * int(aligns[j])
+        best = min((j for j in range(len(sizes)) if j not in offsets), key=lambda j: (floor(j), rank[j]))
+        offsets[best] = floor(best)
+    return {problem.ids[i]: offset for i, offset in offsets.items()}
+
+
+@given(problems(max_buffers=25))
+def test_telamalloc_heuristic_queue_makes_the_choices_of_the_full_scan(problem):
+    assert offsets(problem, "telamalloc-heuristic") == _skyline_by_scanning(problem)
+
+
+def test_starting_heuristics_stop_once_one_reaches_load(monkeypatch):
+    import allocator.anytime as anytime
+    from allocator import minimize
+
+    ran = []
+
+    def counting_solve(problem, method, **options):
+        ran.append(method)
+        return solve(problem, method, **options)
+
+    monkeypatch.setattr(anytime, "solve", counting_solve)
+    # the first starting heuristic packs three buffers of 4 at LOAD: optimal, nothing more to run
+    p = Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4), Buffer("c", 2, 4, 4)])
+    r = minimize(p, "minimalloc", timeout=60)
+    assert r.optimal and r.peak == lower_bound(p) == 8
+    assert ran == [anytime.STARTING_HEURISTICS[0]]
