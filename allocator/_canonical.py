@@ -126,6 +126,7 @@ class SearchSwitches(NamedTuple):
     rerank_groups: bool  #: each group re-ranks its buffers by the T of its unplaced bytes
     lowest_offset_first: bool  #: try candidates by (offset, rank); off: by rank only
     hatless: bool  #: a refuted candidate overlapping no unplaced buffer fails its node
+    offset_ceiling: bool  #: skip candidates above capacity - the group's most unplaced bytes in a section
     table_bits: int  #: log2 of the slots of the failed-state table; 0: no table
 
 
@@ -184,6 +185,7 @@ class _Node(NamedTuple):
     khi: int
     hmin: int  #: lowest top of an unplaced free buffer (dominance)
     fmin: int  #: lowest unplaced pinned offset
+    ceiling: int  #: highest position a candidate can take and pass section inference (``offset_ceiling``)
 
 
 class _Frames(NamedTuple):
@@ -207,6 +209,7 @@ class _Frames(NamedTuple):
     khi: np.ndarray
     hmin: np.ndarray  #: lowest top of an unplaced free buffer (dominance)
     fmin: np.ndarray  #: lowest unplaced pinned offset
+    ceiling: np.ndarray  #: highest position of a candidate (``offset_ceiling``)
     hash_a: np.ndarray  #: state hash on entry (restored on undo)
     hash_b: np.ndarray
     key_a: np.ndarray  #: state key on entry (hash and bounds), for the table
@@ -216,7 +219,7 @@ class _Frames(NamedTuple):
 
 
 def run_search(instance: SearchInstance, preorder: Preorder, switches: SearchSwitches, *, capacity: int,
-               node_limit: int, deadline: float, stop: np.ndarray) -> SearchResult:
+               node_limit: int, deadline: float, stop: np.ndarray, table: np.ndarray | None = None) -> SearchResult:
     """Run the depth-first search over canonical partial solutions once.
 
     ``capacity`` is in bytes (at most ``MAX_VALUE``); the search stops after ``node_limit``
@@ -224,10 +227,17 @@ def run_search(instance: SearchInstance, preorder: Preorder, switches: SearchSwi
     negative deadline means none), or when another thread sets ``stop[0]`` (a one-element
     int64 array) to non-zero (CANCELLED). The compiled search releases the GIL. Ctrl-C
     raises KeyboardInterrupt at the kernel's next reading of the clock.
+
+    ``table`` is the failed-state table (from :func:`new_table`), read and written in place: a
+    later run with the same instance, preorder, switches and capacity may be handed the table
+    of an earlier one, whose states stay exhausted whatever the node limit. None: a new table.
     """
+    if table is None:
+        table = new_table(switches)
     try:
         status, offsets, nodes, backtracks, splits, hits = search(
-            instance, preorder, switches, capacity=capacity, node_limit=node_limit, deadline=deadline, stop=stop)
+            instance, preorder, switches, capacity=capacity, node_limit=node_limit, deadline=deadline, stop=stop,
+            table=table)
     except SystemError as exc:
         # Ctrl-C is handled while the kernel reads the clock in object mode, and numba hands the
         # KeyboardInterrupt back wrapped in a SystemError; give the caller the interrupt itself.
@@ -235,6 +245,12 @@ def run_search(instance: SearchInstance, preorder: Preorder, switches: SearchSwi
             raise KeyboardInterrupt from None
         raise
     return SearchResult(int(status), offsets, int(nodes), int(backtracks), int(splits), int(hits))
+
+
+def new_table(switches: SearchSwitches) -> np.ndarray:
+    """An empty failed-state table for ``switches`` (one slot when the table is off): two rows of
+    ``2**table_bits`` uint64 keys."""
+    return np.zeros((2, 1 << switches.table_bits if switches.table_bits > 0 else 1), np.uint64)
 
 
 @njit(cache=True)
@@ -295,6 +311,7 @@ def _new_frames(depth_cap):  # pragma: no cover - compiled
         placed_mark=np.empty(depth_cap, np.int64), members_mark=np.empty(depth_cap, np.int64),
         bounds_mark=np.empty(depth_cap, np.int64), klo=np.empty(depth_cap, np.int64),
         khi=np.empty(depth_cap, np.int64), hmin=np.empty(depth_cap, np.int64), fmin=np.empty(depth_cap, np.int64),
+        ceiling=np.empty(depth_cap, np.int64),
         hash_a=np.empty(depth_cap, np.uint64), hash_b=np.empty(depth_cap, np.uint64),
         key_a=np.empty(depth_cap, np.uint64), key_b=np.empty(depth_cap, np.uint64),
         group=np.empty(depth_cap, np.int64), groups=np.empty(depth_cap, np.int64),
@@ -402,6 +419,30 @@ def _survey(members, begin, end, n_sections, buffers, placement):  # pragma: no 
         elif placement.pos[j] + buffers.sizes[j] < hmin:
             hmin = placement.pos[j] + buffers.sizes[j]
     return count, runs, klo, khi, hmin, fmin
+
+
+@njit(cache=True)
+def _ceiling(on, capacity, free, klo, khi):  # pragma: no cover - compiled
+    """The highest position at which a candidate of a node can pass section inference (§6.2)
+    with the offset floor: ``capacity - `` the most unplaced free bytes in a section of the group.
+
+    A candidate placed at ``p`` raises the floor of every section of the group to ``p``; in a
+    section it spans its top becomes ``p + size`` while its bytes leave the section's unplaced
+    total. Either way ``p + (the section's unplaced bytes before the placement)`` is a lower
+    bound on the section's height plus its unplaced bytes, so a candidate above the ceiling
+    would be refuted after its placement: it is skipped before. Candidates come by increasing
+    position, so a node whose next candidate lies above the ceiling has none left. ``on``
+    False (or no free bytes): ``_BIG``.
+    """
+    if not on:
+        return _BIG
+    most = np.int64(0)
+    for k in range(klo, khi):
+        if free[k] > most:
+            most = free[k]
+    if most == 0:
+        return _BIG
+    return capacity - most
 
 
 @njit(cache=True)
@@ -534,6 +575,8 @@ def _pick_candidate(node, switches, capacity, members, buffers, placement,
                 continue  # offset or index non-monotonic
             if p > node.fmin:
                 continue  # an unplaced fixed buffer would end up below the canonical order
+            if p > node.ceiling:
+                continue  # section inference would refute it (see ``_ceiling``)
             if switches.dominance and p >= node.hmin:
                 continue  # some unplaced buffer fits entirely below: dominated
         best = j
@@ -707,7 +750,7 @@ def _sections_hold(node, floor, effective_height, capacity, members, buffers, pl
 
 
 @njit(cache=True, nogil=True)
-def search(instance, preorder, switches, capacity, node_limit, deadline, stop):  # pragma: no cover - compiled
+def search(instance, preorder, switches, capacity, node_limit, deadline, stop, table):  # pragma: no cover - compiled
     """Depth-first search over canonical partial solutions (call it through :func:`run_search`).
 
     Returns ``(status, offsets, nodes, backtracks, splits, table_hits)``; ``status`` is SOLVED,
@@ -715,10 +758,11 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop): 
     (another thread set ``stop[0]``, a one-element int64 array, to non-zero). ``deadline`` is a
     ``time.perf_counter()`` value, or a negative number for none.
 
-    ``switches.table_bits > 0`` turns on a table of ``2**table_bits`` failed states. The
-    future of a node depends only on its unplaced buffers, the section tops where they live
-    and the canonical bounds, so a state that was searched to exhaustion once fails again
-    wherever it recurs. States are keyed by two independent 64-bit Zobrist-style hashes
+    ``switches.table_bits > 0`` turns on the table of ``2**table_bits`` failed states (``table``,
+    two rows of uint64 keys, which may hold the states of an earlier run on the same problem,
+    preorder and capacity). The future of a node depends only on its unplaced buffers, the
+    section tops where they live and the canonical bounds, so a state that was searched to
+    exhaustion once fails again wherever it recurs. States are keyed by two independent 64-bit Zobrist-style hashes
     (unplaced buffers XOR per-section ``(section, top)`` terms XOR the bounds), kept
     incrementally; a false hit needs both to collide. Entries are overwritten on collision of
     the slot. With ``rerank_groups`` a group's ranks can differ from ``preorder.rank``; the
@@ -736,9 +780,8 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop): 
     rank0 = preorder.rank
     hash_a, hash_b = _root_hash(instance.hash_key_a, instance.hash_key_b, sections)
     use_table = switches.table_bits > 0
-    table_size = (1 << switches.table_bits) if use_table else 1
-    table_a = np.zeros(table_size, np.uint64)
-    table_b = np.zeros(table_size, np.uint64)
+    table_a = table[0]
+    table_b = table[1]
     effective = np.zeros(instance.n_sections, np.int64)
     stair_pos = np.empty(n + 1, np.int64)
     stair_size = np.empty(n + 1, np.int64)
@@ -844,6 +887,7 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop): 
             fr.khi[depth] = khi
             fr.hmin[depth] = hmin
             fr.fmin[depth] = fmin
+            fr.ceiling[depth] = _ceiling(switches.offset_ceiling, capacity, sections.free, klo, khi)
             depth += 1
             state = _NEXT
 
@@ -854,7 +898,7 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop): 
             # had none, so neither has the node: look at no further candidate.
             node = _Node(begin=fr.begin[d], end=fr.end[d], scan_end=fr.begin[d] if fr.hatless[d] else fr.end[d],
                          omax=fr.omax[d], imax=fr.imax[d], last_pos=fr.last_pos[d], last_rank=fr.last_rank[d],
-                         klo=fr.klo[d], khi=fr.khi[d], hmin=fr.hmin[d], fmin=fr.fmin[d])
+                         klo=fr.klo[d], khi=fr.khi[d], hmin=fr.hmin[d], fmin=fr.fmin[d], ceiling=fr.ceiling[d])
             work += node.end - node.begin + node.khi - node.klo + 1
             # Undo the previous candidate of this node, if any.
             section_top = _restore(sections.top, section_trail, section_top, fr.section_mark[d])

@@ -75,12 +75,14 @@ ABLATIONS = {
     "random-preorders": MiniMallocOptions(random_preorders=3),
     "no-hatless": MiniMallocOptions(hatless=False),
     "no-rerank-groups": MiniMallocOptions(rerank_groups=False),
+    "no-offset-ceiling": MiniMallocOptions(offset_ceiling=False),
+    "no-keep-tables": MiniMallocOptions(keep_tables=False),
     "one-worker": MiniMallocOptions(workers=1),
 }
 
 
 @pytest.mark.parametrize("ablation", sorted(ABLATIONS))
-@settings(max_examples=30)  # 18 ablations x 30 examples: the fast suite stays fast
+@settings(max_examples=30)  # 20 ablations x 30 examples: the fast suite stays fast
 @given(problem=small_problems())
 def test_verdict_matches_cpsat_with_each_technique_switched_off(ablation, problem):
     # a node budget, not a time limit, bounds the search: the outcome cannot depend on the load

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numba.core.registry import CPUDispatcher
 
-from allocator import Buffer, Problem, lower_bound, solve
+from allocator import Buffer, Problem, Solution, lower_bound, read_csv, solve, validate
 from allocator import _canonical as kernel
 from allocator.minimalloc import MiniMallocOptions, PreparedProblem, canonical_search, kernel_switches
 
@@ -16,11 +16,12 @@ DEFAULT = kernel_switches(MiniMallocOptions(), 100)
 
 #: each option switched away from its default, and the kernel switches that must change with it
 #: (the dependencies: dominance and offset_floor need the canonical order, re-ranking needs
-#: group restarts, hatless pruning needs lowest-offset-first)
+#: group restarts, hatless pruning needs lowest-offset-first, the offset ceiling needs section
+#: inference with the offset floor)
 OPTION_EFFECTS = {
-    "canonical": {"canonical", "dominance", "offset_floor"},
-    "section_inference": {"section_inference"},
-    "offset_floor": {"offset_floor"},
+    "canonical": {"canonical", "dominance", "offset_floor", "offset_ceiling"},
+    "section_inference": {"section_inference", "offset_ceiling"},
+    "offset_floor": {"offset_floor", "offset_ceiling"},
     "effective_height": {"effective_height"},
     "staircase": {"staircase"},
     "dominance": {"dominance"},
@@ -29,6 +30,7 @@ OPTION_EFFECTS = {
     "rerank_groups": {"rerank_groups"},
     "lowest_offset_first": {"lowest_offset_first", "hatless"},
     "hatless": {"hatless"},
+    "offset_ceiling": {"offset_ceiling"},
     "failed_state_table": {"table_bits"},
 }
 
@@ -61,7 +63,7 @@ def test_limits_are_keyword_only():
     assert [p.name for p in params.values() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD] == [
         "instance", "preorder", "switches"]
     assert {p.name for p in params.values() if p.kind is inspect.Parameter.KEYWORD_ONLY} == {
-        "capacity", "node_limit", "deadline", "stop"}
+        "capacity", "node_limit", "deadline", "stop", "table"}
 
 
 def test_every_compiled_function_is_cached_on_disk():
@@ -88,6 +90,10 @@ def test_run_search_places_the_paper_example():
     exhausted = kernel.run_search(data.instance(False), preorder, DEFAULT._replace(table_bits=12), capacity=11,
                                   node_limit=1000, deadline=-1.0, stop=np.zeros(1, np.int64))
     assert exhausted.status == kernel.EXHAUSTED
+
+
+def _solution(problem: Problem, offsets: np.ndarray) -> Solution:
+    return Solution({b.id: int(o) for b, o in zip(problem.buffers, offsets, strict=True)})
 
 
 def _random_problem(seed: int, n: int = 60) -> Problem:
@@ -140,3 +146,62 @@ def test_node_limit_reached_is_a_timeout_that_says_so():
                    options=MiniMallocOptions(workers=1, node_limit=1))
     assert result.status == "timeout" and "node limit of 1 " in result.reason and result.solution is None
     assert result.stats["nodes"] == 1
+
+
+@pytest.mark.parametrize("lowest_offset_first", [True, False])
+def test_the_offset_ceiling_skips_only_candidates_section_inference_refutes(lowest_offset_first):
+    # The same depth-first search with and without the ceiling: same verdict and placement
+    # (the skipped candidates would have been placed and refuted), never more nodes.
+    fewer = 0
+    for seed in range(6):
+        problem = _random_problem(seed, 80)
+        data = PreparedProblem(problem)
+        preorder, _ = data.preorder("TWA", twins=True)
+        load = lower_bound(problem)
+        for capacity in (load - 4, load, load + 8):
+            runs = []
+            for ceiling in (True, False):
+                options = MiniMallocOptions(offset_ceiling=ceiling, lowest_offset_first=lowest_offset_first)
+                runs.append(kernel.run_search(data.instance(False), preorder, kernel_switches(options, data.n),
+                                              capacity=capacity, node_limit=20_000, deadline=-1.0,
+                                              stop=np.zeros(1, np.int64)))
+            with_ceiling, without = runs
+            if without.status == kernel.NODE_LIMIT:
+                continue  # both stopped part-way, at different points of the same search
+            assert with_ceiling.status == without.status
+            assert with_ceiling.nodes <= without.nodes
+            fewer += with_ceiling.nodes < without.nodes
+            if without.status == kernel.SOLVED:
+                assert (with_ceiling.offsets == without.offsets).all()
+                assert validate(problem.with_capacity(capacity), _solution(problem, with_ceiling.offsets)).ok
+    assert fewer >= 3  # the ceiling did skip candidates, so the comparison means something
+
+
+def test_a_kept_table_remembers_an_exhausted_search():
+    problem = _random_problem(2, 80)
+    data = PreparedProblem(problem)
+    preorder, _ = data.preorder("TWA", twins=True)
+    switches = kernel_switches(MiniMallocOptions(), data.n)
+    table = kernel.new_table(switches)
+    capacity = lower_bound(problem) - 4  # infeasible, and refuted by a search of a few nodes
+
+    def run():
+        return kernel.run_search(data.instance(False), preorder, switches, capacity=capacity, node_limit=10_000,
+                                 deadline=-1.0, stop=np.zeros(1, np.int64), table=table)
+
+    first = run()
+    assert first.status == kernel.EXHAUSTED and first.nodes > 0
+    again = run()  # the root's state is in the table: nothing left to search
+    assert again.status == kernel.EXHAUSTED and again.nodes == 0 and again.table_hits == 1
+
+
+def test_kept_tables_let_each_round_go_on_where_the_last_stopped(benchmarks):
+    # G (308 buffers) takes several rounds; each round of a preorder skips the subtrees it
+    # exhausted in the round before, so the portfolio needs fewer nodes (measured: 6,037 vs 7,413)
+    problem = read_csv(benchmarks / "minimalloc" / "challenging" / "G.1048576.csv", capacity=1_048_576)
+    kept, fresh = (canonical_search(problem, 1_048_576, MiniMallocOptions(workers=1, keep_tables=keep))
+                   for keep in (True, False))
+    assert kept.status == fresh.status == "solved"
+    assert kept.runs > 3 and kept.table_hits > fresh.table_hits
+    assert kept.sequential_nodes < fresh.sequential_nodes
+    assert validate(problem, _solution(problem, kept.offsets)).ok
