@@ -30,6 +30,7 @@ from allocator.validate import InvalidSolutionError, ValidationReport, Violation
 # The method modules register their methods when imported; METHODS keeps this order.
 from allocator import greedy, heuristics, exact, telamalloc, minimalloc, portfolio  # noqa: F401  # isort: skip
 from allocator import idealloc  # noqa: F401, E402  # isort: skip
+from allocator import telamalloc_learned  # noqa: F401, E402  # isort: skip
 from allocator.explain import ExplainOptions, Explanation, FeasibleProblemError, explain_infeasible  # noqa: E402
 
 __all__ = [

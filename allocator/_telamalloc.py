@@ -1,14 +1,17 @@
 """The compiled search of ``telamalloc`` (see ``allocator.telamalloc`` for the method).
 
-``search(instance, phases, sections, switches)`` is the one entry point. Its inputs are four
-typed records (``typing.NamedTuple``, which numba compiles as structs, so a field is read by
+``search(instance, phases, sections, switches, learning)`` is the one entry point. Its inputs
+are five typed records (``typing.NamedTuple``, which numba compiles as structs, so a field is read by
 name and two switches cannot be swapped by position):
 
 * ``Instance``: the buffers as flat int64 arrays, the capacity and the time-overlap lists;
 * ``Phases``: the contention phases and, per phase, its members in the three candidate orders;
 * ``Sections``: per buffer its cross sections, per section its members (for the section check);
 * ``Switches``: every technique's switch and the limits (built by
-  ``allocator.telamalloc.kernel_switches`` from ``TelaMallocOptions``).
+  ``allocator.telamalloc.kernel_switches`` from ``TelaMallocOptions``);
+* ``Learning``: what the learned backtracking of TelaMalloc §6 reads and writes (the model,
+  per-buffer features, the replay list and the record buffers of oracle data collection); any
+  arrays when ``Switches.mode`` is ``MODE_DEFAULT``, and then the search never reads it.
 
 The search state lives in flat int64 arrays indexed by buffer or by decision level, grouped in
 records of their own:
@@ -64,14 +67,25 @@ import numba
 import numpy as np
 from numba import njit
 
+from allocator.backtrack_model import N_FEATURES, BacktrackModel, score
 from allocator.placement import sort_by_key
 
-SOLVED, EXHAUSTED, STEP_LIMIT, TIME_LIMIT, INFEASIBLE = 0, 1, 2, 3, 4
+#: ``RECORDED``: oracle data collection stopped at the requested major backtrack (``Learning``)
+SOLVED, EXHAUSTED, STEP_LIMIT, TIME_LIMIT, INFEASIBLE, RECORDED = 0, 1, 2, 3, 4, 5
 #: block-selection strategies (``Switches.selection``)
 SEL_TELAMALLOC, SEL_SIZE, SEL_AREA, SEL_LIFETIME, SEL_LOWEST = 0, 1, 2, 3, 4
 #: entries of the ``stats`` array returned by ``search``
 ST_STEPS, ST_MINOR, ST_MAJOR, ST_STUCK, ST_DEPTH, ST_BACKJUMP_LEVELS = 0, 1, 2, 3, 4, 5
-N_STATS = 6
+#: learned backtracking: candidate targets scored, and major backtracks that took the model's target
+ST_SCORED, ST_LEARNED = 6, 7
+N_STATS = 8
+#: how major backtracks choose their target (``Switches.mode``): the default rule of §5.4; the
+#: model of §6 (best candidate above ``Switches.threshold``, else the default); oracle data
+#: collection (replay ``Learning.forced``, stop and record at major backtrack ``Learning.stop_at``)
+MODE_DEFAULT, MODE_LEARNED, MODE_RECORD = 0, 1, 2
+#: candidate targets a major backtrack can have: the explicit conflict levels plus ``below``,
+#: plus one per exponential range of levels (at most 62 for levels below 2**62)
+MAX_TARGETS = 48 + 1 + 64
 _KC = 48  # explicit levels kept per conflict set
 _FAR = 1 << 62  # "no upper end" of an explanation range (clipped to the buffer's highest start)
 
@@ -95,6 +109,24 @@ class Switches(NamedTuple):
     explain_depth: int  #: how deep the reasons of compulsory parts are traced
     step_limit: int  #: placements tried before giving up (>= 0)
     deadline: float  #: ``time.perf_counter()`` value to stop at; negative: no time limit
+    mode: int = MODE_DEFAULT  #: one of ``MODE_*``: how a major backtrack picks its target
+    threshold: float = 0.0  #: ``MODE_LEARNED``: the model's best score must exceed this
+
+
+class Learning(NamedTuple):
+    """The learned backtracking's inputs and record buffers (TelaMalloc §6); built by
+    ``allocator.telamalloc_learned``. Features per buffer are normalised as §6.4 says."""
+
+    model: BacktrackModel  #: the forest scoring candidate targets (``MODE_LEARNED``)
+    size: np.ndarray  #: float64 per buffer: size / capacity
+    lifetime: np.ndarray  #: float64 per buffer: lifetime / the problem's time span
+    contention: np.ndarray  #: float64 per buffer: the most live bytes during its lifetime / capacity
+    forced: np.ndarray  #: int64 ``MODE_RECORD``: target of major backtrack k (-1: the default rule)
+    stop_at: int  #: ``MODE_RECORD``: stop at this major backtrack (counted from 0) and record it; -1 never
+    record_levels: np.ndarray  #: int64 (``MAX_TARGETS``): the recorded candidate target levels
+    record_features: np.ndarray  #: float64 (``MAX_TARGETS``, ``N_FEATURES``): their features
+    record_path: np.ndarray  #: int64 per buffer: the buffer placed at each level 0..depth-1
+    record_info: np.ndarray  #: int64 (4): candidates, depth, the default rule's target, backtracks
 
 
 class Instance(NamedTuple):
@@ -770,6 +802,115 @@ def _prepend_failed(levels, d, t, max_candidates):  # pragma: no cover - compile
     levels.n_candidates[t] = n
 
 
+# ---------------------------------------------------------------- learned backtracking (TelaMalloc §6)
+
+
+@njit(cache=True)
+def _candidate_targets(d, conf, targets):  # pragma: no cover - compiled
+    """The candidate targets of a major backtrack from level ``d`` (§6.2); returns their count.
+
+    The levels of the backtrack reason (the conflict set's explicit levels and ``below``, the
+    top of its "every level <= below" part), minus the last one (the deepest: backtracking
+    there is what a minor backtrack does), then, for each range of levels 0-4, 5-8, 9-16,
+    17-32, ... below ``d`` that holds none of them, the range's top: its level nearest the root.
+    """
+    n = np.int64(0)
+    deepest = conf.below[d]
+    for k in range(conf.n_explicit[d]):
+        deepest = max(deepest, conf.explicit[d, k])
+    for k in range(conf.n_explicit[d]):
+        v = conf.explicit[d, k]
+        if v != deepest:
+            targets[n] = v
+            n += 1
+    b = conf.below[d]
+    if 0 <= b < deepest:
+        listed = False
+        for k in range(n):
+            listed = listed or targets[k] == b
+        if not listed:
+            targets[n] = b
+            n += 1
+    reason = n
+    lo = np.int64(0)
+    hi = np.int64(4)
+    while lo < d:
+        covered = False
+        for k in range(reason):
+            covered = covered or lo <= targets[k] <= hi
+        if not covered:
+            targets[n] = lo
+            n += 1
+        lo = hi + 1
+        hi = 2 * hi
+    return n
+
+
+@njit(cache=True)
+def _learned_target(d, t, bt, stats, conf, levels, phase_of, learning, switches, reason_count, landed, targets,
+                    features):  # pragma: no cover - compiled
+    """The target of a major backtrack from level ``d`` whose default target is ``t`` (§6.2–6.5).
+
+    Each candidate target (``_candidate_targets``) gets the features of §6.4 (the block placed
+    at that level: its size, lifetime and contention; the level; how often the block was in a
+    major backtrack's reason; the backtracks that landed on the level's choice and those in its
+    subtree; whether it is in the phase of the last placement; the total backtracks) plus the
+    depth ``d`` and the distance ``d - level``. ``MODE_LEARNED`` scores all candidates in one
+    call and takes the best score when it exceeds ``switches.threshold`` (ties: the deeper
+    level, the cheaper mistake), else ``t``. ``MODE_RECORD`` takes ``learning.forced[k]`` at the
+    k-th major backtrack while the list lasts (when it is a level below ``d``); at
+    ``learning.stop_at`` it writes the candidates, their features, the path and the default
+    target to the record buffers and returns -1. Afterwards the blocks of the reason are counted.
+    """
+    n = _candidate_targets(d, conf, targets)
+    here = levels.phase[d - 1]
+    for r in range(n):
+        v = targets[r]
+        b = levels.candidates[v, levels.tried[v]]
+        features[r, 0] = learning.size[b]
+        features[r, 1] = learning.lifetime[b]
+        features[r, 2] = learning.contention[b]
+        features[r, 3] = v
+        features[r, 4] = reason_count[b]
+        features[r, 5] = landed[v]
+        features[r, 6] = bt - levels.stamp[v]
+        features[r, 7] = 1.0 if phase_of[b] == here else 0.0
+        features[r, 8] = bt
+        features[r, 9] = d
+        features[r, 10] = d - v
+    k = stats[ST_MAJOR] - 1  # this major backtrack, counted from 0
+    chosen = t
+    if switches.mode == MODE_LEARNED and n > 0:
+        scores = score(learning.model, features, n)
+        stats[ST_SCORED] += n
+        best = 0
+        for r in range(1, n):
+            if scores[r] > scores[best] or (scores[r] == scores[best] and targets[r] > targets[best]):
+                best = r
+        if scores[best] > switches.threshold:
+            chosen = targets[best]
+            stats[ST_LEARNED] += 1
+    elif switches.mode == MODE_RECORD:
+        if k < learning.forced.shape[0]:
+            if 0 <= learning.forced[k] < d:
+                chosen = learning.forced[k]
+        elif k == learning.stop_at:
+            for r in range(n):
+                learning.record_levels[r] = targets[r]
+                learning.record_features[r, :] = features[r, :]
+            for v in range(d):
+                learning.record_path[v] = levels.candidates[v, levels.tried[v]]
+            learning.record_info[0] = n
+            learning.record_info[1] = d
+            learning.record_info[2] = t
+            learning.record_info[3] = bt
+            return np.int64(-1)
+    for r in range(conf.n_explicit[d]):
+        v = conf.explicit[d, r]
+        reason_count[levels.candidates[v, levels.tried[v]]] += 1
+    return chosen
+
+
 # ---------------------------------------------------------------- the search
 
 
@@ -837,11 +978,13 @@ def _phase_counts(phases, fixed):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def search(instance, phases, sections, switches):  # pragma: no cover - compiled
+def search(instance, phases, sections, switches, learning):  # pragma: no cover - compiled
     """Search for a placement of every buffer within ``instance.capacity``.
 
     Returns ``(status, offsets, stats)``: one of ``SOLVED``, ``EXHAUSTED``, ``STEP_LIMIT``,
-    ``TIME_LIMIT``, ``INFEASIBLE``; the offsets (valid when solved); the ``ST_*`` counters.
+    ``TIME_LIMIT``, ``INFEASIBLE`` (``RECORDED`` when recording); the offsets (valid when
+    solved; the partial placement when recorded); the ``ST_*`` counters. ``learning`` is only
+    read when ``switches.mode`` is not ``MODE_DEFAULT`` (see ``_learned_target``).
     See ``allocator.telamalloc`` for the algorithm and the meaning of every switch.
 
     The loop alternates: drain the propagation queue (the queue is empty afterwards, so the
@@ -891,6 +1034,13 @@ def search(instance, phases, sections, switches):  # pragma: no cover - compiled
                     np.zeros(n_free + 1, np.int64))
     conf = Conflicts(np.empty((n_free + 1, _KC), np.int64), np.zeros(n_free + 1, np.int64),
                      np.full(n_free + 1, -1, np.int64))
+    # learned backtracking (§6.4 features): per buffer, its appearances in major backtracks'
+    # reasons; per level, the backtracks that landed on its current choice
+    learned = switches.mode != MODE_DEFAULT
+    reason_count = np.zeros(n if learned else 0, np.int64)
+    landed = np.zeros(n_free + 1 if learned else 0, np.int64)
+    targets = np.empty(MAX_TARGETS if learned else 0, np.int64)
+    features = np.empty((MAX_TARGETS if learned else 0, N_FEATURES), np.float64)
 
     if not _place_pins(inst, dom, reasons, use_comp, gaps):
         return INFEASIBLE, dom.offset, stats
@@ -976,6 +1126,8 @@ def search(instance, phases, sections, switches):  # pragma: no cover - compiled
                 return SOLVED, dom.offset, stats
             levels.mark[d] = top
             levels.tried[d] = 0
+            if learned:
+                landed[d] = 0
             conf.n_explicit[d] = 0
             conf.below[d] = -1
             previous = levels.phase[d - 1] if d > 0 else np.int64(-1)
@@ -1001,6 +1153,13 @@ def search(instance, phases, sections, switches):  # pragma: no cover - compiled
             if t < 0:
                 stats[ST_STEPS] = step
                 return EXHAUSTED, dom.offset, stats
+            if learned:
+                t = _learned_target(d, t, bt, stats, conf, levels, phases.phase_of, learning, switches, reason_count,
+                                    landed, targets, features)
+                if t < 0:  # recorded: stop here
+                    stats[ST_STEPS] = step
+                    return RECORDED, dom.offset, stats
+                landed[t] += 1
             stats[ST_BACKJUMP_LEVELS] += d - 1 - t
             if switches.prepend:
                 _prepend_failed(levels, d, t, switches.max_candidates)

@@ -53,13 +53,15 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from allocator import _telamalloc
-from allocator._telamalloc import Instance, Phases, Sections, Switches, neighbours
+from allocator._telamalloc import Instance, Learning, Phases, Sections, Switches, neighbours
 from allocator.anytime import FALLBACK_HEURISTIC, STARTING_HEURISTICS, Progress, peak_granularity
+from allocator.backtrack_model import N_FEATURES, constant
 from allocator.heuristics import conflict_counts
 from allocator.problem import InvalidProblemError, MinimizeResult, Problem, Solution, Status
 from allocator.registry import METHODS, MethodOutput, MinimizeRequest, register
@@ -274,6 +276,19 @@ def contention_phases(problem: Problem, capacity: int, step: float = 0.05, cross
 _NO_ARRAY = np.zeros(1, np.int64)  # the section check's arrays when it is off
 
 
+def no_learning() -> Learning:
+    """The ``Learning`` record of a search without learned backtracking (never read; typed as
+    a real one so one compiled signature serves every call)."""
+    floats = np.zeros(1, np.float64)
+    return Learning(model=constant(0.0), size=floats, lifetime=floats, contention=floats,
+                    forced=np.zeros(0, np.int64), stop_at=-1, record_levels=_NO_ARRAY,
+                    record_features=np.zeros((1, N_FEATURES), np.float64), record_path=_NO_ARRAY,
+                    record_info=_NO_ARRAY)
+
+
+_NO_LEARNING = no_learning()
+
+
 @dataclass
 class TelaMallocOutcome:
     status: Status  #: "solved", "infeasible" (proven before any decision), "failed" or "timeout"
@@ -385,7 +400,8 @@ class _Prepared:
 
 def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOptions = TelaMallocOptions(),
                       deadline: float | None = None, step_limit: int | None = None,
-                      prepared: _Prepared | None = None) -> TelaMallocOutcome:
+                      prepared: _Prepared | None = None, learning: Learning | None = None,
+                      mode: int = _telamalloc.MODE_DEFAULT, threshold: float = 0.0) -> TelaMallocOutcome:
     """Run the search for a placement of ``problem`` within ``capacity`` bytes.
 
     ``deadline`` (a ``time.perf_counter()`` value) bounds the whole call: the compiled search
@@ -394,7 +410,15 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
     pairs (they are not even started when their estimated cost, ``SECONDS_PER_PAIR`` a pair,
     exceeds the time left); the outcome is then ``"timeout"``.
     ``step_limit`` overrides ``options.step_limit``.
+
+    ``learning``, ``mode`` and ``threshold`` drive the learned backtracking of TelaMalloc §6
+    (``allocator.telamalloc_learned`` builds them; ``mode`` is one of ``_telamalloc.MODE_*``);
+    the default mode never reads ``learning``. In ``MODE_RECORD`` a search that stopped to
+    record a major backtrack returns ``"failed"`` with ``stats["recorded"] = 1`` and its
+    partial placement (-1 for unplaced buffers) as ``offsets``.
     """
+    if mode != _telamalloc.MODE_DEFAULT and learning is None:
+        raise InvalidProblemError("learned backtracking needs its Learning record")
     data = prepared or _Prepared(problem)
     if 2 * data.pairs > MAX_NEIGHBOUR_ENTRIES:
         return TelaMallocOutcome("failed", None, f"{data.pairs:,} time-overlapping pairs exceed the "
@@ -409,6 +433,8 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
     if phases is None:
         return TelaMallocOutcome("timeout", None, "ran out of time while grouping the buffers into contention phases")
     switches = kernel_switches(options, step_limit, deadline)
+    if mode != _telamalloc.MODE_DEFAULT:
+        switches = switches._replace(mode=int(mode), threshold=float(threshold))
     sections = Sections(first=_NO_ARRAY, last=_NO_ARRAY, ptr=_NO_ARRAY, members=_NO_ARRAY)
     if options.energy:
         ok, sections = data.section_lists()
@@ -418,13 +444,19 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
     if instance is None:
         return TelaMallocOutcome("timeout", None, f"ran out of time building the time-overlap lists of "
                                  f"{data.pairs:,} pairs")
-    status, offsets, raw = _telamalloc.search(instance, phases, sections, switches)
+    status, offsets, raw = _telamalloc.search(instance, phases, sections, switches, learning or _NO_LEARNING)
     stats: dict[str, float] = {
              "steps": int(raw[_telamalloc.ST_STEPS]), "minor_backtracks": int(raw[_telamalloc.ST_MINOR]),
              "major_backtracks": int(raw[_telamalloc.ST_MAJOR]), "stuck_jumps": int(raw[_telamalloc.ST_STUCK]),
              "max_depth": int(raw[_telamalloc.ST_DEPTH]), "levels_skipped": int(raw[_telamalloc.ST_BACKJUMP_LEVELS])}
     stats["nodes"] = stats["steps"]
     stats["backtracks"] = stats["minor_backtracks"] + stats["major_backtracks"]
+    if mode != _telamalloc.MODE_DEFAULT:
+        stats["scored"] = int(raw[_telamalloc.ST_SCORED])
+        stats["learned_jumps"] = int(raw[_telamalloc.ST_LEARNED])
+    if status == _telamalloc.RECORDED:
+        stats["recorded"] = 1
+        return TelaMallocOutcome("failed", offsets, "stopped to record a major backtrack", stats)
     if status == _telamalloc.SOLVED:
         return TelaMallocOutcome("solved", offsets, stats=stats)
     if status == _telamalloc.INFEASIBLE:
@@ -450,8 +482,12 @@ class DescentResult:
     reason: str = ""
 
 
+#: a capacity probe of the descent: ``probe(problem, capacity, deadline, step_limit, prepared)``
+Probe = Callable[[Problem, int, "float | None", int, "_Prepared"], "TelaMallocOutcome"]
+
+
 def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaMallocOptions = TelaMallocOptions(),
-                        ) -> DescentResult:
+                        probe: Probe | None = None) -> DescentResult:
     """Lower the peak of ``problem`` (its capacity ignored) with capacity probes until ``deadline``.
 
     The first incumbent is the best of ``STARTING_HEURISTICS``, which share the first third of
@@ -464,6 +500,7 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
     incomplete, a failure proves nothing). Each round doubles the step budget (from
     ``probe_steps`` up to ``step_limit``). Without a deadline the descent stops after the round
     with the full ``step_limit`` budget, so its result depends on the steps alone.
+    ``probe`` replaces the plain search of each probe (``telamalloc-learned`` passes its own).
     """
     began = time.perf_counter()
     free = problem.with_capacity(None)
@@ -511,7 +548,10 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
                 break
             target = (low + best_peak - step) // (2 * step) * step
             target = min(max(target, low), best_peak - step)
-            outcome = telamalloc_search(free, target, options, deadline, step_limit=budget, prepared=data)
+            if probe is None:
+                outcome = telamalloc_search(free, target, options, deadline, step_limit=budget, prepared=data)
+            else:
+                outcome = probe(free, target, deadline, budget, data)
             stats["steps"] += outcome.stats.get("steps", 0)
             stats["probes"] += 1
             if outcome.status == "solved":
@@ -538,8 +578,15 @@ def telamalloc_anytime(problem: Problem, request: MinimizeRequest) -> MinimizeRe
     ``request``'s options (a ``TelaMallocOptions``; another record is ignored) until its deadline.
     Its bound is LOAD unless a probe proved a capacity infeasible; it has no node budget."""
     options = request.options if isinstance(request.options, TelaMallocOptions) else TelaMallocOptions()
+    return descent_minimize(problem, request, options)
+
+
+def descent_minimize(problem: Problem, request: MinimizeRequest, options: TelaMallocOptions,
+                     probe: Probe | None = None) -> MinimizeResult:
+    """``telamalloc_minimize`` with ``options`` and ``probe`` until ``request``'s deadline, as a
+    ``MinimizeResult`` (shared by ``telamalloc`` and ``telamalloc-learned``)."""
     progress = Progress(problem, request)
-    descent = telamalloc_minimize(problem, request.deadline, options)
+    descent = telamalloc_minimize(problem, request.deadline, options, probe)
     if descent.offsets is None:
         progress.reason = descent.reason
         return progress.result(True)

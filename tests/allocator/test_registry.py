@@ -134,7 +134,8 @@ def test_capabilities_as_declared():
     capabilities = {name: entry.capabilities for name, entry in METHODS.items()}
     assert {name for name, c in capabilities.items() if c.exact} == {"minimalloc", "cpsat", "mip", "auto"}
     assert {name for name, c in capabilities.items() if c.needs_capacity} == {"minimalloc"}
-    assert {name for name, c in capabilities.items() if c.anytime} == {"minimalloc", "telamalloc", "auto"}
+    assert {name for name, c in capabilities.items() if c.anytime} == {"minimalloc", "telamalloc", "telamalloc-learned",
+                                                                        "auto"}
     assert {name for name, c in capabilities.items() if c.node_limit} == {"minimalloc", "auto"}
     assert METHODS["minimalloc"].capabilities.labels() == ("exact", "needs capacity", "anytime", "node limit")
     assert METHODS["greedy-by-size"].capabilities == Capabilities()
