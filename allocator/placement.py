@@ -212,6 +212,13 @@ def _align_pad(cursor, alignment):  # pragma: no cover - compiled
 #: compiled code: about 3x faster than numba's for 1,000 keys, worth the call's microsecond; on
 #: 300,000 random buffers the kernel's CPU time drops from 6.9 s to 5.0 s
 _C_SORT_FROM = 128
+#: ... and from this many on, a radix sort of the packed keys (11 bits a pass): no call out of
+#: compiled code, and linear. On iopddl/S_1, where a buffer meets 1,500 placed ones on average
+#: (43 million pairs), the kernel's CPU time halves (1.10 s -> 0.59 s, greedy-by-size's order);
+#: on 300,000 random buffers it drops by a sixth. Below it the histogram's 2,048 counters cost
+#: more than the sort
+_RADIX_FROM = 512
+_RADIX_BITS = 11
 
 
 @njit(cache=True)
@@ -222,12 +229,40 @@ def _c_sort(keys):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _radix_sort(keys, m, scratch, bits):  # pragma: no cover - compiled
+    """Sort ``keys[:m]`` (non-negative, below ``2**bits``) in place: least significant digit
+    first, ``_RADIX_BITS`` bits a pass, each pass a stable counting sort into ``scratch``
+    (at least ``m`` entries, overwritten)."""
+    radix = 1 << _RADIX_BITS
+    counts = np.empty(radix, np.int64)
+    source, target = keys, scratch
+    shift = 0
+    while shift < bits:
+        counts[:] = 0
+        for k in range(m):
+            counts[(source[k] >> shift) & (radix - 1)] += 1
+        total = 0
+        for digit in range(radix):
+            count = counts[digit]
+            counts[digit] = total
+            total += count
+        for k in range(m):
+            digit = (source[k] >> shift) & (radix - 1)
+            target[counts[digit]] = source[k]
+            counts[digit] += 1
+        source, target = target, source
+        shift += _RADIX_BITS
+    if (bits + _RADIX_BITS - 1) // _RADIX_BITS % 2:  # an odd number of passes left the keys in scratch
+        keys[:m] = scratch[:m]
+
+
+@njit(cache=True)
 def _sort_ranges(lows, highs, m, packed, by_low):  # pragma: no cover - compiled
     """Sort the ``m`` ranges ``[lows, highs)`` by low end, in place.
 
     Each low is packed with its position into one int64 and the packed keys are sorted in
-    place (no argsort, no allocation: this sort is most of the kernel's time); when the lows
-    are too large to pack, a stable argsort.
+    place (no argsort: this sort is most of the kernel's time), by numba's sort, numpy's or a
+    radix sort as ``m`` grows; when the lows are too large to pack, a stable argsort.
     """
     bits = 1
     while (1 << bits) < m:
@@ -239,7 +274,13 @@ def _sort_ranges(lows, highs, m, packed, by_low):  # pragma: no cover - compiled
         mask = (1 << bits) - 1
         for k in range(m):
             packed[k] = (lows[k] << bits) | k
-        if m >= _C_SORT_FROM:
+        if m >= _RADIX_FROM:
+            top = (biggest << bits) | mask
+            width = 1
+            while (top >> width) > 0:
+                width += 1
+            _radix_sort(packed, m, by_low, width)  # by_low is free until the loop below
+        elif m >= _C_SORT_FROM:
             _c_sort(packed[:m])
         else:
             packed[:m].sort()

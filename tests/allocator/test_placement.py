@@ -74,6 +74,27 @@ def test_the_kernel_places_exactly_like_a_scan_over_every_placed_buffer(instance
     assert result.offsets.tolist() == reference_place(*arrays, order, best_fit)
 
 
+def test_many_overlapping_buffers_take_the_radix_sort_and_place_like_the_scan():
+    # 900 buffers live together for most of their lifetimes: from the 512th on, a buffer meets
+    # more placed ranges than _RADIX_FROM, so the gap walk sorts them with the radix sort (and
+    # with numpy's or numba's sort before that); large sizes make several 11-bit passes
+    from allocator.placement import _RADIX_FROM
+
+    rng = np.random.default_rng(7)
+    n = 900
+    starts = rng.integers(0, 10, n)
+    ends = starts + rng.integers(40, 60, n)
+    sizes = rng.integers(1, 2**30, n)
+    alignments = rng.choice(np.array([1, 1, 2, 4096]), n)
+    fixed = np.full(n, -1, np.int64)
+    order = rng.permutation(n)
+    assert n > _RADIX_FROM
+    for best_fit in (False, True):
+        result = place(starts, ends, sizes, alignments, fixed, order, best_fit=best_fit)
+        assert result.complete
+        assert result.offsets.tolist() == reference_place(starts, ends, sizes, alignments, fixed, order, best_fit)
+
+
 def overlapping_pairs(starts, ends):
     return int(conflict_counts(starts, ends).sum()) // 2
 
