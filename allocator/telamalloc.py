@@ -38,6 +38,10 @@ cost microseconds rather than the paper's 10 µs – 1 ms:
   blocks are placed before the search and propagate like any placement;
 * a **step limit** (the paper's evaluation: 500,000) and a time limit.
 
+The learned backtracking of §6 (``telamalloc-learned``, ``allocator.telamalloc_learned``) hooks
+into the major backtracks through ``Switches.mode`` and a ``Learning`` record; with the default
+mode the search never reads them and takes exactly the path described here.
+
 The search is incomplete (one position per block, few candidates per point, jumps that skip
 alternatives), so running out of candidates or steps is reported as ``"failed"``, not
 ``"infeasible"``; only an empty domain before the first decision proves infeasibility.
@@ -454,6 +458,8 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
     if mode != _telamalloc.MODE_DEFAULT:
         stats["scored"] = int(raw[_telamalloc.ST_SCORED])
         stats["learned_jumps"] = int(raw[_telamalloc.ST_LEARNED])
+    if status == _telamalloc.EXHAUSTED and mode != _telamalloc.MODE_DEFAULT:
+        stats["exhausted"] = 1  # telamalloc-learned falls back to the default rule then
     if status == _telamalloc.RECORDED:
         stats["recorded"] = 1
         return TelaMallocOutcome("failed", offsets, "stopped to record a major backtrack", stats)

@@ -75,11 +75,16 @@ class LearnedOptions:
     #: the model's best score must exceed this for its target to replace the default rule's
     #: (labels run from 0, a target outside the best..minimum range, to 10, the best target;
     #: 5 at the minimum). Chosen on generated seeds 3000-3099 (neither training nor §7.3 test
-    #: seeds), step limit 100,000, 53 runs with over 1,000 backtracks: 3 solved 25 step-limit
-    #: failures and lost 4; 5 solved 17 and lost 2; 2.25 solved 27 and lost 6
-    threshold: float = 3.0
+    #: seeds), step limit 100,000, 53 runs with over 1,000 backtracks, with ``fallback``:
+    #: 2.25 solved 27 step-limit failures, 3 solved 25, 5 solved 17 and lost 1 (without the
+    #: fallback 2.25 lost 6 runs telamalloc solves, 3 lost 4); 0.5-1.5 did no better than 2.25
+    threshold: float = 2.25
     model: str | None = None  #: path of a model saved by ``allocator.backtrack_model.save``; None: the shipped one
     search: TelaMallocOptions = field(default_factory=TelaMallocOptions)  #: the search's own switches
+    #: when the search runs out of candidates after jumps of the model's (a jump skipped the part
+    #: of the tree that held the solution), search again with the default rule for the steps
+    #: left (§7.3: "allow falling back to the default strategy")
+    fallback: bool = True
 
     def __post_init__(self) -> None:
         if not np.isfinite(self.threshold):
@@ -151,10 +156,26 @@ def learned_search(problem: Problem, capacity: int, options: LearnedOptions = Le
                    prepared: Any = None) -> TelaMallocOutcome:
     """``telamalloc_search`` with the model choosing major backtracks' targets (§6.5).
 
-    ``prepared`` is the descent's shared preparation of the problem (see ``telamalloc_minimize``)."""
+    ``prepared`` is the descent's shared preparation of the problem (see ``telamalloc_minimize``).
+    With ``options.fallback``, a search that ran out of candidates after at least one jump of
+    the model's is followed by plain ``telamalloc`` with the steps left (the stats add up both
+    runs; ``fallback_steps`` are the second's). Without a model jump the path was the default
+    one, so searching again would repeat it."""
     learning = learning_record(problem, capacity, model_of(options))
-    return telamalloc_search(problem, capacity, options.search, deadline, step_limit, prepared=prepared,
-                             learning=learning, mode=_telamalloc.MODE_LEARNED, threshold=options.threshold)
+    limit = options.search.step_limit if step_limit is None else step_limit
+    outcome = telamalloc_search(problem, capacity, options.search, deadline, limit, prepared=prepared,
+                                learning=learning, mode=_telamalloc.MODE_LEARNED, threshold=options.threshold)
+    if not (options.fallback and outcome.stats.get("exhausted") and outcome.stats.get("learned_jumps")):
+        return outcome
+    used = int(outcome.stats["steps"])
+    again = telamalloc_search(problem, capacity, options.search, deadline, limit - used, prepared=prepared)
+    stats = dict(outcome.stats)
+    for key in ("steps", "nodes", "minor_backtracks", "major_backtracks", "backtracks", "stuck_jumps",
+                "levels_skipped"):
+        stats[key] = outcome.stats[key] + again.stats.get(key, 0)
+    stats["max_depth"] = max(outcome.stats["max_depth"], again.stats.get("max_depth", 0))
+    stats["fallback_steps"] = again.stats.get("steps", 0)
+    return TelaMallocOutcome(again.status, again.offsets, again.reason, stats)
 
 
 @dataclass

@@ -143,7 +143,8 @@ def evaluate(args: argparse.Namespace) -> None:
                      "default_status": plain.status, "default_steps": plain.stats["steps"],
                      "default_backtracks": plain.stats["backtracks"], "learned_status": learned.status,
                      "learned_steps": learned.stats["steps"], "learned_backtracks": learned.stats["backtracks"],
-                     "learned_jumps": learned.stats["learned_jumps"], "scored": learned.stats["scored"]})
+                     "learned_jumps": learned.stats["learned_jumps"], "scored": learned.stats["scored"],
+                     "fallback_steps": learned.stats.get("fallback_steps", 0)})
         print(rows[-1], flush=True)
     print(f"cost per scored candidate: {candidate_cost(load(args.out)) * 1e6:.3f} us (batches of 16)")
     with open(args.csv, "w", newline="") as handle:

@@ -182,3 +182,24 @@ def test_block_features_are_shares():
     assert life.tolist() == [2 / 6, 3 / 6, 1 / 6]
     assert contention.tolist() == [1.0, 1.0, 0.25]
 
+
+
+def test_a_search_the_model_led_astray_falls_back_to_the_default_rule():
+    """Held-out run random-40 seed 5280 at 20,243 B: the shipped model's jumps exhaust the
+    candidates after 440 steps (a retrained model may not; then pick another exhausted run).
+    The fallback is plain telamalloc with the steps left: here the default path itself."""
+    problem = generate("random", 40, seed=5280)
+    alone = learned_search(problem, 20_243, LearnedOptions(fallback=False), step_limit=20_000)
+    assert alone.status == "failed" and alone.stats["exhausted"] and alone.stats["learned_jumps"] > 0
+    plain = telamalloc_search(problem, 20_243, step_limit=20_000 - alone.stats["steps"])
+    rescued = learned_search(problem, 20_243, step_limit=20_000)
+    assert rescued.status == plain.status == "solved"
+    assert rescued.stats["fallback_steps"] == plain.stats["steps"]
+    assert rescued.stats["steps"] == alone.stats["steps"] + plain.stats["steps"]
+    assert rescued.offsets is not None and validate(problem.with_capacity(20_243), _solution(problem, rescued)).ok
+
+
+def _solution(problem, outcome):
+    from allocator import Solution
+
+    return Solution(dict(zip(problem.ids, outcome.offsets.tolist(), strict=True)))
