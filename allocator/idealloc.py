@@ -48,9 +48,11 @@ allocation" (STOC 2003), in three parts, each implemented here:
   tightening pass; the Rust idealloc's squeeze is one best-fit pass in unboxed order, which was
   worse than first fit here: median of 12 runs on pangu_2.6B 15.2 % vs 11.0 % above LOAD). It
   keeps the boxing's result as the starting order and only compacts it, never raising the peak.
-  On pangu_2.6B the first upward pass took five runs from 9.4-16.7 % to 0.0-4.1 %; from
-  random-order first fit instead of boxing, the same passes ended at 3.0-3.8 % (3 orders),
-  and from greedy-by-size's placement at its 0.76 %. A run stops its passes after ``passes``
+  On pangu_2.6B the first upward pass took five runs from 9.4-16.7 % to 0.0-4.1 %. The
+  boxing still matters: started from random-order first fit instead, the same passes, run
+  repeatedly on the same budget (seed 0), ended at 20.6, 26.1, 18.8, 20.2 and 41.7 % on A, E,
+  H, J and K (from boxing: 12.3, 22.6, 13.5, 14.8, 29.2) and 2.6 % on pangu_2.6B (0.0); from
+  greedy-by-size's placement they stay at its 0.76 % on pangu_2.6B. A run stops its passes after ``passes``
   (default 8) or once one pass each way has not lowered its peak, and keeps its lowest peak.
 * **Repeated runs** (D5.5 §4.4): each run draws new random points (and a new starting H),
   and the lowest peak is kept. With a deadline, runs repeat until it passes (or ``runs`` is
