@@ -124,8 +124,9 @@ def main() -> None:
     parser.add_argument("--buffers", type=int, default=ISSUE_BUFFERS, help=f"how many (default {ISSUE_BUFFERS:,})")
     parser.add_argument("--seed", type=int, default=0, help="draws the partial copy's buffers and the row order")
     parser.add_argument("--check", action="store_true", help="then run the starting heuristics on it")
+    parser.add_argument("--folder", type=Path, default=IOPDDL, help=f"where G_1.csv and S_1.csv are (default {IOPDDL})")
     args = parser.parse_args()
-    rows = iopddl_like(args.buffers, args.seed)
+    rows = iopddl_like(args.buffers, args.seed, args.folder)
     write_csv(args.output, rows)
     print(f"wrote {args.output}: {len(rows):,} buffers")
     if args.check:
