@@ -36,13 +36,16 @@ time-overlapping pairs each), which is where the heuristics spend their time.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
 import numpy as np
 
-#: the real IOPDDL traces the stand-in is built from (the shared benchmarks folder beside the checkout)
-IOPDDL = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "idealloc" / "iopddl"
+#: the real IOPDDL traces the stand-in is built from: in $ACCELSIM_BENCHMARKS, as for the tests, or else
+#: in the shared benchmarks folder beside the checkout
+IOPDDL = Path(os.environ.get("ACCELSIM_BENCHMARKS", Path(__file__).resolve().parents[2] / "shared" / "benchmarks"),
+              "idealloc", "iopddl")
 #: the size of the issue's trace
 ISSUE_BUFFERS = 62_185
 
