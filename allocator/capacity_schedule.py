@@ -1,0 +1,181 @@
+"""Which capacities the anytime minimisation probes, and with how many nodes each (issue 14).
+
+``allocator.minimize`` lowers a peak by asking the exact canonical search (MiniMalloc,
+Moffitt ASPLOS '23, §5-7) whether the buffers fit a capacity. Its difficulty is far from
+monotone in the capacity: on challenging J the search fits 1,039,360 in under 4,000 nodes
+while 1,040,384 and 1,037,312 stay open after 200,000, and on D the easy capacities are a
+few scattered ones. A bisection that gives each probe half of the time left stalls on the
+first hard capacity it meets, and one that gives LOAD most of the time wastes it on the
+instances whose optimum lies above LOAD. This schedule spreads the work instead:
+
+* **Resumable probes.** The search is a portfolio of static preorders whose node limit
+  doubles every round (``allocator.minimalloc.canonical_search``, the paper's restarts). A
+  probe here runs one round at a time and remembers where it stopped, so its next slice
+  starts with the next, doubled, limit (``MiniMallocOptions.initial_node_factor``) and no
+  round is searched twice: a capacity probed in many slices has had the rounds a single
+  fixed-capacity run with the same nodes would have had. (Only the failed-state table, which
+  one ``canonical_search`` keeps from round to round, starts empty in each slice: keeping a
+  table per probe would cost 2**table_bits slots each.)
+* **The floor probe.** The capacity at the proven lower bound (LOAD at first) gets
+  ``floor_share`` of all nodes: when it fits, the peak is proven optimal at once (9 of the
+  11 challenging instances and the traces pack at LOAD); when it is exhausted, the bound
+  rises by a step and the floor moves up.
+* **The sweep.** The other nodes go to ``SWEEP_POINTS`` capacities spread evenly between
+  the bound and the incumbent's peak minus a step, in rounds: the probe that has spent the
+  fewest nodes runs next (the lowest capacity among equals), which is Luby-like: every
+  capacity gets the same doubling sequence of limits, and the cheap ones finish first. A
+  fitting probe lowers the incumbent; the points are then spread again over the narrower
+  gap, keeping the state of those that are still inside it. An exhausted probe raises the
+  bound.
+
+Everything is counted in nodes, so with ``node_limit`` the result is the same on every
+machine; the clock only stops the schedule at the deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+from allocator.anytime import Progress, peak_granularity
+from allocator.minimalloc import MAX_VALUE, MiniMallocOptions, PreparedProblem, SearchOutcome, canonical_search
+from allocator.problem import MinimizeResult, Problem, Solution
+from allocator.validate import check
+
+__all__ = ["SWEEP_POINTS", "CapacityProbe", "advance", "runs_per_round", "schedule_minimize", "sweep_capacities"]
+
+#: capacities probed between the lower bound and the incumbent besides the floor probe
+SWEEP_POINTS = 8
+
+
+@dataclass
+class CapacityProbe:
+    """The search at one capacity, resumable: where its portfolio of restarts stopped."""
+
+    capacity: int  #: bytes
+    factor: int  #: node limit of each run of its next round, in multiples of the number of buffers
+    spent: int = 0  #: nodes its rounds have cost so far (runs one after another)
+
+
+def sweep_capacities(bound: int, highest: int, step: int, points: int) -> list[int]:
+    """The sweep's capacities in ``(bound, highest]``, multiples of ``step`` (``bound`` and
+    ``highest`` are, ``highest`` being the incumbent's peak minus a step):
+
+    * ``points`` spread evenly over the gap, for large gains;
+    * ``highest`` and the capacities 1, 3, 7, 15, ... steps below it (the incumbent minus 2**i
+      steps), the likely fits: on the suite most capacities a few per cent above the best known
+      peak fit within a few thousand nodes, those close to the best seldom within 10**5.
+
+    >>> sweep_capacities(100, 180, 10, 4)
+    [110, 120, 140, 150, 160, 170, 180]
+    >>> sweep_capacities(100, 120, 10, 4), sweep_capacities(100, 100, 10, 4)
+    ([110, 120], [])
+    """
+    steps = (highest - bound) // step
+    if steps <= 0:
+        return []
+    chosen = {bound + step * max(1, steps * i // points) for i in range(1, points + 1)}
+    below = 0
+    while highest - below * step > bound:
+        chosen.add(highest - below * step)
+        below = 2 * below + 1
+    return sorted(chosen)
+
+
+def runs_per_round(options: MiniMallocOptions) -> int:
+    """Runs in one round of ``canonical_search``'s portfolio."""
+    return len(options.preorders) + options.random_preorders if options.portfolio else 1
+
+
+def advance(probe: CapacityProbe, problem: Problem, data: PreparedProblem, options: MiniMallocOptions,
+            deadline: float | None = None, node_budget: int | None = None) -> SearchOutcome:
+    """Run the next round of ``probe``'s portfolio (every preorder with the probe's node limit)
+    and, when it ends without a verdict, double the limit of the round after it.
+
+    The slices of a probe are the rounds of one ``canonical_search`` at its capacity, none
+    searched twice; what does not carry over from one slice to the next is the failed-state
+    table (``canonical_search`` starts each call with an empty one). ``node_budget`` cuts the
+    round short (status ``"node_limit"``, and the limit stays), as ``deadline`` does (``"timeout"``);
+    a round that ends without a verdict has status ``"node_limit"`` too, and doubles
+    ``probe.factor``. ``probe.spent`` grows by the round's nodes.
+    """
+    round_nodes = runs_per_round(options) * (probe.factor * data.n + 1)  # a run stopped at its limit L counts L + 1
+    budget = round_nodes if node_budget is None else min(round_nodes, node_budget)
+    outcome = canonical_search(problem, probe.capacity, replace(options, initial_node_factor=probe.factor),
+                               deadline, prepared=data, node_limit=budget)
+    probe.spent += outcome.sequential_nodes
+    if outcome.status == "node_limit" and budget == round_nodes:
+        probe.factor *= 2
+    return outcome
+
+
+def schedule_minimize(progress: Progress, options: MiniMallocOptions | None = None,
+                      node_limit: int | None = None, floor_share: float = 0.5,
+                      points: int = SWEEP_POINTS) -> MinimizeResult:
+    """Lower the peak of ``progress``'s incumbent with resumable probes (see the module docstring).
+
+    ``progress`` holds the starting placement, if any (without one ``FALLBACK_HEURISTIC``
+    gets the time first) and LOAD as the bound. The probe at the bound gets ``floor_share``
+    of the nodes, ``points`` capacities between the bound and the incumbent the rest. Probes
+    step by ``peak_granularity``; none goes above the problem's capacity (nor ``MAX_VALUE``).
+    The schedule ends when the bound meets the incumbent's peak, passes the capacity (nothing
+    fits), or the deadline or ``node_limit`` (nodes of all probes together) is reached.
+    """
+    options = options or MiniMallocOptions()
+    if not progress.ensure_placement():
+        return progress.result(True)
+    progress.improved()
+    free, capacity, deadline = progress.free, progress.capacity, progress.request.deadline
+    step = peak_granularity(free)
+    progress.bound = -(-progress.bound // step) * step
+    ceiling = min(MAX_VALUE if capacity is None else capacity, MAX_VALUE) // step * step
+    nodes_left = node_limit
+    probes: dict[int, CapacityProbe] = {}
+    floor_spent = total_spent = 0
+    data: PreparedProblem | None = None
+    ran_out = False
+    while True:
+        highest = min(progress.best_peak - step, ceiling)
+        if progress.bound > highest:
+            break  # the probes closed the gap, or proved that nothing fits the capacity
+        now = time.perf_counter()
+        if now >= deadline or (nodes_left is not None and nodes_left <= 0):
+            ran_out = True
+            break
+        if data is None:
+            data = PreparedProblem(free)
+            continue  # read the clock again: preparing a large problem takes time
+        first_factor = options.initial_node_factor
+        sweep = sweep_capacities(progress.bound, highest, step, points)
+        for stale in [c for c in probes if c < progress.bound or c > highest]:
+            del probes[stale]
+        floor = probes.setdefault(progress.bound, CapacityProbe(progress.bound, first_factor))
+        if floor_spent <= floor_share * total_spent or not sweep:
+            probe, on_floor = floor, True
+        else:
+            probe = min((probes.setdefault(c, CapacityProbe(c, first_factor)) for c in sweep),
+                        key=lambda p: (p.spent, p.capacity))
+            on_floor = False
+        before, factor = probe.spent, probe.factor
+        outcome = advance(probe, free, data, options, deadline, nodes_left)
+        progress.stats["nodes"] += outcome.nodes
+        progress.stats["backtracks"] += outcome.backtracks
+        spent = probe.spent - before
+        total_spent += spent
+        floor_spent += spent if on_floor else 0
+        if nodes_left is not None:
+            nodes_left -= spent
+        progress.probes.append((probe.capacity, outcome.status, time.perf_counter() - now))
+        if outcome.status == "solved":
+            assert outcome.offsets is not None
+            placement = Solution(dict(zip(free.ids, outcome.offsets.tolist(), strict=True)))
+            check(free, placement)  # the heuristics' placements were validated by solve()
+            progress.offer(placement, placement.peak(free))
+            progress.improved()
+        elif outcome.status == "infeasible":
+            progress.bound = probe.capacity + step
+            progress.improved()
+        elif probe.factor == factor:
+            ran_out = True  # the deadline, or the node budget, cut the round short
+            break
+    return progress.result(ran_out)
