@@ -76,8 +76,8 @@ class LearnedOptions:
     #: (labels run from 0, a target outside the best..minimum range, to 10, the best target;
     #: 5 at the minimum). Chosen on generated seeds 3000-3099 (neither training nor §7.3 test
     #: seeds), step limit 100,000, 53 runs with over 1,000 backtracks, with ``fallback``:
-    #: 2.25 solved 27 step-limit failures, 3 solved 25, 5 solved 17 and lost 1 (without the
-    #: fallback 2.25 lost 6 runs telamalloc solves, 3 lost 4); 0.5-1.5 did no better than 2.25
+    #: 2.25 solved 31 step-limit failures and lost none; 1.5 solved 28, 3 solved 26 and lost 2,
+    #: 5 solved 17 and lost 1
     threshold: float = 2.25
     model: str | None = None  #: path of a model saved by ``allocator.backtrack_model.save``; None: the shipped one
     search: TelaMallocOptions = field(default_factory=TelaMallocOptions)  #: the search's own switches
