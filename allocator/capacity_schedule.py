@@ -2,11 +2,12 @@
 
 ``allocator.minimize`` lowers a peak by asking the exact canonical search (MiniMalloc,
 Moffitt ASPLOS '23, §5-7) whether the buffers fit a capacity. Its difficulty is far from
-monotone in the capacity: on challenging J the search fits 1,039,360 in under 4,000 nodes
-while 1,040,384 and 1,037,312 stay open after 200,000, and on D the easy capacities are a
-few scattered ones. A bisection that gives each probe half of the time left stalls on the
-first hard capacity it meets, and one that gives LOAD most of the time wastes it on the
-instances whose optimum lies above LOAD. This schedule spreads the work instead:
+monotone in the capacity: on challenging D (LOAD 986,112, one thread) it fits 1,031,168 in
+10,000 nodes and 1,034,240 in 3,700, but not 1,032,192, 1,035,264-1,037,312 or 1,044,480 in
+100,000; 1,024,000 and 1,025,024 in about 100,000, 1,018,880 in 318,000. A bisection that
+gives each probe half of the time left can stall on the first hard capacity it meets, and one
+that gives LOAD most of the time wastes it on the instances whose optimum lies above LOAD.
+This schedule spreads the work instead:
 
 * **Resumable probes.** The search is a portfolio of static preorders whose node limit
   doubles every round (``allocator.minimalloc.canonical_search``, the paper's restarts). A
@@ -30,6 +31,16 @@ instances whose optimum lies above LOAD. This schedule spreads the work instead:
 
 Everything is counted in nodes, so with ``node_limit`` the result is the same on every
 machine; the clock only stops the schedule at the deadline.
+
+**Not the default** (decision recorded here, measured with ``examples/capacity_schedule.py``,
+one thread): ``allocator.minimize`` still runs ``allocator.minimalloc.canonical_bisection``.
+Under equal node budgets the two tie within the noise of single instances (mean over D, J and
+three variants of each with 3 buffers left out, LOAD's share 0.6: 300,000 nodes, schedule
+5.51 % over LOAD (5.20 % with a share of 0.5), bisection 5.31 %; 1,000,000 nodes, 4.83 % and
+4.63 %; each wins on some instances), but at 10 s the bisection ended lower
+on D and J themselves (1,025,024 and 1,029,120 against 1,039,360 and 1,036,288, back to back):
+its midpoints, each with half of what is left, fall on capacities near 1,025,000 that the
+search fits in about 10**5 nodes, where the sweep spreads its nodes over some 15 capacities.
 """
 
 from __future__ import annotations

@@ -31,9 +31,8 @@ a node limit the whole outcome is the same on every machine, unless the time run
 **Minimising** (``auto_minimize``, the registered anytime routine): the three heuristics in
 the order ``MINIMIZE_ORDER``, each with what is left of the whole time, then the other
 ``STARTING_HEURISTICS`` in a third of the time left (as ``minimalloc``'s routine gives them a
-third), then ``minimalloc``'s capacity schedule (``allocator.capacity_schedule``: resumable probes
-at the lower bound and at capacities spread up to the incumbent) from the best placement so far
-with the rest. So it starts from every placement of its heuristics that finishes in the time, and from the
+third), then ``minimalloc``'s canonical bisection from the best placement so far with the rest.
+So it starts from every placement of its heuristics that finishes in the time, and from the
 same incumbent as ``minimalloc`` when the heuristics take milliseconds. The order differs from
 placing's because on large traces the heuristics take seconds each and at ``--timeout 3`` only
 one or two finish: load-best-fit first, the lowest peak of the three on three of the four large
@@ -47,8 +46,7 @@ import time
 from dataclasses import replace
 
 from allocator.anytime import STARTING_HEURISTICS, Progress
-from allocator.capacity_schedule import schedule_minimize
-from allocator.minimalloc import MiniMallocOptions
+from allocator.minimalloc import MiniMallocOptions, canonical_bisection
 from allocator.problem import MinimizeResult, Problem, Solution
 from allocator.registry import METHODS, MethodOutput, MinimizeRequest, register
 
@@ -66,8 +64,7 @@ def auto_minimize(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
     """``auto``'s anytime routine for ``allocator.minimize`` (see the module docstring).
 
     ``request.options`` (a ``MiniMallocOptions``; another record is ignored),
-    ``request.node_limit`` and ``request.load_share`` (the floor probe's share of the nodes) go to
-    the capacity schedule.
+    ``request.node_limit`` and ``request.load_share`` go to the canonical bisection.
     """
     progress = Progress(problem, request)
     progress.run_heuristics(MINIMIZE_ORDER, request.deadline)
@@ -75,12 +72,12 @@ def auto_minimize(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
     progress.run_heuristics([name for name in STARTING_HEURISTICS if name not in MINIMIZE_ORDER],
                             now + (request.deadline - now) / 3)
     options = request.options if isinstance(request.options, MiniMallocOptions) else MiniMallocOptions()
-    return schedule_minimize(progress, options, request.node_limit, request.load_share)
+    return canonical_bisection(progress, options, request.node_limit, request.load_share)
 
 
 @register("auto", "portfolio: best-fit, greedy-by-size, load-best-fit until one fits the capacity, then the exact "
           "minimalloc search with the time left; without a capacity the best heuristic; minimising, the best "
-          "heuristic, then minimalloc's capacity schedule",
+          "heuristic, then minimalloc's bisection",
           exact=True, anytime=auto_minimize, node_limit=True)
 def auto(problem: Problem, deadline: float | None = None, options: MiniMallocOptions | None = None,
          node_limit: int | None = None) -> MethodOutput:

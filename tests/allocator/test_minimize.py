@@ -265,23 +265,58 @@ def test_a_cut_round_keeps_its_limit():
         assert probe.factor == 2  # cut short: the same round runs again next time
 
 
-def test_j_ends_below_what_a_fixed_search_fits_in_a_few_hundred_nodes(benchmarks):
-    # issue 14: a search at 1,048,576 fits J in about 500 nodes, yet the bisection ended above it
+def scheduled(problem: Problem, node_limit: int, load_share: float = 0.6):
+    """``allocator.capacity_schedule.schedule_minimize`` from the best starting heuristic, as
+    ``minimize`` would run it, bounded by ``node_limit``."""
+    import time
+
+    from allocator.anytime import STARTING_HEURISTICS, Progress
+    from allocator.capacity_schedule import schedule_minimize
+    from allocator.registry import MinimizeRequest
+
+    began = time.perf_counter()
+    request = MinimizeRequest("minimalloc", NO_RUSH, began, began + NO_RUSH, None, load_share, node_limit, None)
+    progress = Progress(problem, request)
+    progress.run_heuristics(STARTING_HEURISTICS, began + NO_RUSH)
+    return schedule_minimize(progress, MiniMallocOptions(workers=1), node_limit, load_share)
+
+
+def test_the_schedule_ends_below_what_a_fixed_search_fits_j_in_a_few_hundred_nodes(benchmarks):
+    # issue 14: a search at 1,048,576 fits J in about 500 nodes, yet a bisection ended above it
     problem = read_csv(benchmarks / "minimalloc" / "challenging" / "J.1048576.csv")
-    result = minimize(problem, timeout=NO_RUSH, node_limit=200_000, options=MiniMallocOptions(workers=1))
+    result = scheduled(problem, 200_000)
     assert validate(problem, result.solution).ok
     assert result.peak <= 1_048_576 and result.lower_bound == lower_bound(problem)
-    assert result.stats["nodes"] <= 200_000
+    assert result.stats["nodes"] <= 200_000 and result.timed_out
+
+
+def test_the_schedule_proves_load_optimal_and_raises_the_bound_by_search():
+    problem = Problem(ALIGNED)
+    result = scheduled(problem, 10_000)
+    assert result.optimal and result.peak == result.lower_bound == 4 and not result.timed_out
+    assert (3, "infeasible") in [(c, o) for c, o, _ in result.probes]
+    assert validate(problem, result.solution).ok
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_problems())
+def test_the_schedule_reaches_the_optimum_of_the_bisection(problem):
+    pinned = [b for b in problem.buffers if b.offset is not None]
+    if any(a.overlaps_in_time(b) and a.offset < b.offset + b.size and b.offset < a.offset + a.size
+           for i, a in enumerate(pinned) for b in pinned[i + 1:]):
+        return  # pinned buffers that overlap have no placement at all
+    result = scheduled(problem, 1_000_000)
+    assert validate(problem.with_capacity(None), result.solution).ok
+    assert result.optimal and not result.timed_out
+    assert result.peak == minimize(problem, timeout=NO_RUSH, node_limit=1_000_000).peak
 
 
 def test_the_floor_probe_gets_the_load_share(benchmarks):
     problem = read_csv(benchmarks / "minimalloc" / "challenging" / "D.1048576.csv")
     load = lower_bound(problem)
-    only_floor = minimize(problem, timeout=NO_RUSH, node_limit=20_000, load_share=1.0,
-                          options=MiniMallocOptions(workers=1))
+    only_floor = scheduled(problem, 20_000, load_share=1.0)
     assert only_floor.probes and {c for c, _, _ in only_floor.probes} == {load}
-    shared = minimize(problem, timeout=NO_RUSH, node_limit=20_000, load_share=0.5,
-                      options=MiniMallocOptions(workers=1))
+    shared = scheduled(problem, 20_000, load_share=0.5)
     assert shared.probes[0][0] == load and any(c > load for c, _, _ in shared.probes)
     for result in (only_floor, shared):
         assert validate(problem, result.solution).ok and result.timed_out
