@@ -56,15 +56,15 @@ __all__ = ["FALLBACK_HEURISTIC", "STARTING_HEURISTICS", "MinimizeResult", "Progr
 
 #: heuristics tried, in this order, for the first incumbent of an anytime search (``minimalloc``'s,
 #: ``telamalloc``'s), sharing the first third of the time; they stop early once one reaches the
-#: lower bound (``Progress.run_heuristics``). load-best-fit goes first: the cheapest of them on
-#: large traces (0.63 s of CPU on the 28,526 buffers of iopddl/S_1, 1.1 s on the 62,185 of
-#: examples/iopddl_like.py's stand-in for issue 14's trace) and at LOAD on G_1 and that
-#: stand-in, 0.26 % over LOAD on S_1. TelaMalloc's row-by-row skyline follows: since its queue
-#: of floors replaced the O(n^2) scan it costs about as much (0.68 s and 1.8 s), and it gives
-#: the lowest peak of the five on every trace measured (at LOAD on G_1, pangu_2.6B and the
-#: stand-in, 0.258 % on S_1, 0.42 % on resnet50) and the best of them on the challenging suite
-#: (16-35 % over LOAD); then greedy-by-size (0.76 % on pangu_2.6B, where load-best-fit is 8.9 %)
-STARTING_HEURISTICS = ("load-best-fit", "telamalloc-heuristic", "greedy-by-size", "best-fit", "first-fit")
+#: lower bound (``Progress.run_heuristics``). greedy-by-size goes first: among the cheapest, and
+#: the best of them on random instances too large for a second heuristic in the time (300,000
+#: buffers in ``docs/bench/limits_minimize.csv``) and on pangu_2.6B's first pass. TelaMalloc's
+#: row-by-row skyline follows: since its queue of floors replaced the O(n^2) scan it costs about
+#: as much as a greedy placement, and it gives the lowest peak of the five on every trace
+#: measured (at LOAD on G_1, pangu_2.6B and issue 14's 62,185-buffer stand-in, 0.26 % on S_1)
+#: and the best of them on the challenging suite; then load-best-fit (at LOAD on G_1 and the
+#: stand-in, 0.26 % on S_1)
+STARTING_HEURISTICS = ("greedy-by-size", "telamalloc-heuristic", "load-best-fit", "best-fit", "first-fit")
 #: what places the buffers when no starting heuristic did within its time (greedy-by-size: see
 #: above), and the insurance placement of a method without an anytime routine
 FALLBACK_HEURISTIC = "greedy-by-size"
@@ -139,8 +139,8 @@ class Progress:
         is left of the time up to ``until`` (none starts after it), keeping the best placement.
 
         They stop as soon as a placement meets the lower bound: it is optimal, and nothing a
-        later heuristic finds can be lower (on a 62,185-buffer trace that load-best-fit packs
-        at LOAD, the heuristics after it took 20 of the 27 s)."""
+        later heuristic finds can be lower (on a 62,185-buffer trace that a heuristic packs at
+        LOAD, the heuristics after it took most of the time)."""
         for name in names:
             if time.perf_counter() >= until or self.reached_bound():
                 break

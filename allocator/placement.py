@@ -214,9 +214,9 @@ def _align_pad(cursor, alignment):  # pragma: no cover - compiled
 _C_SORT_FROM = 128
 #: ... and from this many on, a radix sort of the packed keys (11 bits a pass): no call out of
 #: compiled code, and linear. On iopddl/S_1, where a buffer meets 1,500 placed ones on average
-#: (43 million pairs), the kernel's CPU time halves (1.10 s -> 0.59 s, greedy-by-size's order);
-#: on 300,000 random buffers by about an eighth (2.74 s -> 2.38 s, mean of two runs each, busy
-#: machine). Below it the histogram's 2,048 counters cost more than the sort
+#: (43 million pairs), it halves the kernel's CPU time in greedy-by-size's order, and takes about
+#: an eighth off on 300,000 random buffers. Below it the histogram's 2,048 counters cost more
+#: than the sort
 _RADIX_FROM = 512
 _RADIX_BITS = 11
 
