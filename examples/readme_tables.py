@@ -318,11 +318,80 @@ def table_spill_points() -> list[str]:
     return lines
 
 
+def table_learned() -> list[str]:
+    """TelaMalloc §7.3's counts, re-derived from the per-run rows of the held-out set: learned
+    backtracking against the default rule, same step limit."""
+    rows = read("learned_backtracking.csv")
+    refs = references()
+
+    def solved(row: dict[str, str], key: str) -> bool:
+        return row[f"{key}_status"] == "solved"
+
+    def backtracks(row: dict[str, str], key: str) -> int:
+        return int(row[f"{key}_backtracks"])
+
+    rescued = [r for r in rows if solved(r, "learned") and not solved(r, "default")]
+    fewer = [r for r in rows if solved(r, "learned") and solved(r, "default")
+             and backtracks(r, "learned") < backtracks(r, "default")]
+    tenfold = [r for r in rows if solved(r, "learned") and 10 * backtracks(r, "learned") <= backtracks(r, "default")]
+    lost = [r for r in rows if solved(r, "default") and not solved(r, "learned")]
+    worse = [r for r in rows if solved(r, "default") and solved(r, "learned")
+             and backtracks(r, "learned") > backtracks(r, "default")]
+    steps = {key: sum(int(r[f"{key}_steps"]) for r in rows) for key in ("default", "learned")}
+    unsolved = {key: sum(1 for r in rows if not solved(r, key)) for key in ("default", "learned")}
+
+    def paper(key: str) -> str:
+        return refs[f"paper_learned_{key}"]["value"]
+
+    return ["| held-out runs with > 1,000 default backtracks | ours | paper |", "|---|---:|---:|",
+            f"| runs | {len(rows)} | {paper('inputs')} |",
+            f"| improved (solved where the default is not, or fewer backtracks) | {len(rescued) + len(fewer)} | "
+            f"{paper('improved')} |",
+            f"| step-limit failures now solved | {len(rescued)} | {paper('rescued')} |",
+            f"| 10x or fewer backtracks | {len(tenfold)} | |",
+            f"| lost (solved by the default only) | {len(lost)} | {paper('lost')} |",
+            f"| solved by both, more backtracks | {len(worse)} | |",
+            f"| unsolved within the step limit: default, learned | {unsolved['default']}, {unsolved['learned']} | |",
+            f"| steps in all: default, learned | {steps['default']:,}, {steps['learned']:,} | |"]
+
+
+def table_huge() -> list[str]:
+    """The 62,185-buffer stand-in minimised: status, % over LOAD, seconds, nodes."""
+    lines = ["| instance | buffers | method | status | % over LOAD | seconds | search nodes | timeout |",
+             "|---|---:|---|---|---:|---:|---:|---:|"]
+    for r in read("huge_trace.csv"):
+        lines.append(f"| {Path(r['instance']).stem} | {int(r['buffers']):,} | `{r['method']}` | {r['status']} | "
+                     f"{_over(r)} | {_seconds(r['seconds'])} | {int(r['nodes']):,} | {_limit(r)} |")
+    return lines
+
+
+def table_minimize10() -> list[str]:
+    """minimalloc and auto minimising the suite and the traces, 10 s each on one thread: the peak,
+    % over LOAD and seconds, with issue 14's targets."""
+    rows = read("minimize_10s.csv")
+    refs = references()
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    by = {(r["instance"], r["method"]): r for r in rows}
+    lines = ["| instance | LOAD | " + " | ".join(f"`{m}`: peak (% over LOAD, s)" for m in methods) + " | target |",
+             "|---|---:|" + "---:|" * (len(methods) + 1)]
+    for instance in sorted(dict.fromkeys(r["instance"] for r in rows), key=lambda i: (len(_letter(i)) > 1, i)):
+        cells = []
+        for method in methods:
+            r = by[(instance, method)]
+            opt = " opt" if r["status"] == "optimal" else ""
+            cells.append(f"{int(r['peak']):,} ({_over(r)}{opt}, {_seconds(r['seconds'])} s)")
+        target = refs.get(f"target_minimize_{Path(instance).stem}", {}).get("value", "")
+        lines.append(f"| {Path(instance).stem} | {int(by[(instance, methods[0])]['load']):,} | "
+                     + " | ".join(cells) + f" | {target} |")
+    return lines
+
+
 TABLES: dict[str, Callable[[], list[str]]] = {
     "fit": table_fit, "minimize": table_minimize, "traces": table_traces, "large": table_large,
     "limits": table_limits, "telamalloc": table_telamalloc, "sweep": table_sweep, "cmem": table_cmem,
     "auto": table_auto, "idealloc": table_idealloc, "spill-summary": table_spill_summary,
-    "spill-points": table_spill_points,
+    "spill-points": table_spill_points, "learned": table_learned, "huge": table_huge,
+    "minimize10": table_minimize10,
 }
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Re-measure every CSV in docs/bench (the README's allocator tables are rendered from them by
-# examples/readme_tables.py). Run on a quiet machine; takes about ten minutes on 2 cores.
+# examples/readme_tables.py). Run on a quiet machine; takes about a quarter of an hour on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1
@@ -23,8 +23,15 @@ python -m accelsim bench $B/idealloc/somas_tensors/resnet50.csv $B/idealloc/iopd
     $B/minimalloc/challenging --method $AUTO --minimize --timeout 3 --csv $OUT/auto_minimize.csv
 # 2c. idealloc on the idealloc traces and the challenging suite (10 s each; the README's idealloc paragraph)
 python -m accelsim bench $B/idealloc/somas_tensors/resnet50.csv $B/idealloc/iopddl/G_1.csv $B/idealloc/somas_tensors/pangu_2.6B.csv $B/idealloc/iopddl/S_1.csv \
-    --method idealloc,greedy-by-size --minimize --timeout 10 --csv $OUT/idealloc_traces.csv
-python -m accelsim bench $B/minimalloc/challenging --method idealloc,greedy-by-size --minimize --timeout 10 --csv $OUT/idealloc_challenging.csv
+    --method idealloc,greedy-by-size --minimize --timeout 10 --threads 1 --csv $OUT/idealloc_traces.csv
+python -m accelsim bench $B/minimalloc/challenging --method idealloc,greedy-by-size --minimize --timeout 10 --threads 1 --csv $OUT/idealloc_challenging.csv
+# 2d. issue 14's anytime targets: minimise the suite and the traces, 10 s each on one thread
+python -m accelsim bench $B/minimalloc/challenging $B/idealloc/somas_tensors $B/idealloc/iopddl \
+    --method minimalloc,auto --minimize --timeout 10 --threads 1 --csv $OUT/minimize_10s.csv
+# 2e. the 62,185-buffer stand-in of an IOPDDL trace (examples/iopddl_like.py), minimised in 10 s
+mkdir -p /tmp/accelsim-huge
+python examples/iopddl_like.py /tmp/accelsim-huge/iopddl_like_62185.csv
+python -m accelsim bench /tmp/accelsim-huge/iopddl_like_62185.csv --method minimalloc,auto --minimize --timeout 10 --threads 1 --csv $OUT/huge_trace.csv
 # 3. large generated instances: reading, LOAD and the one-shot greedy methods under --timeout 10
 mkdir -p /tmp/accelsim-large
 python examples/large_instances.py --buffers 300000 --csv /tmp/accelsim-large/random-300k.csv
@@ -41,4 +48,7 @@ python -m accelsim gen non-overlapping 10000 /tmp/accelsim-table1/non-overlappin
 python -m accelsim gen full-overlap 100 /tmp/accelsim-table1/full-overlap-100.csv
 python -m accelsim gen full-overlap 1000 /tmp/accelsim-table1/full-overlap-1K.csv
 python -m accelsim bench /tmp/accelsim-table1 --method telamalloc --load-fraction 1.0 --repeat 3 --csv $OUT/telamalloc_table1.csv
+# 6. TelaMalloc §7.3: learned against default backtracking on the held-out generated runs (step counts;
+#    examples/train_backtracking.py without --evaluate-only retrains the shipped model first, about 6 minutes)
+python examples/train_backtracking.py --evaluate-only
 python examples/readme_tables.py
