@@ -49,7 +49,14 @@ import time
 from dataclasses import dataclass, replace
 
 from allocator.anytime import Progress, peak_granularity
-from allocator.minimalloc import MAX_VALUE, MiniMallocOptions, PreparedProblem, SearchOutcome, canonical_search
+from allocator.minimalloc import (
+    MAX_VALUE,
+    MiniMallocOptions,
+    PreparedProblem,
+    SearchOutcome,
+    canonical_search,
+    next_probe,
+)
 from allocator.problem import MinimizeResult, Problem, Solution
 from allocator.validate import check
 
@@ -146,13 +153,11 @@ def schedule_minimize(progress: Progress, options: MiniMallocOptions | None = No
     data: PreparedProblem | None = None
     ran_out = False
     while True:
-        highest = min(progress.best_peak - step, ceiling)
-        if progress.bound > highest:
-            break  # the probes closed the gap, or proved that nothing fits the capacity
-        now = time.perf_counter()
-        if now >= deadline or (nodes_left is not None and nodes_left <= 0):
-            ran_out = True
+        highest, stop = next_probe(progress, step, ceiling, nodes_left)
+        if stop is not None:
+            ran_out = stop == "out"
             break
+        now = time.perf_counter()
         if data is None:
             data = PreparedProblem(free)
             continue  # read the clock again: preparing a large problem takes time

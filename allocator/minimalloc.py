@@ -486,6 +486,20 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def next_probe(progress: Progress, step: int, ceiling: int, nodes_left: int | None) -> tuple[int, str | None]:
+    """Where the probes of an anytime minimisation stand: the highest capacity still worth a
+    probe (the incumbent's peak minus ``step``, at most ``ceiling``) and why to stop, if they
+    should: ``"closed"`` when the bound has passed it (the gap is closed, or nothing fits the
+    capacity), ``"out"`` when the deadline or the node budget ``nodes_left`` is used up, else
+    None. Shared by ``canonical_bisection`` and ``allocator.capacity_schedule``."""
+    highest = min(progress.best_peak - step, ceiling)
+    if progress.bound > highest:
+        return highest, "closed"
+    if time.perf_counter() >= progress.request.deadline or (nodes_left is not None and nodes_left <= 0):
+        return highest, "out"
+    return highest, None
+
+
 def canonical_bisection(progress: Progress, options: MiniMallocOptions = MiniMallocOptions(),
                         node_limit: int | None = None, load_share: float = 0.6) -> MinimizeResult:
     """Lower the peak of ``progress``'s incumbent with capacity probes of the canonical search.
@@ -521,13 +535,11 @@ def canonical_bisection(progress: Progress, options: MiniMallocOptions = MiniMal
     first = True
     target = progress.bound
     while progress.best_peak > progress.bound:
-        highest = min(progress.best_peak - step, ceiling)
-        if progress.bound > highest:
-            break  # the probes closed the gap, or proved that nothing fits the capacity
-        now = time.perf_counter()
-        if now >= deadline or (nodes_left is not None and nodes_left <= 0):
-            ran_out = True
+        highest, stop = next_probe(progress, step, ceiling, nodes_left)
+        if stop is not None:
+            ran_out = stop == "out"
             break
+        now = time.perf_counter()
         if data is None:
             data = PreparedProblem(free)
             continue  # read the clock again: preparing a large problem takes time
