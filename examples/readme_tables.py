@@ -318,41 +318,54 @@ def table_spill_points() -> list[str]:
     return lines
 
 
+def learned_counts(rows: list[dict]) -> dict[str, int]:
+    """TelaMalloc §7.3's counts over the per-run rows of the learned-backtracking evaluation
+    (``docs/bench/learned_backtracking.csv``, or the same rows before they are written: values
+    may be strings or integers). ``examples/train_backtracking.py`` prints its summary from
+    these counts too."""
+    def solved(row: dict, key: str) -> bool:
+        return row[f"{key}_status"] == "solved"
+
+    def backtracks(row: dict, key: str) -> int:
+        return int(row[f"{key}_backtracks"])
+
+    rescued = sum(1 for r in rows if solved(r, "learned") and not solved(r, "default"))
+    fewer = sum(1 for r in rows if solved(r, "learned") and solved(r, "default")
+                and backtracks(r, "learned") < backtracks(r, "default"))
+    return {
+        "runs": len(rows), "improved": rescued + fewer, "rescued": rescued,
+        "tenfold": sum(1 for r in rows if solved(r, "learned")
+                       and 10 * backtracks(r, "learned") <= backtracks(r, "default")),
+        "lost": sum(1 for r in rows if solved(r, "default") and not solved(r, "learned")),
+        "worse": sum(1 for r in rows if solved(r, "default") and solved(r, "learned")
+                     and backtracks(r, "learned") > backtracks(r, "default")),
+        "unsolved_default": sum(1 for r in rows if not solved(r, "default")),
+        "unsolved_learned": sum(1 for r in rows if not solved(r, "learned")),
+        "steps_default": sum(int(r["default_steps"]) for r in rows),
+        "steps_learned": sum(int(r["learned_steps"]) for r in rows),
+    }
+
+
 def table_learned() -> list[str]:
     """TelaMalloc §7.3's counts, re-derived from the per-run rows of the held-out set: learned
     backtracking against the default rule, same step limit."""
-    rows = read("learned_backtracking.csv")
+    c = learned_counts(read("learned_backtracking.csv"))
     refs = references()
-
-    def solved(row: dict[str, str], key: str) -> bool:
-        return row[f"{key}_status"] == "solved"
-
-    def backtracks(row: dict[str, str], key: str) -> int:
-        return int(row[f"{key}_backtracks"])
-
-    rescued = [r for r in rows if solved(r, "learned") and not solved(r, "default")]
-    fewer = [r for r in rows if solved(r, "learned") and solved(r, "default")
-             and backtracks(r, "learned") < backtracks(r, "default")]
-    tenfold = [r for r in rows if solved(r, "learned") and 10 * backtracks(r, "learned") <= backtracks(r, "default")]
-    lost = [r for r in rows if solved(r, "default") and not solved(r, "learned")]
-    worse = [r for r in rows if solved(r, "default") and solved(r, "learned")
-             and backtracks(r, "learned") > backtracks(r, "default")]
-    steps = {key: sum(int(r[f"{key}_steps"]) for r in rows) for key in ("default", "learned")}
-    unsolved = {key: sum(1 for r in rows if not solved(r, key)) for key in ("default", "learned")}
 
     def paper(key: str) -> str:
         return refs[f"paper_learned_{key}"]["value"]
 
     return ["| held-out runs with > 1,000 default backtracks | ours | paper |", "|---|---:|---:|",
-            f"| runs | {len(rows)} | {paper('inputs')} |",
-            f"| improved (solved where the default is not, or fewer backtracks) | {len(rescued) + len(fewer)} | "
+            f"| runs | {c['runs']} | {paper('inputs')} |",
+            f"| improved (solved where the default is not, or fewer backtracks) | {c['improved']} | "
             f"{paper('improved')} |",
-            f"| step-limit failures now solved | {len(rescued)} | {paper('rescued')} |",
-            f"| 10x or fewer backtracks | {len(tenfold)} | |",
-            f"| lost (solved by the default only) | {len(lost)} | {paper('lost')} |",
-            f"| solved by both, more backtracks | {len(worse)} | |",
-            f"| unsolved within the step limit: default, learned | {unsolved['default']}, {unsolved['learned']} | |",
-            f"| steps in all: default, learned | {steps['default']:,}, {steps['learned']:,} | |"]
+            f"| step-limit failures now solved | {c['rescued']} | {paper('rescued')} |",
+            f"| 10x or fewer backtracks | {c['tenfold']} | |",
+            f"| lost (solved by the default only) | {c['lost']} | {paper('lost')} |",
+            f"| solved by both, more backtracks | {c['worse']} | |",
+            f"| unsolved within the step limit: default, learned | {c['unsolved_default']}, "
+            f"{c['unsolved_learned']} | |",
+            f"| steps in all: default, learned | {c['steps_default']:,}, {c['steps_learned']:,} | |"]
 
 
 def table_huge() -> list[str]:

@@ -53,6 +53,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from readme_tables import learned_counts  # noqa: E402  (examples/ is on sys.path when run as a script)
 
 from allocator import lower_bound  # noqa: E402
 from allocator.backtrack_model import FEATURES, load, save  # noqa: E402
@@ -218,20 +219,12 @@ def kernel_cost(runs: tuple[tuple[int, int, float], ...] = ((80, 1, 1.0), (80, 2
 
 
 def summary(rows: list[dict], step_limit: int) -> str:
-    """§7.3's counts over the per-instance rows."""
-    def solved(row: dict, key: str) -> bool:
-        return row[f"{key}_status"] == "solved"
-
-    improved = sum(1 for r in rows if (solved(r, "learned") and not solved(r, "default"))
-                   or (solved(r, "learned") and r["learned_backtracks"] < r["default_backtracks"]))
-    rescued = sum(1 for r in rows if solved(r, "learned") and not solved(r, "default"))
-    tenfold = sum(1 for r in rows if solved(r, "learned") and 10 * r["learned_backtracks"] <= r["default_backtracks"])
-    lost = sum(1 for r in rows if solved(r, "default") and not solved(r, "learned"))
-    worse = sum(1 for r in rows if solved(r, "default") and solved(r, "learned")
-                and r["learned_backtracks"] > r["default_backtracks"])
-    return (f"{len(rows)} held-out runs with > 1,000 telamalloc backtracks (step limit {step_limit:,}): "
-            f"{improved} improved, {rescued} step-limit failures now solved, {tenfold} with >= 10x fewer "
-            f"backtracks, {lost} solved only by telamalloc, {worse} solved by both with more backtracks")
+    """§7.3's counts over the per-instance rows (counted as the README's table counts them)."""
+    c = learned_counts(rows)
+    return (f"{c['runs']} held-out runs with > 1,000 telamalloc backtracks (step limit {step_limit:,}): "
+            f"{c['improved']} improved, {c['rescued']} step-limit failures now solved, {c['tenfold']} with >= 10x "
+            f"fewer backtracks, {c['lost']} solved only by telamalloc, {c['worse']} solved by both with more "
+            "backtracks")
 
 
 def main() -> None:
