@@ -497,7 +497,8 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
     """Lower the peak of ``problem`` (its capacity ignored) with capacity probes until ``deadline``.
 
     The first incumbent is the best of ``STARTING_HEURISTICS``, which share the first third of
-    the time (each gets what is left of it); when none places the buffers in it,
+    the time (each gets what is left of it; they stop once one reaches LOAD); when none places
+    the buffers in it,
     ``FALLBACK_HEURISTIC`` gets the rest of the time; when it does not finish either, the result
     has no placement (``offsets`` None, ``timed_out``, ``reason`` says how far it got). A round
     bisects between LOAD and the incumbent's peak: a probe at capacity C
@@ -514,9 +515,12 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
     best_peak = -1
     sizes = problem.arrays(copy=False)[2]
     start_deadline = None if deadline is None else began + (deadline - began) / 3
+    load = lower_bound(free)
     for name in STARTING_HEURISTICS:
         if start_deadline is not None and time.perf_counter() >= start_deadline:
             break  # keep the time for the search
+        if best is not None and best_peak <= load:
+            break  # optimal: no later heuristic can place lower (as Progress.run_heuristics stops)
         out = METHODS[name].function(free, start_deadline)
         if out.offsets is None:
             continue  # ran out of its time
@@ -524,7 +528,6 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
         peak = int((offsets + sizes).max()) if len(sizes) else 0
         if best is None or peak < best_peak:
             best, best_peak = offsets, peak
-    load = lower_bound(free)
     if best is None:
         out = METHODS[FALLBACK_HEURISTIC].function(free, deadline)
         if out.offsets is None:
@@ -615,17 +618,23 @@ def telamalloc(problem: Problem, deadline: float | None = None,
     """Place ``problem`` under its capacity, or minimise its peak when it has none."""
     opts = options or TelaMallocOptions()
     if problem.capacity is None:
-        result = telamalloc_minimize(problem, deadline, opts)
-        if result.offsets is None:
-            return MethodOutput("timeout", None, result.reason, dict(result.stats))
-        stats = dict(result.stats)
-        stats["bound"] = result.bound
-        stats["nodes"] = stats["steps"]
-        return MethodOutput("solved", _placement(problem, result.offsets), stats=stats)
+        return descent_output(problem, deadline, opts)
     outcome = telamalloc_search(problem, problem.capacity, opts, deadline)
     solved = outcome.status == "solved" and outcome.offsets is not None
     placed = _placement(problem, outcome.offsets) if solved and outcome.offsets is not None else None
     return MethodOutput(outcome.status, placed, outcome.reason, outcome.stats)
+
+
+def descent_output(problem: Problem, deadline: float | None, options: TelaMallocOptions,
+                   probe: Probe | None = None) -> MethodOutput:
+    """A method's answer without a capacity (shared by ``telamalloc`` and ``telamalloc-learned``):
+    ``telamalloc_minimize``'s best placement, with its proven bound and its steps as nodes, or
+    ``"timeout"`` when it placed nothing in time."""
+    result = telamalloc_minimize(problem, deadline, options, probe)
+    if result.offsets is None:
+        return MethodOutput("timeout", None, result.reason, dict(result.stats))
+    stats = {**result.stats, "bound": result.bound, "nodes": result.stats["steps"]}
+    return MethodOutput("solved", _placement(problem, result.offsets), stats=stats)
 
 
 def _placement(problem: Problem, offsets: np.ndarray) -> dict[str, int]:

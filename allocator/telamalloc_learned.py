@@ -58,7 +58,7 @@ from allocator.telamalloc import (
     TelaMallocOptions,
     TelaMallocOutcome,
     descent_minimize,
-    telamalloc_minimize,
+    descent_output,
     telamalloc_search,
 )
 
@@ -116,28 +116,8 @@ def block_features(problem: Problem, capacity: int) -> tuple[np.ndarray, np.ndar
         empty = np.zeros(0, np.float64)
         return empty, empty, empty
     span = float(ends.max() - starts.min())
-    cross = sweep(problem)
-    totals = cross.section_total.astype(np.float64)
-    contention = _range_max(totals, cross.first_section.astype(np.int64), cross.last_section.astype(np.int64))
+    contention = sweep(problem).span_total()  # the most live bytes over each buffer's sections
     return sizes / float(capacity), (ends - starts) / span, contention / float(capacity)
-
-
-def _range_max(values: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
-    """``max(values[first[i]:last[i]])`` per i, by a sparse table (O(S log S + n))."""
-    table = [values]
-    width = 1
-    while 2 * width <= len(values):
-        previous = table[-1]
-        table.append(np.maximum(previous[:-width], previous[width:]))
-        width *= 2
-    length = last - first
-    out = np.empty(len(first), np.float64)
-    level = np.floor(np.log2(np.maximum(length, 1))).astype(np.int64)
-    for k in np.unique(level):
-        rows = np.flatnonzero(level == k)
-        span = 1 << int(k)
-        out[rows] = np.maximum(table[k][first[rows]], table[k][last[rows] - span])
-    return out
 
 
 def learning_record(problem: Problem, capacity: int, model: BacktrackModel, forced: list[int] | None = None,
@@ -265,8 +245,6 @@ def pointwise_scores(levels: np.ndarray, best: int, minimum: int) -> np.ndarray:
     return np.where(inside, SCORE_TOP - SCORE_SPAN * (levels - best) / (minimum - best + 1), 0.0)
 
 
-
-
 def learned_anytime(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
     """The anytime routine for ``allocator.minimize``: ``telamalloc``'s descent, every probe a
     learned search (``request.options``: a ``LearnedOptions``; another record is ignored)."""
@@ -292,11 +270,7 @@ def telamalloc_learned(problem: Problem, deadline: float | None = None,
     its peak when it has none (``telamalloc``'s descent, every probe a learned search)."""
     opts = options or LearnedOptions()
     if problem.capacity is None:
-        descent = telamalloc_minimize(problem, deadline, opts.search, probe=_probe(opts))
-        if descent.offsets is None:
-            return MethodOutput("timeout", None, descent.reason, dict(descent.stats))
-        stats = {**descent.stats, "bound": descent.bound, "nodes": descent.stats["steps"]}
-        return MethodOutput("solved", dict(zip(problem.ids, descent.offsets.tolist(), strict=True)), stats=stats)
+        return descent_output(problem, deadline, opts.search, _probe(opts))
     outcome = learned_search(problem, problem.capacity, opts, deadline)
     placed = None
     if outcome.status == "solved" and outcome.offsets is not None:
