@@ -7,8 +7,11 @@ fixture; when the folder is missing the test *fails* (it never skips silently), 
 pass without having run it.
 """
 
+import importlib.util
 import os
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -38,6 +41,27 @@ def benchmarks() -> Path:
         pytest.fail(f"benchmark instances not found at {BENCHMARKS} (set ACCELSIM_BENCHMARKS to the folder holding "
                     "minimalloc/ and idealloc/)")
     return BENCHMARKS
+
+
+#: the example scripts (a folder of scripts, not a package)
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+
+
+@pytest.fixture(scope="session")
+def example() -> Callable[[str], ModuleType]:
+    """``example("readme_tables")`` loads ``examples/readme_tables.py`` as a module (once a session)."""
+    loaded: dict[str, ModuleType] = {}
+
+    def load(name: str) -> ModuleType:
+        if name not in loaded:
+            spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            loaded[name] = module
+        return loaded[name]
+
+    return load
 
 
 @pytest.fixture(scope="session", autouse=True)

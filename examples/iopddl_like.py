@@ -42,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
+from allocator import Problem, read_csv, write_csv
+
 #: the real IOPDDL traces the stand-in is built from: in $ACCELSIM_BENCHMARKS, as for the tests, or else
 #: in the shared benchmarks folder beside the checkout
 IOPDDL = Path(os.environ.get("ACCELSIM_BENCHMARKS", Path(__file__).resolve().parents[2] / "shared" / "benchmarks"),
@@ -52,8 +54,13 @@ ISSUE_BUFFERS = 62_185
 
 def read_trace(path: Path) -> np.ndarray:
     """The ``(lower, upper, size)`` rows of a MiniMalloc CSV as an int64 array of shape (n, 3), in file order."""
-    rows = np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.int64, ndmin=2)
-    return rows[:, 1:4]
+    starts, ends, sizes, _, _ = read_csv(path).arrays(copy=False)
+    return np.column_stack((starts, ends, sizes)).astype(np.int64)
+
+
+def as_problem(rows: np.ndarray) -> Problem:
+    """The rows as a ``Problem`` with ids ``"0"``, ``"1"``, ... in row order and no capacity."""
+    return Problem.from_arrays([str(i) for i in range(len(rows))], rows[:, 0], rows[:, 1], rows[:, 2])
 
 
 def mirrored(rows: np.ndarray) -> np.ndarray:
@@ -97,16 +104,9 @@ def iopddl_like(buffers: int = ISSUE_BUFFERS, seed: int = 0, folder: Path = IOPD
     return rows[rng.permutation(len(rows))]
 
 
-def write_csv(path: Path, rows: np.ndarray) -> None:
-    """The rows in MiniMalloc's CSV format, ids ``0 .. n-1`` in row order."""
-    with path.open("w") as out:
-        out.write("id,lower,upper,size\n")
-        out.write("".join(f"{i},{lower},{upper},{size}\n" for i, (lower, upper, size) in enumerate(rows.tolist())))
-
-
 def check(path: Path) -> None:
     """Read ``path`` back and print LOAD and each starting heuristic's peak (validated by ``solve``)."""
-    from allocator import read_csv, solve
+    from allocator import solve
     from allocator.anytime import STARTING_HEURISTICS
     from allocator.validate import lower_bound
 
@@ -130,7 +130,7 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, default=IOPDDL, help=f"where G_1.csv and S_1.csv are (default {IOPDDL})")
     args = parser.parse_args()
     rows = iopddl_like(args.buffers, args.seed, args.folder)
-    write_csv(args.output, rows)
+    write_csv(args.output, as_problem(rows))
     print(f"wrote {args.output}: {len(rows):,} buffers")
     if args.check:
         check(args.output)

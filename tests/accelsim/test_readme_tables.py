@@ -1,27 +1,18 @@
 """The README's benchmark tables are exactly what the measured CSVs in docs/bench give."""
 
-import importlib.util
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _tables_module():
-    spec = importlib.util.spec_from_file_location("readme_tables", REPO / "examples" / "readme_tables.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_readme_tables_match_the_bench_csvs():
-    module = _tables_module()
+def test_readme_tables_match_the_bench_csvs(example):
+    module = example("readme_tables")
     readme = (REPO / "README.md").read_text()
     assert module.render(readme) == readme, "run python examples/readme_tables.py after re-measuring"
 
 
-def test_every_generated_table_is_in_the_readme_and_not_empty():
-    module = _tables_module()
+def test_every_generated_table_is_in_the_readme_and_not_empty(example):
+    module = example("readme_tables")
     readme = (REPO / "README.md").read_text()
     for name in module.TABLES:
         start, end = f"<!-- table:{name} -->\n", f"<!-- /table:{name} -->"

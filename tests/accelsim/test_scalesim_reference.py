@@ -8,7 +8,6 @@ overlap).
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -16,18 +15,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _compare_module():
-    spec = importlib.util.spec_from_file_location("scalesim_compare", REPO / "examples" / "scalesim_compare.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("dataflow", ["ws", "os"])
 @pytest.mark.parametrize("model", ["resnet50", "mobilenet_v2"])
-def test_every_dense_layer_matches_scalesim_within_one_percent(model, dataflow):
-    rows = _compare_module().compare(REPO / "docs" / "scalesim", model, dataflow)
+def test_every_dense_layer_matches_scalesim_within_one_percent(model, dataflow, example):
+    rows = example("scalesim_compare").compare(REPO / "docs" / "scalesim", model, dataflow)
     dense = [r for r in rows if r["groups"] == 1]
     assert len(dense) == {"resnet50": 54, "mobilenet_v2": 36}[model]
     for r in dense:
