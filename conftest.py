@@ -1,10 +1,10 @@
 """Root conftest: keeps torch to one thread on this 2-core machine before any test imports it,
-and gives every test one way to reach the shared benchmark instances.
+and gives every test one way to reach the benchmark instances.
 
-``../shared/benchmarks`` (or ``$ACCELSIM_BENCHMARKS``) holds the real instances: the MiniMalloc
-challenging suite, the idealloc traces. A test that needs them takes the ``benchmarks``
-fixture; when the folder is missing the test *fails* (it never skips silently), so CI cannot
-pass without having run it.
+``benchmarks/`` in the checkout (or ``$ACCELSIM_BENCHMARKS``) holds the real instances: the
+MiniMalloc challenging suite, the idealloc traces (see ``benchmarks/README.md`` for their
+sources and licenses). A test that needs them takes the ``benchmarks`` fixture; when the folder
+is missing the test *fails* (it never skips silently), so CI cannot pass without having run it.
 """
 
 import importlib.util
@@ -29,14 +29,13 @@ settings.register_profile("long", derandomize=False, deadline=None, max_examples
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-#: where the shared benchmark instances live (override with $ACCELSIM_BENCHMARKS)
-BENCHMARKS = Path(os.environ.get("ACCELSIM_BENCHMARKS",
-                                 Path(__file__).resolve().parent.parent / "shared" / "benchmarks"))
+#: where the benchmark instances live: the checkout's own copy (override with $ACCELSIM_BENCHMARKS)
+BENCHMARKS = Path(os.environ.get("ACCELSIM_BENCHMARKS", Path(__file__).resolve().parent / "benchmarks"))
 
 
 @pytest.fixture(scope="session")
 def benchmarks() -> Path:
-    """The shared benchmark folder; fails the test (not a skip) when it is missing."""
+    """The benchmark folder; fails the test (not a skip) when it is missing."""
     if not (BENCHMARKS / "minimalloc" / "challenging").is_dir():
         pytest.fail(f"benchmark instances not found at {BENCHMARKS} (set ACCELSIM_BENCHMARKS to the folder holding "
                     "minimalloc/ and idealloc/)")
@@ -64,12 +63,14 @@ def example() -> Callable[[str], ModuleType]:
     return load
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="session")
 def compiled_kernels() -> None:
-    """Load (or, in a fresh checkout, compile and cache) every numba kernel once, before any test.
+    """Load (or, with an empty compile cache, compile and cache) every method's numba kernels once.
 
-    A test that gives a method a time limit must not have the first compilation (tens of
-    seconds in a fresh checkout) counted against it; the CLI does the same before its clock.
+    Opt-in (``pytestmark = pytest.mark.usefixtures("compiled_kernels")``): only a test whose
+    outcome depends on a time limit needs it, so that the first compilation is not counted
+    against that limit (the CLI does the same before its clock). Every other test compiles what
+    it uses when it first calls it, and its assertions do not depend on how long that takes.
     """
     from accelsim.bench import warm_up
     from allocator import METHODS

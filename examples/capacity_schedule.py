@@ -44,7 +44,7 @@ from allocator.capacity_schedule import schedule_minimize  # noqa: E402
 from allocator.minimalloc import MiniMallocOptions, canonical_bisection  # noqa: E402
 from allocator.registry import MinimizeRequest  # noqa: E402
 
-SUITE = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "minimalloc" / "challenging"
+SUITE = Path(__file__).resolve().parents[1] / "benchmarks" / "minimalloc" / "challenging"
 
 
 def instances(names: list[str], variants: int) -> list[tuple[str, allocator.Problem]]:

@@ -45,8 +45,8 @@ import numpy as np
 from allocator import Problem, read_csv, write_csv
 
 #: the real IOPDDL traces the stand-in is built from: in $ACCELSIM_BENCHMARKS, as for the tests, or else
-#: in the shared benchmarks folder beside the checkout
-IOPDDL = Path(os.environ.get("ACCELSIM_BENCHMARKS", Path(__file__).resolve().parents[2] / "shared" / "benchmarks"),
+#: in the checkout's benchmarks folder
+IOPDDL = Path(os.environ.get("ACCELSIM_BENCHMARKS", Path(__file__).resolve().parents[1] / "benchmarks"),
               "idealloc", "iopddl")
 #: the size of the issue's trace
 ISSUE_BUFFERS = 62_185

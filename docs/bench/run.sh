@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1
 # python -m accelsim runs the code of this checkout, whatever the editable install points to
-B=../shared/benchmarks
+B=benchmarks
 OUT=docs/bench
 ALL=first-fit,greedy-in-order,greedy-by-size,greedy-by-breadth,greedy-by-conflicts,best-fit,load-best-fit,telamalloc-heuristic,hill-climb,telamalloc,minimalloc,cpsat,mip
 # 1. fit the challenging suite at 1,048,576 B with the exact search, two threads and one

@@ -3,7 +3,8 @@
 The reference cycles were recorded by running SCALE-Sim (``examples/scalesim_reference.py``, in its
 own venv) and are kept in ``docs/scalesim/``; this test traces the models for real and costs every
 operator through ``accelsim.compute`` on the same setting (one 128 x 128 array, ws and os, no fold
-overlap).
+overlap). Tracing both models for real takes most of a minute of CPU, so it belongs to the slow
+suite (``pytest -m slow``, run by ``.ci/run``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dataflow", ["ws", "os"])
 @pytest.mark.parametrize("model", ["resnet50", "mobilenet_v2"])
 def test_every_dense_layer_matches_scalesim_within_one_percent(model, dataflow, example):
