@@ -20,11 +20,12 @@ from frontend.graph import (
     save_graph,
 )
 from frontend.trace import TraceError, trace
-from frontend.zoo import UnknownModelError, list_models, load_model, trace_model
+from frontend.zoo import FrontendMissingError, UnknownModelError, list_models, load_model, require_torch, trace_model
 
 __all__ = [
     "CacheDirError",
     "DTYPE_BYTES",
+    "FrontendMissingError",
     "GraphFormatError",
     "TraceError",
     "UnknownModelError",
@@ -39,6 +40,7 @@ __all__ = [
     "load_graph",
     "load_model",
     "new_graph",
+    "require_torch",
     "save_graph",
     "trace",
     "trace_model",

@@ -75,6 +75,27 @@ _BUILD_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
+class FrontendMissingError(ValueError):
+    """Tracing needs PyTorch and torchvision, which the light install (``pip install accelsim``) leaves out."""
+
+
+def require_torch(what: str) -> None:
+    """Raise ``FrontendMissingError`` (one line: what needed it, and the extra to install) unless
+    torch and torchvision can be imported. Checked with ``importlib.util.find_spec``, which
+    imports neither.
+
+    The allocator, the scheduler, the simulator and every command on a saved graph (``*.json``)
+    or a trace-cache hit work without them; only tracing a model needs them.
+    """
+    import importlib.util
+
+    missing = [name for name in ("torch", "torchvision") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise FrontendMissingError(
+            f"{what} needs the PyTorch frontend ({' and '.join(missing)} not installed): "
+            "pip install 'accelsim[torch]'")
+
+
 class UnknownModelError(ValueError):
     """A model name the zoo does not know; the message suggests close names."""
 
@@ -90,6 +111,7 @@ def _split(name: str) -> tuple[str | None, str]:
 
 
 def _torchvision_names() -> dict[str, list[str]]:
+    require_torch("checking a torchvision model name")
     import torchvision.models as models
 
     names = {"": list(models.list_models(module=models))}
@@ -202,8 +224,10 @@ def load_model(name: str, input_shape: Sequence[int] | None = None,
     ``torch.empty`` meta inputs; that is enough for ``trace``, not for running the model.
 
     Raises ``UnknownModelError`` for a name torchvision does not have, with close names, and
-    ``ValueError`` for an input shape that is not positive integers.
+    ``ValueError`` for an input shape that is not positive integers, and
+    ``FrontendMissingError`` when torch or torchvision is not installed.
     """
+    require_torch(f"building model {name!r}")
     import torch
 
     if device not in ("cpu", "meta"):
