@@ -33,6 +33,19 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 BENCHMARKS = Path(os.environ.get("ACCELSIM_BENCHMARKS", Path(__file__).resolve().parent / "benchmarks"))
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A ``torch``-marked test fails (never skips) with one line when the PyTorch frontend is missing.
+
+    On the light install (``pip install -e '.[test-light]'``) deselect them explicitly:
+    ``python -m pytest -m "not slow and not torch"``.
+    """
+    if item.get_closest_marker("torch") is not None:
+        missing = [name for name in ("torch", "torchvision") if importlib.util.find_spec(name) is None]
+        if missing:
+            pytest.fail(f"{item.nodeid} needs {' and '.join(missing)}: pip install -e '.[test]', "
+                        "or deselect it with -m 'not torch'", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def benchmarks() -> Path:
     """The benchmark folder; fails the test (not a skip) when it is missing."""

@@ -399,12 +399,28 @@ def table_minimize10() -> list[str]:
     return lines
 
 
+def table_first_contact() -> list[str]:
+    """Whole processes as a new user meets them (``examples/first_contact.py``), beside issue 21's figures."""
+    refs = references()
+    rows = read("first_contact.csv")
+    lines = ["| what | command | target (CPU s) | before issue 21 | CPU s | wall s |", "|---|---|---:|---:|---:|---:|"]
+    for r in rows:
+        key = r["key"]
+        if key.startswith("alloc-"):
+            before = f"C++ {refs[f'cpp_minimalloc_fit_{key[-1]}']['value']} s wall"
+        else:
+            before = refs.get(f"issue21_{key}", {}).get("value", "–")
+        target = refs.get(f"target_{key}", {}).get("value", "–")
+        lines.append(f"| {key} | `{r['command']}` | {target} | {before} | {r['cpu_s']} | {r['wall_s']} |")
+    return lines
+
+
 TABLES: dict[str, Callable[[], list[str]]] = {
     "fit": table_fit, "minimize": table_minimize, "traces": table_traces, "large": table_large,
     "limits": table_limits, "telamalloc": table_telamalloc, "sweep": table_sweep, "cmem": table_cmem,
     "auto": table_auto, "idealloc": table_idealloc, "spill-summary": table_spill_summary,
     "spill-points": table_spill_points, "learned": table_learned, "huge": table_huge,
-    "minimize10": table_minimize10,
+    "minimize10": table_minimize10, "first-contact": table_first_contact,
 }
 
 

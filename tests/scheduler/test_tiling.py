@@ -90,6 +90,7 @@ def test_tiles_of_an_operator_without_gemm_have_none():
     check_graph(tiled)
 
 
+@pytest.mark.torch
 def test_tiling_a_traced_model_keeps_every_gemm_consistent():
     from frontend import trace_model
 
