@@ -2,8 +2,8 @@
 
 Subcommands::
 
-    accelsim run MODEL [--hw NAME|FILE.yaml] [--sram 8MiB] [--allocator M] [--out DIR]
-                       [--dtype D] [--input-shape 1,3,224,224] [--set KEY=VALUE ...]
+    accelsim run MODEL [--hw NAME|FILE.yaml] [--sram 8MiB] [--allocator M] [--out DIR] [--no-plots]
+                       [--dtype D] [--input-shape 1,3,224,224] [--set KEY=VALUE ...] [--cache DIR | --no-cache]
     accelsim alloc FILE.csv [--capacity 1MiB] [--method M] [--timeout S] [--output OUT.csv] [--explain WHY.csv]
     accelsim alloc --methods
     accelsim size MODEL [--hw NAME|FILE.yaml] [--scheduler S,...] [--allocator A,...] [--set KEY=VALUE ...]
@@ -113,14 +113,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         input_shape=_parse_shape(args.input_shape) if args.input_shape is not None else None,
         timeout=args.timeout, scheduler=args.scheduler, replacement=args.replacement,
         budget=_parse_budget(args.budget) if args.budget is not None else None, weights=args.weights,
-        time_limit=args.time_limit, fixed_order=args.order,
+        time_limit=args.time_limit, fixed_order=args.order, cache=args.cache_traces, cache_dir=args.cache,
     )
     options.check(traced=not args.model.endswith(".json"))
     hw = load_hw(args.hw, overrides)
     model_label = Path(args.model).stem if args.model.endswith(".json") else args.model
     out = Path(args.out) if args.out is not None else Path("accelsim-out") / f"{model_label}-{hw.name}"
     check_output_folder(out, "--out")
-    report = compile_and_simulate(args.model, hw, options, out_dir=out)
+    report = compile_and_simulate(args.model, hw, options, out_dir=out, plots=not args.no_plots)
     print(format_summary(report))
     if not report.ok:
         print(f"error: memory check failed: {report.memory_check}", file=sys.stderr)
@@ -551,6 +551,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="seconds for the allocator: the whole allocation-aware loop (default 8), or the "
                           "re-placement of a cosma* schedule")
     run.add_argument("--out", help="report folder (default: ./accelsim-out/MODEL-HW/)")
+    run.add_argument("--no-plots", action="store_true",
+                     help="write report.json and trace.json only, not layout.svg, memory.svg, roofline.svg")
+    run.add_argument("--cache", help="trace cache folder (default: $ACCELSIM_CACHE_DIR or ~/.cache/accelsim/graphs; "
+                                     "a default folder that cannot be written is skipped)")
+    run.add_argument("--no-cache", dest="cache_traces", action="store_false",
+                     help="trace the model even when the trace cache has it, and leave the cache as it is "
+                          "(neither read nor written)")
     run.add_argument("--dtype", help="storage dtype (default: the config's, e.g. int8 on pixel6)")
     run.add_argument("--input-shape", help="input shape, e.g. 1,3,224,224 (default: the zoo's)")
     run.add_argument("--scheduler", default="program", choices=_SCHEDULERS,

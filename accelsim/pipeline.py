@@ -3,8 +3,10 @@
 ``compile_and_simulate`` runs every stage of DESIGN.md's flow with the hardware config's
 numbers and returns a ``SimReport``:
 
-1. **trace** the model (``frontend.trace_model`` for a zoo name, ``frontend.trace`` for a
-   module with example inputs, or take a graph as given) in the config's dtype;
+1. **trace** the model (``frontend.trace_model`` for a zoo name, through the trace cache
+   ``frontend.cached_trace`` unless ``cache=False``: a hit loads the saved graph without
+   importing torch; ``frontend.trace`` for a module with example inputs; or take a graph as
+   given) in the config's dtype;
 2. **tile** operators whose weights exceed the config's ``weight_tile_bytes``
    (``scheduler.tile_weights``: output-feature tiles plus a concat), as a compiler would;
 3. **size** every tensor on chip: per PE on a ``per_pe`` target (``ceil(nbytes / n_pe)``),
@@ -144,7 +146,12 @@ class SimReport:
 
 def _to_graph(
     model_or_name: Any, dtype: str, input_shape: Sequence[int] | None, example_inputs: Any, name: str | None,
+    opts: RunOptions,
 ) -> nx.DiGraph:
+    """The run's graph. A zoo name goes through the trace cache (``frontend.cached_trace``) unless
+    ``opts.cache`` is False, so a hit imports neither torch nor torchvision; the default folder
+    (``opts.cache_dir`` None) that cannot be written only costs the saving, a named one raises
+    ``frontend.CacheDirError``."""
     import networkx as nx
 
     import frontend  # light: torch is imported only when a model is traced
@@ -155,7 +162,10 @@ def _to_graph(
         text = str(model_or_name)
         if text.endswith(".json"):
             return frontend.load_graph(text)
-        return frontend.trace_model(text, dtype=dtype, input_shape=tuple(input_shape) if input_shape else None)
+        shape = tuple(input_shape) if input_shape else None
+        if not opts.cache:
+            return frontend.trace_model(text, dtype=dtype, input_shape=shape)
+        return frontend.cached_trace(text, dtype, shape, opts.cache_dir, must_save=opts.cache_dir is not None).graph
     if example_inputs is None:
         raise ValueError(
             f"a {type(model_or_name).__name__} module needs example_inputs to be traced "
@@ -241,6 +251,11 @@ class RunOptions:
     time_limit: float | None = None  #: seconds for a solver-based scheduler (cosma*; default 10)
     raise_on_violation: bool = False  #: raise MemoryViolation instead of reporting it
     overrides: Mapping[str, Any] = field(default_factory=dict)  #: hardware fields to replace (``--set``), dotted
+    #: a zoo name's graph comes from the trace cache (``frontend.cached_trace``: traced and saved on a miss);
+    #: False traces the model and neither reads nor writes the cache (``--no-cache``)
+    cache: bool = True
+    #: the trace cache folder (``--cache``); None: ``frontend.default_cache_dir()``, skipped when not writable
+    cache_dir: str | Path | None = None
 
     def check(self, traced: bool = True) -> None:
         """Refuse options that would be accepted but mean nothing, with one line naming them.
@@ -295,6 +310,11 @@ class RunOptions:
             shape = tuple(self.input_shape)
             if not shape or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in shape):
                 raise ValueError(f"input_shape={self.input_shape!r} must be a non-empty tuple of positive integers")
+        if self.cache_dir is not None and not self.cache:
+            raise ValueError(f"cache_dir={str(self.cache_dir)!r} names a trace cache that cache=False does not use")
+        if self.cache_dir is not None and not traced:
+            raise ValueError(f"cache_dir={str(self.cache_dir)!r} applies to a zoo model name; a graph that is "
+                             "already traced is not cached")
         if not traced and self.input_shape is not None:
             raise ValueError(f"input_shape={self.input_shape!r} cannot apply to a graph that is already traced "
                              "(its shapes were fixed when it was traced); trace the model again")
@@ -321,6 +341,7 @@ def compile_and_simulate(
     options: RunOptions | None = None,
     *,
     out_dir: str | Path | None = None,
+    plots: bool = True,
     example_inputs: Any = None,
     name: str | None = None,
     **option_fields: Any,
@@ -339,7 +360,10 @@ def compile_and_simulate(
         a ``RunOptions``; keyword arguments named like its fields (``sram=``, ``allocator=``,
         ``scheduler=``, ``budget=``, ``overrides=``, ...) change single fields.
     out_dir:
-        when given, write report.json, layout.png, memory.png, roofline.png and trace.json there.
+        when given, write report.json, trace.json and the pictures layout.svg, memory.svg and
+        roofline.svg there (``accelsim.report.write_report``).
+    plots:
+        False writes report.json and trace.json only (``accelsim run --no-plots``).
     example_inputs, name:
         for an ``nn.Module``: the inputs to trace it with, and the name to report.
 
@@ -370,7 +394,7 @@ def compile_and_simulate(
     run_dtype = opts.dtype or config.dtype
 
     clock = time.perf_counter()
-    graph = _to_graph(model_or_name, run_dtype, opts.input_shape, example_inputs, name)
+    graph = _to_graph(model_or_name, run_dtype, opts.input_shape, example_inputs, name, opts)
     if "dtype" in graph.graph and (isinstance(model_or_name, nx.DiGraph) or str(model_or_name).endswith(".json")):
         opts.check_graph_dtype(str(graph.graph["dtype"]))
     stage["trace"] = time.perf_counter() - clock
@@ -494,5 +518,5 @@ def compile_and_simulate(
         # Written under a temporary name and moved into place at the end: an error or Ctrl-C
         # while plotting never leaves a half-written report folder.
         with staged_folder(out_dir) as staging:
-            write_report(report, staging, recorded_dir=out_dir)
+            write_report(report, staging, recorded_dir=out_dir, plots=plots)
     return report

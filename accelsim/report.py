@@ -3,35 +3,36 @@
 ``write_report`` writes, into one folder:
 
 * ``report.json`` -- ``SimReport.to_dict()``;
-* ``layout.png`` -- every residency as a rectangle in the (step x address) plane, with the
+* ``layout.svg`` -- every residency as a rectangle in the (step x address) plane, with the
   capacity as a horizontal line: the allocation the simulator checked;
-* ``memory.png`` -- bytes allocated and highest address in use over simulated time, against
+* ``memory.svg`` -- bytes allocated and highest address in use over simulated time, against
   the capacity;
-* ``roofline.png`` -- every operator with MACs as a point: its arithmetic intensity (MACs per
+* ``roofline.svg`` -- every operator with MACs as a point: its arithmetic intensity (MACs per
   byte it streams to and from the scratchpad) against the MACs per cycle it achieved (its
   MACs over its whole duration, stalls included), under the compute ceiling (peak MACs per
   cycle) and the bandwidth ceilings of the scratchpad and of DRAM (bytes per cycle x
-  intensity). A point far below the roof is lost to mapping (a small GEMM on a big array) or
-  to waiting;
+  intensity), on log axes. A point far below the roof is lost to mapping (a small GEMM on a
+  big array) or to waiting;
 * ``trace.json`` -- the simulated timeline in Chrome trace-event format (open it in
   https://ui.perfetto.dev or chrome://tracing): one track for compute, one per DMA channel
   (reads and writes; slices on one track never overlap), and a counter track of scratchpad
   bytes. Times are microseconds of
   simulated time, rounded to whole nanoseconds.
 
-matplotlib is imported inside the plotting functions (Agg backend), so importing this module
-is cheap.
+The pictures are SVG written by ``accelsim.svg`` (no plotting library: importing matplotlib
+alone would cost more than drawing them); every rectangle and point carries a tooltip with its
+numbers when the file is opened in a browser. ``accelsim run --no-plots`` skips them.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelsim.hw import format_bytes
+from accelsim.svg import Chart, LegendEntry
 
 if TYPE_CHECKING:
     from accelsim.pipeline import SimReport
@@ -190,7 +191,11 @@ def chrome_trace(report: SimReport) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------
-# plots
+# pictures (SVG written by accelsim.svg; no plotting library)
+
+
+#: the report's pictures, in the order they are written
+PLOT_FILES = ("layout.svg", "memory.svg", "roofline.svg")
 
 
 def _byte_unit(n: int) -> tuple[str, int]:
@@ -201,76 +206,62 @@ def _byte_unit(n: int) -> tuple[str, int]:
 
 
 def plot_layout(report: SimReport, path: str | Path) -> None:
-    """layout.png: residencies as (step x address) rectangles, coloured by tensor kind."""
-    import matplotlib
+    """layout.svg: residencies as (step x address) rectangles, coloured by tensor kind.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-    from matplotlib.collections import PolyCollection
-    from matplotlib.patches import Patch
-
+    One ``<rect>`` per residency in the group ``id="residencies"``, in schedule order, each
+    with a tooltip naming the residency, its kind, steps, offset and size.
+    """
     sched = report.schedule
     tensors = report.graph.graph["tensors"]
     retrieved = {t.residency for t in sched.transfers if t.kind == "retrieve"}
     unit, scale = _byte_unit(max(report.capacity_bytes, report.peak_bytes))
-    groups: dict[str, list[tuple[float, float, float, float]]] = {k: [] for k in _KIND_COLOURS}
-    for r in sched.residencies:
-        kind = "retrieved" if r.id in retrieved else tensors[r.tensor]["kind"]
-        lo = report.offsets[r.id] / scale
-        groups[kind].append((r.start, r.end, lo, lo + r.size / scale))
-    fig, ax = plt.subplots(figsize=(12, 5), dpi=110)
-    for kind, boxes in groups.items():
-        if not boxes:
-            continue
-        b = np.asarray(boxes, dtype=float)
-        # four corners per residency: one PolyCollection draws thousands quickly
-        verts = np.stack([b[:, [0, 2]], b[:, [1, 2]], b[:, [1, 3]], b[:, [0, 3]]], axis=1)
-        ax.add_collection(PolyCollection(list(verts), facecolors=_KIND_COLOURS[kind], edgecolors="black",
-                                         linewidths=0.2 if len(b) < 2000 else 0.0, alpha=0.85))
     cap = report.capacity_bytes / scale
-    ax.axhline(cap, color="red", linestyle="--", linewidth=1.2)
-    ax.text(0, cap, f" capacity {format_bytes(report.capacity_bytes)}", color="red", va="bottom", fontsize=8)
-    ax.set_xlim(0, max(report.n_ops, 1))
-    ax.set_ylim(0, max(cap, report.peak_bytes / scale) * 1.08)
-    ax.set_xlabel("step (operator in schedule order)")
-    ax.set_ylabel(f"address ({unit}, {report.capacity_scope})")
-    ax.set_title(f"{report.model} on {report.hw}: {len(sched.residencies)} residencies placed by {report.allocator}")
-    ax.legend(handles=[Patch(color=c, label=k) for k, c in _KIND_COLOURS.items() if groups[k]],
-              loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    kinds = []
+    for r in sched.residencies:
+        kinds.append("retrieved" if r.id in retrieved else tensors[r.tensor]["kind"])
+    present = set(kinds)
+    chart = Chart(
+        title=f"{report.model} on {report.hw}: {len(sched.residencies)} residencies placed by {report.allocator}",
+        x_label="step (operator in schedule order)", y_label=f"address ({unit}, {report.capacity_scope})",
+        x_range=(0, max(report.n_ops, 1)), y_range=(0, max(cap, report.peak_bytes / scale) * 1.08),
+        legend=[LegendEntry(k, c) for k, c in _KIND_COLOURS.items() if k in present]
+        + [LegendEntry("capacity", "red", "dash")],
+    )
+    stroke = "black" if len(sched.residencies) < 2000 else None
+    boxes = []
+    for r, kind in zip(sched.residencies, kinds, strict=True):
+        offset = report.offsets[r.id]
+        boxes.append(chart.rect(
+            r.start, r.end, offset / scale, (offset + r.size) / scale, fill=_KIND_COLOURS[kind], stroke=stroke,
+            stroke_width=0.3, opacity=0.85,
+            tooltip=f"{r.id} ({kind}): steps {r.start}-{r.end}, offset {offset:,} B, {r.size:,} B"))
+    chart.group("data", "residencies", boxes)
+    chart.add("data", chart.hline(cap, colour="red"))
+    chart.add("overlay", chart.label(0, cap, f"capacity {format_bytes(report.capacity_bytes)}", colour="red"))
+    Path(path).write_text(chart.to_svg())
 
 
 def plot_memory(report: SimReport, path: str | Path) -> None:
-    """memory.png: bytes allocated and highest address in use over simulated time."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
+    """memory.svg: bytes allocated and highest address in use over simulated time, against the capacity."""
     assert report.sim is not None, "the report has no simulation result"
-    timeline = np.asarray(report.sim.memory_timeline + [(report.cycles, 0, 0)], dtype=float)
-    seconds = timeline[:, 0] / report.clock_hz
+    timeline = [*report.sim.memory_timeline, (report.cycles, 0, 0)]  # everything is freed at the end
     t_unit, t_scale = ("ms", 1e3) if report.seconds >= 1e-3 else ("us", 1e6)
+    to_time = t_scale / report.clock_hz
     unit, scale = _byte_unit(max(report.capacity_bytes, report.peak_bytes))
-    fig, ax = plt.subplots(figsize=(12, 4), dpi=110)
-    ax.step(seconds * t_scale, timeline[:, 2] / scale, where="post", color="#8172b3", linewidth=0.8,
-            label="highest address in use")
-    ax.fill_between(seconds * t_scale, timeline[:, 1] / scale, step="post", color="#4c72b0", alpha=0.6,
-                    label="bytes allocated")
-    ax.axhline(report.capacity_bytes / scale, color="red", linestyle="--", linewidth=1.2, label="capacity")
-    ax.set_xlim(0, max(report.seconds * t_scale, 1e-9))
-    ax.set_ylim(0, max(report.capacity_bytes, report.peak_bytes) / scale * 1.08)
-    ax.set_xlabel(f"simulated time ({t_unit})")
-    ax.set_ylabel(f"{unit} ({report.capacity_scope})")
-    ax.set_title(f"{report.model} on {report.hw}: scratchpad use over time")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    end = max(report.seconds * t_scale, 1e-9)
+    chart = Chart(
+        title=f"{report.model} on {report.hw}: scratchpad use over time",
+        x_label=f"simulated time ({t_unit})", y_label=f"{unit} ({report.capacity_scope})",
+        x_range=(0, end), y_range=(0, max(report.capacity_bytes, report.peak_bytes, 1) / scale * 1.08),
+        height=420,
+        legend=[LegendEntry("bytes allocated", "#4c72b0"), LegendEntry("highest address in use", "#8172b3", "line"),
+                LegendEntry("capacity", "red", "dash")],
+    )
+    xs = [cycle * to_time for cycle, _, _ in timeline]
+    chart.add("data", chart.step_area(xs, [live / scale for _, live, _ in timeline], until=end, colour="#4c72b0"),
+              chart.step_line(xs, [high / scale for _, _, high in timeline], until=end, colour="#8172b3"),
+              chart.hline(report.capacity_bytes / scale, colour="red"))
+    Path(path).write_text(chart.to_svg())
 
 
 _MAPPING_COLOURS = {"systolic-ws": "#4c72b0", "systolic-os": "#55a868", "lanes": "#dd8452", "ideal": "#8172b3",
@@ -278,49 +269,54 @@ _MAPPING_COLOURS = {"systolic-ws": "#4c72b0", "systolic-os": "#55a868", "lanes":
 
 
 def plot_roofline(report: SimReport, path: str | Path) -> None:
-    """roofline.png: achieved MACs per cycle against arithmetic intensity, with the ceilings."""
-    import matplotlib
+    """roofline.svg: achieved MACs per cycle against arithmetic intensity, with the ceilings (log axes).
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
+    Each operator with MACs is a point (tooltip: its name, intensity and MACs per cycle); a
+    ceiling ``min(peak, bandwidth x intensity)`` is a straight line on log axes, so it is drawn
+    through its three corners.
+    """
     assert report.sim is not None and report.hardware is not None, "the report has no simulation result"
     hw = report.hardware
-    points: dict[str, list[tuple[float, float]]] = {}
+    points: dict[str, list[tuple[float, float, str]]] = {}
     for o in report.sim.ops:
         duration = o.end_cycle - o.start_cycle
         if o.macs <= 0 or duration <= 0 or o.sram_bytes <= 0:
             continue
-        points.setdefault(o.mapping, []).append((o.macs / o.sram_bytes, o.macs / duration))
+        points.setdefault(o.mapping, []).append((o.macs / o.sram_bytes, o.macs / duration, o.name))
     peak = hw.peak_macs_per_cycle
-    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
+    sram_bw, dram_bw = hw.sram_bytes_per_cycle_total, hw.dram_bytes_per_cycle
     every = [p for group in points.values() for p in group]
-    low = min([x for x, _ in every] + [peak / hw.sram_bytes_per_cycle_total / 10, 0.1])
-    high = max([x for x, _ in every] + [peak / hw.dram_bytes_per_cycle * 10])
-    xs = np.logspace(math.log10(low / 2), math.log10(high * 2), 200)
-    ax.plot(xs, np.minimum(peak, hw.sram_bytes_per_cycle_total * xs), color="black", linewidth=1.4,
-            label=f"roof: {peak:,} MACs/cycle, scratchpad {hw.sram_bytes_per_cycle_total:,} B/cycle")
-    ax.plot(xs, np.minimum(peak, hw.dram_bytes_per_cycle * xs), color="red", linestyle="--", linewidth=1.0,
-            label=f"DRAM {hw.dram_bytes_per_cycle:,.1f} B/cycle (operands from DRAM)")
+    low = min([x for x, _, _ in every] + [peak / sram_bw / 10, 0.1]) / 2
+    high = max([x for x, _, _ in every] + [peak / dram_bw * 10]) * 2
+    y_low = min([y for _, y, _ in every] + [dram_bw * low, sram_bw * low, peak]) / 2
+    y_high = max([y for _, y, _ in every] + [peak]) * 2
+    legend = [LegendEntry(f"roof: {peak:,} MACs/cycle, scratchpad {sram_bw:,} B/cycle", "black", "line"),
+              LegendEntry(f"DRAM {dram_bw:,.1f} B/cycle (operands from DRAM)", "red", "dash")]
+    legend += [LegendEntry(f"{mapping} ({len(group)} operators)", _MAPPING_COLOURS.get(mapping, "#333333"), "dot")
+               for mapping, group in sorted(points.items())]
+    chart = Chart(
+        title=f"{report.model} on {report.hw}: roofline ({100 * report.utilization:.1f} % of peak overall)",
+        x_label="arithmetic intensity (MACs per byte streamed to and from the scratchpad)",
+        y_label="achieved MACs per cycle", x_range=(low, high), y_range=(y_low, y_high), x_log=True, y_log=True,
+        width=1000, height=600, legend=legend, legend_inside=True,
+    )
+    for bandwidth, colour, width, dash in ((sram_bw, "black", 1.4, None), (dram_bw, "red", 1.0, "6,4")):
+        knee = peak / bandwidth
+        xs = [low, knee, high] if low < knee < high else [low, high]
+        chart.add("data", chart.polyline(xs, [min(peak, bandwidth * x) for x in xs], colour=colour, width=width,
+                                         dash=dash))
     for mapping, group in sorted(points.items()):
-        arr = np.asarray(group)
-        ax.scatter(arr[:, 0], arr[:, 1], s=14, alpha=0.75, color=_MAPPING_COLOURS.get(mapping, "#333333"),
-                   label=f"{mapping} ({len(group)} operators)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (MACs per byte streamed to and from the scratchpad)")
-    ax.set_ylabel("achieved MACs per cycle")
-    ax.set_title(f"{report.model} on {report.hw}: roofline ({100 * report.utilization:.1f} % of peak overall)")
-    ax.legend(loc="lower right", fontsize=8)
-    ax.grid(True, which="major", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+        colour = _MAPPING_COLOURS.get(mapping, "#333333")
+        chart.group("data", f"points-{mapping.replace(' ', '-').replace('(', '').replace(')', '')}", [
+            chart.circle(x, y, colour=colour, tooltip=f"{name}: {x:.3g} MACs/B, {y:,.1f} MACs/cycle")
+            for x, y, name in group])
+    Path(path).write_text(chart.to_svg())
 
 
-def write_report(report: SimReport, out_dir: str | Path, recorded_dir: str | Path | None = None) -> dict[str, Path]:
-    """Write report.json, layout.png, memory.png, roofline.png and trace.json into ``out_dir`` (created).
+def write_report(report: SimReport, out_dir: str | Path, recorded_dir: str | Path | None = None,
+                 plots: bool = True) -> dict[str, Path]:
+    """Write report.json, trace.json and (with ``plots``) layout.svg, memory.svg and roofline.svg into
+    ``out_dir`` (created); returns the paths written, by file name.
 
     ``recorded_dir`` is the folder named in report.json's ``out_dir`` when the files are
     written elsewhere first (``accelsim.outputs.staged_folder``); default ``out_dir``.
@@ -328,12 +324,13 @@ def write_report(report: SimReport, out_dir: str | Path, recorded_dir: str | Pat
     clock = time.perf_counter()
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    paths = {name: folder / name for name in ("trace.json", "layout.png", "memory.png", "roofline.png",
-                                              "report.json")}
+    names = ("trace.json", *(PLOT_FILES if plots else ()), "report.json")
+    paths = {name: folder / name for name in names}
     paths["trace.json"].write_text(json.dumps(chrome_trace(report)))
-    plot_layout(report, paths["layout.png"])
-    plot_memory(report, paths["memory.png"])
-    plot_roofline(report, paths["roofline.png"])
+    if plots:
+        plot_layout(report, paths["layout.svg"])
+        plot_memory(report, paths["memory.svg"])
+        plot_roofline(report, paths["roofline.svg"])
     report.out_dir = str(recorded_dir if recorded_dir is not None else folder)
     report.stage_seconds["report"] = time.perf_counter() - clock
     paths["report.json"].write_text(json.dumps(report.to_dict(), indent=1) + "\n")

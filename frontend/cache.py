@@ -82,8 +82,9 @@ class CachedGraph:
     """The result of ``cached_trace``."""
 
     graph: nx.DiGraph  # the DataflowGraph, as ``frontend.trace_model`` returns it
-    path: Path  # the cache file that holds it
+    path: Path  # the cache file that holds it (or would, when ``saved`` is False)
     hit: bool  # True: loaded from ``path``; False: traced now and written to ``path``
+    saved: bool = True  # False: traced now and not written (``must_save=False`` and the folder refused it)
 
 
 def default_cache_dir() -> Path:
@@ -212,7 +213,7 @@ def _write(graph: nx.DiGraph, path: Path, record: dict[str, Any]) -> None:
 
 
 def cached_trace(model: str, dtype: str, input_shape: tuple[int, ...] | None = None,
-                 cache_dir: str | Path | None = None) -> CachedGraph:
+                 cache_dir: str | Path | None = None, *, must_save: bool = True) -> CachedGraph:
     """``frontend.trace_model(model, dtype=dtype, input_shape=input_shape)``, from the cache if there.
 
     ``cache_dir`` defaults to ``default_cache_dir()``. On a hit the graph is loaded from
@@ -222,7 +223,10 @@ def cached_trace(model: str, dtype: str, input_shape: tuple[int, ...] | None = N
 
     Raises what ``trace_model`` raises (``UnknownModelError``, ``ValueError`` for a bad input
     shape, ``TraceError``), ``GraphFormatError`` for an unknown dtype, and ``CacheDirError``
-    when a miss finds the folder cannot be written, before tracing.
+    when a miss finds the folder cannot be written, before tracing. With ``must_save=False`` a
+    folder that cannot be created or written costs only the saving: the model is traced and
+    returned with ``saved=False`` (``accelsim run`` does this with the default folder, so a
+    read-only home does not stop a run that never asked for a cache).
     """
     if not _MODEL_NAME.fullmatch(model):
         _check_model(model)  # raises UnknownModelError; the name never reaches a file name
@@ -232,7 +236,18 @@ def cached_trace(model: str, dtype: str, input_shape: tuple[int, ...] | None = N
     graph = _load(path, record)
     if graph is not None:
         return CachedGraph(graph=graph, path=path, hit=True)
-    check_cache_dir(folder)
+    try:
+        check_cache_dir(folder)
+    except CacheDirError:
+        if must_save:
+            raise
+        return CachedGraph(graph=zoo.trace_model(model, dtype=dtype, input_shape=input_shape), path=path,
+                           hit=False, saved=False)
     graph = zoo.trace_model(model, dtype=dtype, input_shape=input_shape)
-    _write(graph, path, record)
+    try:
+        _write(graph, path, record)
+    except CacheDirError:
+        if must_save:
+            raise
+        return CachedGraph(graph=graph, path=path, hit=False, saved=False)
     return CachedGraph(graph=graph, path=path, hit=False)

@@ -39,7 +39,6 @@ import operator
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
-from unittest import mock
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -178,6 +177,8 @@ def _weights_on_meta() -> Iterator[None]:
                        persistent: bool = True) -> None:
         register_buffer(module, name, tensor.to("meta") if tensor is not None else None, persistent)
 
+    from unittest import mock  # (imports asyncio: only when a model is built)
+
     with mock.patch.object(torch.nn.Module, "register_parameter", parameter_on_meta), \
             mock.patch.object(torch.nn.Module, "register_buffer", buffer_on_meta):
         yield
@@ -269,6 +270,8 @@ def load_model(name: str, input_shape: Sequence[int] | None = None,
         options["aux_loss"] = False
     options.update(_BUILD_OPTIONS.get(name, {}))
     shape = checked_input_shape(name, input_shape if input_shape is not None else default_input_shape(name))
+    from unittest import mock
+
     with mock.patch.object(api, "load_state_dict_from_url", _refuse_download), weights:
         model = builder(**options).eval()
     return model, (example(shape),)

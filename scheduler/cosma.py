@@ -48,10 +48,9 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
-from ortools.sat.python import cp_model
 
 from scheduler.budget import check_alignment, check_capacity, data_bytes, min_capacity, onchip_sizes
 from scheduler.order import resolve_order
@@ -65,6 +64,9 @@ from scheduler.schedule import (
     peak_address,
     peak_live_bytes,
 )
+
+if TYPE_CHECKING:  # OR-Tools (and the pandas it imports) load when a model is built
+    from ortools.sat.python import cp_model
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,8 @@ class _Part:
         self, ctx: _Context, ops: Sequence[str], capacity: int | None, state: _State, later: set[str],
         options: CosmaOptions, mode: str = "traffic", fixed_order: Sequence[str] | None = None,
     ) -> None:
+        from ortools.sat.python import cp_model
+
         self.ctx, self.ops, self.state, self.options, self.mode = ctx, list(ops), state, options, mode
         self.n = n = len(self.ops)
         model = self.model = cp_model.CpModel()
@@ -406,6 +410,8 @@ class _Part:
         return self._solve(deadline, core=True)
 
     def _solve(self, deadline: float, core: bool, work: float | None = None) -> tuple[cp_model.CpSolver, str]:
+        from ortools.sat.python import cp_model
+
         solver = cp_model.CpSolver()
         # CP-SAT would install its own SIGINT handler for good; Ctrl-C must stay Python's KeyboardInterrupt
         # so that the commands can report what they have (it then arrives when the solve returns).

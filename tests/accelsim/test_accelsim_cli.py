@@ -132,7 +132,7 @@ def test_run_graph_writes_report_and_prints_summary(chain_json, tmp_path, capsys
     assert "accelsim: chain on pixel6" in text and "memory check" in text
     data = json.loads((out / "report.json").read_text())
     assert data["memory_check"] == "ok" and data["hw"] == "pixel6"
-    assert (out / "trace.json").exists() and (out / "layout.png").exists() and (out / "memory.png").exists()
+    assert (out / "trace.json").exists() and (out / "layout.svg").exists() and (out / "memory.svg").exists()
 
 
 def test_run_default_out_dir(chain_json, tmp_path, monkeypatch, capsys):

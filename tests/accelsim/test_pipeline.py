@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -97,14 +98,14 @@ def test_report_folder(chain_graph, tmp_path):
     out = tmp_path / "chain-tpuv4"
     report = compile_and_simulate(chain_graph(), hw="tpuv4", out_dir=out)
     assert sorted(p.name for p in out.iterdir()) == [
-        "layout.png", "memory.png", "report.json", "roofline.png", "trace.json"]
+        "layout.svg", "memory.svg", "report.json", "roofline.svg", "trace.json"]
     data = json.loads((out / "report.json").read_text())
     assert set(data) >= REPORT_KEYS
     assert data["capacity_scope"] == "chip" and data["memory_check"] == "ok"
     assert data["hw_config"]["sram_bytes_per_pe"] == 128 * 2**20 and data["hw_config"]["name"] == "tpuv4"
     assert "report" in data["stage_seconds"] and data["out_dir"] == str(out)
-    for png in ("layout.png", "memory.png", "roofline.png"):
-        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for picture in ("layout.svg", "memory.svg", "roofline.svg"):
+        assert ET.parse(out / picture).getroot().tag == "{http://www.w3.org/2000/svg}svg"
     check_trace(json.loads((out / "trace.json").read_text()), report, clock_hz=data["hw_config"]["clock_hz"],
                 channels=load_hw("tpuv4").dma.channels)
 

@@ -1,0 +1,345 @@
+"""Charts written as SVG text: axes, ticks, rectangles, lines, points and a legend, with no plotting library.
+
+The report's pictures (``accelsim.report``) are a few hundred rectangles, a step line and a
+scatter: writing the SVG elements directly costs a few milliseconds, where importing
+matplotlib alone costs about half a CPU-second. An SVG opens in any browser, zooms without
+blurring, and each element can carry a tooltip (``<title>``) with the numbers behind it.
+
+A ``Chart`` is one plot area with a title, two labelled axes (linear or logarithmic, ticks
+at round numbers) and an optional legend to the right. Data elements are added in data
+coordinates and clipped to the plot area; ``to_svg`` returns the document.
+
+>>> chart = Chart(title="t", x_label="x", y_label="y", x_range=(0, 10), y_range=(1, 1000), y_log=True)
+>>> chart.add("data", chart.rect(1, 2, 10, 100, fill="#4c72b0"))
+>>> chart.x(0) == chart.left and chart.y(1000) == chart.top
+True
+>>> import xml.etree.ElementTree as ET
+>>> ET.fromstring(chart.to_svg()).tag
+'{http://www.w3.org/2000/svg}svg'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from html import escape  # (xml.sax.saxutils would import urllib.request, http and ssl)
+
+#: average advance of a sans-serif character, as a share of the font size (for laying out labels)
+CHAR_WIDTH = 0.6
+FONT_SIZE = 12
+SMALL_FONT = 10
+
+
+def text_width(text: str, size: float = FONT_SIZE) -> float:
+    """Estimated width in pixels of ``text`` at ``size`` (no font metrics: an average advance)."""
+    return len(text) * size * CHAR_WIDTH
+
+
+def _num(v: float) -> str:
+    """A coordinate with at most two decimals and no trailing zeros: ``_num(3.0)`` is ``'3'``."""
+    text = f"{v:.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def linear_ticks(lo: float, hi: float, target: int = 6) -> tuple[list[float], float]:
+    """Round tick values in ``[lo, hi]`` (steps of 1, 2, 2.5 or 5 times a power of ten) and the step.
+
+    >>> linear_ticks(0, 10)
+    ([0.0, 2.0, 4.0, 6.0, 8.0, 10.0], 2.0)
+    >>> linear_ticks(0, 0.7)[0]
+    [0.0, 0.2, 0.4, 0.6]
+    """
+    span = hi - lo
+    if not span > 0:
+        return [lo], 1.0
+    raw = span / target
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if raw <= m * magnitude * (1 + 1e-9))
+    first = math.ceil(lo / step - 1e-9)
+    ticks = []
+    k = first
+    while k * step <= hi + step * 1e-9:
+        ticks.append(round(k * step, 12))
+        k += 1
+    return ticks, step
+
+
+def linear_label(value: float, step: float) -> str:
+    """A tick label with as many decimals as the step needs and thousands separators.
+
+    >>> linear_label(1500, 500), linear_label(0.25, 0.05), linear_label(7.5, 2.5)
+    ('1,500', '0.25', '7.5')
+    """
+    decimals = 0
+    while decimals < 12 and abs(step * 10**decimals - round(step * 10**decimals)) > 1e-9 * 10**decimals:
+        decimals += 1
+    return f"{value:,.{decimals}f}"
+
+
+def log_ticks(lo: float, hi: float) -> tuple[list[float], list[float]]:
+    """Labelled and unlabelled ticks of a log axis on ``[lo, hi]``: the powers of ten (also 2 and 5
+    times them when the range spans less than two decades), and the other multiples 2..9.
+
+    >>> log_ticks(0.5, 200)[0]
+    [1.0, 10.0, 100.0]
+    >>> log_ticks(3, 40)[0]
+    [5.0, 10.0, 20.0]
+    """
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    major: list[float] = []
+    minor: list[float] = []
+    few = math.log10(hi / lo) < 2
+    for exponent in range(first, last + 1):
+        base = 10.0**exponent
+        for m in range(1, 10):
+            v = m * base
+            if not lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9):
+                continue
+            (major if m == 1 or (few and m in (2, 5)) else minor).append(v)
+    return major, minor
+
+
+def log_label(value: float) -> str:
+    """``0.01`` ... ``10,000`` in plain digits, larger and smaller as ``1e6``.
+
+    >>> log_label(0.1), log_label(1000.0), log_label(1e6), log_label(2e-5)
+    ('0.1', '1,000', '1e6', '2e-5')
+    """
+    exponent = math.floor(math.log10(value) + 1e-9)
+    if -2 <= exponent <= 4:
+        return f"{value:,.{max(0, -exponent)}f}"
+    mantissa = value / 10.0**exponent
+    return f"{mantissa:g}e{exponent}"
+
+
+@dataclass(frozen=True)
+class LegendEntry:
+    """One legend line: a swatch (``"box"``, ``"line"``, ``"dash"`` or ``"dot"``) in ``colour`` and its label."""
+
+    label: str
+    colour: str
+    kind: str = "box"
+
+
+class Chart:
+    """One plot area with a title, two axes and an optional legend; see the module docstring.
+
+    Layers, drawn in this order: ``"data"`` (clipped to the plot area) and ``"overlay"``
+    (not clipped: labels on top of the data). ``group`` wraps elements in a ``<g>`` with an
+    ``id``, so that a reader (or a test) can find one kind of element.
+    """
+
+    def __init__(
+        self, *, title: str, x_label: str, y_label: str, x_range: tuple[float, float],
+        y_range: tuple[float, float], x_log: bool = False, y_log: bool = False, width: int = 1200,
+        height: int = 500, legend: Sequence[LegendEntry] = (), legend_inside: bool = False,
+    ) -> None:
+        for name, (lo, hi), log in (("x", x_range, x_log), ("y", y_range, y_log)):
+            if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo and (lo > 0 or not log)):
+                raise ValueError(f"Chart: {name}_range {(lo, hi)!r} must be finite and increasing"
+                                 + (", and positive on a log axis" if log else ""))
+        self.title, self.x_label, self.y_label = title, x_label, y_label
+        self.x_range, self.y_range, self.x_log, self.y_log = x_range, y_range, x_log, y_log
+        self.width, self.height = width, height
+        self.legend = list(legend)
+        self.legend_inside = legend_inside
+        legend_width = 0.0
+        if self.legend and not legend_inside:
+            legend_width = 36 + max(text_width(e.label, SMALL_FONT) for e in self.legend)
+        self.left, self.top = 78.0, 34.0
+        self.right = width - 16.0 - legend_width
+        self.bottom = height - 48.0
+        self.layers: dict[str, list[str]] = {"data": [], "overlay": []}
+
+    # --- coordinates -------------------------------------------------------------------------
+
+    @staticmethod
+    def _fraction(v: float, lo: float, hi: float, log: bool) -> float:
+        if log:
+            return (math.log10(max(v, 1e-300)) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
+        return (v - lo) / (hi - lo)
+
+    def x(self, v: float) -> float:
+        """The pixel column of data value ``v``."""
+        return self.left + self._fraction(v, *self.x_range, self.x_log) * (self.right - self.left)
+
+    def y(self, v: float) -> float:
+        """The pixel row of data value ``v`` (up is larger)."""
+        return self.bottom - self._fraction(v, *self.y_range, self.y_log) * (self.bottom - self.top)
+
+    # --- elements (strings of SVG, in data coordinates) ---------------------------------------
+
+    def rect(self, x0: float, x1: float, y0: float, y1: float, *, fill: str, stroke: str | None = None,
+             stroke_width: float = 0.3, opacity: float = 1.0, tooltip: str | None = None) -> str:
+        """The rectangle ``[x0, x1] x [y0, y1]``; ``tooltip`` becomes its ``<title>``."""
+        px0, px1 = self.x(x0), self.x(x1)
+        py0, py1 = self.y(y1), self.y(y0)
+        attrs = (f'x="{_num(px0)}" y="{_num(py0)}" width="{_num(max(px1 - px0, 0.0))}" '
+                 f'height="{_num(max(py1 - py0, 0.0))}" fill="{fill}"')
+        if stroke is not None:
+            attrs += f' stroke="{stroke}" stroke-width="{_num(stroke_width)}"'
+        if opacity != 1.0:
+            attrs += f' fill-opacity="{_num(opacity)}"'
+        if tooltip is None:
+            return f"<rect {attrs}/>"
+        return f"<rect {attrs}><title>{escape(tooltip)}</title></rect>"
+
+    def polyline(self, xs: Iterable[float], ys: Iterable[float], *, colour: str, width: float = 1.2,
+                 dash: str | None = None) -> str:
+        """Straight segments through the points (data coordinates)."""
+        points = " ".join(f"{_num(self.x(a))},{_num(self.y(b))}" for a, b in zip(xs, ys, strict=True))
+        extra = f' stroke-dasharray="{dash}"' if dash else ""
+        return (f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="{_num(width)}"'
+                f'{extra}/>')
+
+    def _steps(self, xs: Sequence[float], ys: Sequence[float], until: float) -> str:
+        """Path commands from the first point on: ``ys[i]`` holds from ``xs[i]`` to the next x."""
+        parts = [f"H{_num(self.x(xs[i]))}V{_num(self.y(ys[i]))}" for i in range(1, len(xs))]
+        return "".join(parts) + f"H{_num(self.x(until))}"
+
+    def step_line(self, xs: Sequence[float], ys: Sequence[float], *, until: float, colour: str,
+                  width: float = 1.0) -> str:
+        """A step function as a line: ``ys[i]`` holds from ``xs[i]`` to the next x (the last to ``until``)."""
+        if not xs:
+            return ""
+        d = f"M{_num(self.x(xs[0]))},{_num(self.y(ys[0]))}" + self._steps(xs, ys, until)
+        return f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="{_num(width)}"/>'
+
+    def step_area(self, xs: Sequence[float], ys: Sequence[float], *, until: float, colour: str,
+                  opacity: float = 0.6) -> str:
+        """The area under a step function (as ``step_line``), down to the bottom of the plot area."""
+        if not xs:
+            return ""
+        base = _num(self.bottom)
+        d = f"M{_num(self.x(xs[0]))},{base}V{_num(self.y(ys[0]))}" + self._steps(xs, ys, until) + f"V{base}Z"
+        return f'<path d="{d}" fill="{colour}" fill-opacity="{_num(opacity)}" stroke="none"/>'
+
+    def hline(self, y: float, *, colour: str, width: float = 1.2, dash: str | None = "6,4") -> str:
+        """A horizontal line across the plot area at data value ``y``."""
+        extra = f' stroke-dasharray="{dash}"' if dash else ""
+        py = _num(self.y(y))
+        return (f'<line x1="{_num(self.left)}" y1="{py}" x2="{_num(self.right)}" y2="{py}" stroke="{colour}" '
+                f'stroke-width="{_num(width)}"{extra}/>')
+
+    def circle(self, x: float, y: float, *, colour: str, radius: float = 3.0, opacity: float = 0.75,
+               tooltip: str | None = None) -> str:
+        """A point; ``tooltip`` becomes its ``<title>``."""
+        attrs = (f'cx="{_num(self.x(x))}" cy="{_num(self.y(y))}" r="{_num(radius)}" fill="{colour}" '
+                 f'fill-opacity="{_num(opacity)}"')
+        if tooltip is None:
+            return f"<circle {attrs}/>"
+        return f"<circle {attrs}><title>{escape(tooltip)}</title></circle>"
+
+    def label(self, x: float, y: float, text: str, *, colour: str = "black", size: float = SMALL_FONT,
+              anchor: str = "start", dy: float = -3.0) -> str:
+        """Text at data point ``(x, y)``, ``dy`` pixels below it (negative: above)."""
+        return (f'<text x="{_num(self.x(x) + (3 if anchor == "start" else 0))}" y="{_num(self.y(y) + dy)}" '
+                f'fill="{colour}" font-size="{_num(size)}" text-anchor="{anchor}">{escape(text)}</text>')
+
+    def add(self, layer: str, *elements: str) -> None:
+        """Append SVG elements to ``"data"`` (clipped) or ``"overlay"``."""
+        self.layers[layer].extend(e for e in elements if e)
+
+    def group(self, layer: str, group_id: str, elements: Iterable[str]) -> None:
+        """Append ``elements`` to ``layer`` inside ``<g id="group_id">``."""
+        self.layers[layer].append(f'<g id="{group_id}">' + "".join(elements) + "</g>")
+
+    # --- the document -------------------------------------------------------------------------
+
+    def _axis(self) -> list[str]:
+        out: list[str] = ['<g id="axes" font-size="10" fill="black">']
+        grid: list[str] = []
+        marks: list[str] = []
+        left, right, top, bottom = self.left, self.right, self.top, self.bottom
+
+        def ticks(lo: float, hi: float, log: bool) -> tuple[list[tuple[float, str]], list[float]]:
+            if log:
+                major, minor = log_ticks(lo, hi)
+                return [(v, log_label(v)) for v in major], minor
+            values, step = linear_ticks(lo, hi)
+            return [(v, linear_label(v, step)) for v in values], []
+
+        x_major, x_minor = ticks(*self.x_range, self.x_log)
+        y_major, y_minor = ticks(*self.y_range, self.y_log)
+        for v, text in x_major:
+            px = _num(self.x(v))
+            grid.append(f'<line x1="{px}" y1="{_num(top)}" x2="{px}" y2="{_num(bottom)}"/>')
+            marks.append(f'<line x1="{px}" y1="{_num(bottom)}" x2="{px}" y2="{_num(bottom + 5)}" stroke="black"/>')
+            out.append(f'<text x="{px}" y="{_num(bottom + 17)}" text-anchor="middle">{escape(text)}</text>')
+        for v in x_minor:
+            px = _num(self.x(v))
+            marks.append(f'<line x1="{px}" y1="{_num(bottom)}" x2="{px}" y2="{_num(bottom + 3)}" stroke="black"/>')
+        for v, text in y_major:
+            py = _num(self.y(v))
+            grid.append(f'<line x1="{_num(left)}" y1="{py}" x2="{_num(right)}" y2="{py}"/>')
+            marks.append(f'<line x1="{_num(left - 5)}" y1="{py}" x2="{_num(left)}" y2="{py}" stroke="black"/>')
+            out.append(f'<text x="{_num(left - 8)}" y="{_num(self.y(v) + 3.5)}" text-anchor="end">'
+                       f'{escape(text)}</text>')
+        for v in y_minor:
+            py = _num(self.y(v))
+            marks.append(f'<line x1="{_num(left - 3)}" y1="{py}" x2="{_num(left)}" y2="{py}" stroke="black"/>')
+        out.append("</g>")
+        middle_y = (top + bottom) / 2
+        labels = [
+            f'<text x="{_num((left + right) / 2)}" y="{_num(self.height - 12)}" text-anchor="middle">'
+            f"{escape(self.x_label)}</text>",
+            f'<text x="16" y="{_num(middle_y)}" text-anchor="middle" transform="rotate(-90 16 {_num(middle_y)})">'
+            f"{escape(self.y_label)}</text>",
+        ]
+        return (['<g id="grid" stroke="#dddddd" stroke-width="0.6">', *grid, "</g>"]
+                + ['<g id="ticks" stroke-width="0.8">', *marks, "</g>"] + out + labels)
+
+    def _legend(self) -> list[str]:
+        if not self.legend:
+            return []
+        line_height = 16
+        width = 36 + max(text_width(e.label, SMALL_FONT) for e in self.legend)
+        if self.legend_inside:  # lower right corner of the plot area
+            x0 = self.right - width - 8
+            y0 = self.bottom - 8 - line_height * len(self.legend) - 6
+        else:
+            x0, y0 = self.right + 10, self.top
+        height = line_height * len(self.legend) + 6
+        out = [f'<g id="legend" font-size="{SMALL_FONT}">',
+               f'<rect x="{_num(x0)}" y="{_num(y0)}" width="{_num(width)}" height="{height}" fill="white" '
+               'fill-opacity="0.85" stroke="#bbbbbb" stroke-width="0.8"/>']
+        for i, entry in enumerate(self.legend):
+            cy = y0 + 3 + line_height * i + line_height / 2
+            sx = x0 + 6
+            if entry.kind == "box":
+                out.append(f'<rect x="{_num(sx)}" y="{_num(cy - 5)}" width="18" height="10" fill="{entry.colour}"/>')
+            elif entry.kind == "dot":
+                out.append(f'<circle cx="{_num(sx + 9)}" cy="{_num(cy)}" r="3.5" fill="{entry.colour}"/>')
+            else:
+                dash = ' stroke-dasharray="5,3"' if entry.kind == "dash" else ""
+                out.append(f'<line x1="{_num(sx)}" y1="{_num(cy)}" x2="{_num(sx + 18)}" y2="{_num(cy)}" '
+                           f'stroke="{entry.colour}" stroke-width="1.6"{dash}/>')
+            out.append(f'<text x="{_num(sx + 24)}" y="{_num(cy + 3.5)}">{escape(entry.label)}</text>')
+        out.append("</g>")
+        return out
+
+    def to_svg(self) -> str:
+        """The SVG document: background, title, grid, clipped data, frame, axes, overlay, legend."""
+        w, h = self.width, self.height
+        plot = (f'x="{_num(self.left)}" y="{_num(self.top)}" width="{_num(self.right - self.left)}" '
+                f'height="{_num(self.bottom - self.top)}"')
+        parts = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+            f'font-family="DejaVu Sans, Arial, Helvetica, sans-serif" font-size="{FONT_SIZE}">',
+            f"<title>{escape(self.title)}</title>",
+            f'<defs><clipPath id="plot-area"><rect {plot}/></clipPath></defs>',
+            f'<rect width="{w}" height="{h}" fill="white"/>',
+            f'<text x="{_num((self.left + self.right) / 2)}" y="20" text-anchor="middle" font-size="13">'
+            f"{escape(self.title)}</text>",
+        ]
+        axes = self._axis()
+        parts += axes[: axes.index("</g>") + 1]  # the grid under the data
+        parts.append('<g clip-path="url(#plot-area)">' + "".join(self.layers["data"]) + "</g>")
+        parts.append(f'<rect {plot} fill="none" stroke="black" stroke-width="0.8"/>')
+        parts += axes[axes.index("</g>") + 1:]
+        parts += self.layers["overlay"]
+        parts += self._legend()
+        parts.append("</svg>\n")
+        return "\n".join(parts)
+
