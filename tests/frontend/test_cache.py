@@ -213,3 +213,21 @@ def test_a_hit_imports_neither_torch_nor_torchvision(tmp_path):
     """)
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[2])
     assert run.returncode == 0, run.stderr
+
+
+def test_must_save_false_traces_into_an_unwritable_folder_without_saving(tmp_path, traces):
+    (tmp_path / "file").write_text("")
+    cached = cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path / "file" / "below", must_save=False)
+    assert not cached.hit and not cached.saved and len(traces) == 1
+    assert as_json(cached.graph) == as_json(zoo.trace_model(MODEL, dtype="int8", input_shape=SMALL))
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]
+
+
+def test_must_save_false_keeps_the_graph_when_the_write_fails(tmp_path, traces, monkeypatch):
+    def disk_full(graph, target):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cache, "save_graph", disk_full)
+    cached = cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path, must_save=False)
+    assert not cached.saved and len(traces) == 1 and cached.graph.number_of_nodes() > 0
+    assert not list(tmp_path.glob("*.json"))
