@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from allocator.problem import AllocationResult, InvalidProblemError, MinimizeResult, Problem, Solution
-from allocator.registry import METHODS, MinimizeRequest, solve
+from allocator.registry import METHODS, MinimizeRequest, check_problem, method_entry, solve
 from allocator.validate import lower_bound
 
 __all__ = ["FALLBACK_HEURISTIC", "STARTING_HEURISTICS", "MinimizeResult", "Progress", "minimize",
@@ -161,9 +161,11 @@ class Progress:
         return True
 
 
-def _check_arguments(method: str, timeout: object, node_limit: object, load_share: object) -> None:
-    if method not in METHODS:
-        raise InvalidProblemError(f"unknown allocator method {method!r}; known: {', '.join(sorted(METHODS))}")
+def _check_arguments(problem: object, method: object, timeout: object, node_limit: object,
+                     load_share: object) -> None:
+    check_problem(problem, "minimize")
+    method_entry(method)  # a string naming a registered method
+    assert isinstance(method, str)
     if (not isinstance(timeout, int | float) or isinstance(timeout, bool) or not math.isfinite(timeout)
             or timeout <= 0):
         raise InvalidProblemError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
@@ -187,15 +189,16 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
              on_improve: Callable[[MinimizeResult], None] | None = None) -> MinimizeResult:
     """Minimise the peak of ``problem`` within ``timeout`` seconds.
 
-    A method with an anytime routine (``METHODS[method].capabilities.anytime``) runs it:
+    A method with an anytime routine (``METHODS[method].anytime``) runs it:
     ``"minimalloc"`` the canonical bisection (see ``allocator.minimalloc.canonical_bisection``),
     ``"auto"`` the same from the best of its heuristics, ``"telamalloc"`` its own descent
     (``allocator.telamalloc.telamalloc_minimize``: bisection with step-limited searches, so its
     bound stays LOAD unless a probe proves a capacity infeasible). Any other registered method
     is run once without a capacity, after the insurance (see the module docstring), and its peak
     reported against LOAD or its own proven ``stats["bound"]``. ``options`` is the method's own
-    options record (``MiniMallocOptions`` for minimalloc and auto, ``TelaMallocOptions`` for
-    telamalloc); a routine ignores a record of another type, and a method run once ignores it.
+    options record, an instance of ``METHODS[method].options`` (``MiniMallocOptions`` for
+    minimalloc and auto, ``TelaMallocOptions`` for telamalloc, ...), or None for its defaults;
+    a method run once gets it too.
     ``load_share`` is the share of the time (and of ``node_limit``) given to the first probe at
     LOAD. Returns a validated placement, or none (status ``"timeout"``) when not even
     ``FALLBACK_HEURISTIC`` placed the buffers within the time.
@@ -213,9 +216,11 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     peak or the bound improves, so a caller interrupted by Ctrl-C (KeyboardInterrupt, which
     propagates) still has the best placement found.
 
-    Raises ``InvalidProblemError`` (one line) for an unknown method, a timeout that is zero,
-    negative, infinite or not a number, a bad ``node_limit`` or ``load_share``, or a method that
-    needs a capacity and has no anytime routine.
+    Raises ``TypeError`` when ``problem`` is not a ``Problem``, ``method`` not a string or
+    ``options`` not the method's record (``InvalidOptionError`` for a field of the wrong type);
+    ``InvalidProblemError`` (one line) for an unknown method, a timeout that is zero, negative,
+    infinite or not a number, a bad ``node_limit`` or ``load_share``, or a method that needs a
+    capacity and has no anytime routine.
 
     >>> from allocator.problem import Buffer
     >>> r = minimize(Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4), Buffer("c", 2, 4, 4)]), timeout=5)
@@ -225,11 +230,14 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     >>> r.peak, r.lower_bound, r.status
     (8, 8, 'infeasible')
     """
-    _check_arguments(method, timeout, node_limit, load_share)
+    _check_arguments(problem, method, timeout, node_limit, load_share)
+    entry = METHODS[method]
+    if options is not None:
+        options = entry.record(options)  # the method's own record, its fields' types checked
     began = time.perf_counter()
     request = MinimizeRequest(method, float(timeout), began, began + timeout, options, float(load_share), node_limit,
                               on_improve)
-    routine = METHODS[method].capabilities.anytime
+    routine = entry.anytime
     if routine is not None:
         return routine(problem, request)
     return _run_once(problem, request)
@@ -242,7 +250,8 @@ def _run_once(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
     insurance = None
     if method != FALLBACK_HEURISTIC:  # half of the time at most: the method gets the other half
         insurance = solve(progress.free, FALLBACK_HEURISTIC, timeout=timeout / 2)
-    solved = solve(progress.free, method, timeout=max(request.deadline - time.perf_counter(), 1e-3))
+    solved = solve(progress.free, method, timeout=max(request.deadline - time.perf_counter(), 1e-3),
+                   options=request.options)
     progress.keep(solved)
     if "bound" in solved.stats:
         progress.bound = max(progress.bound, int(solved.stats["bound"]))  # an exact method's proven bound on the peak

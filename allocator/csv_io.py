@@ -27,9 +27,10 @@ reported; then what involves several rows (a duplicate id, the stacking sum, two
 buffers that clash) is reported at the line of the later row.
 
 Reading is columnar, for speed on large files (two million rows in a few seconds): a file
-without quotes is split by a compiled scan over its bytes, integers are parsed in the same
-compiled code, and the rows are checked with whole-array operations; only the first bad row
-is looked at in Python, to word its message. A file with quotes goes through Python's
+without quotes is split by a compiled scan over its bytes (``allocator.csv_kernels``, imported
+on the first read so that importing the package does not import numba), integers are parsed
+in the same compiled code, and the rows are checked with whole-array operations; only the
+first bad row is looked at in Python, to word its message. A file with quotes goes through Python's
 ``csv`` module instead (same rules, slower).
 """
 
@@ -43,7 +44,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import numba
 import numpy as np
 
 from allocator.problem import (
@@ -164,13 +164,15 @@ def _parse_compiled(path: Path, data: bytes) -> _Table:
     header_line = data[: len(data) if first_end < 0 else first_end].rstrip(b"\r").decode("utf-8")
     header = [name.strip(_PADDING) for name in header_line.split(",")]
     _check_header(path, header)
+    from allocator.csv_kernels import parse_integers, split_rows  # numba loads with the first scan
+
     buf = np.frombuffer(data, np.uint8)
-    bounds, lines, bad_line, bad_count = _split_rows(buf, len(data) if first_end < 0 else first_end + 1, len(header))
+    bounds, lines, bad_line, bad_count = split_rows(buf, len(data) if first_end < 0 else first_end + 1, len(header))
     wrong_width = (int(bad_line), int(bad_count)) if bad_line >= 0 else None
     integers = {}
     for column in INTEGER_COLUMNS:
         if column in header:
-            values, status = _parse_integers(buf, bounds, header.index(column))
+            values, status = parse_integers(buf, bounds, header.index(column))
             for row in np.flatnonzero(status == _LONG).tolist():
                 lo, hi = bounds[row, header.index(column)]
                 value = int(data[lo:hi])  # ASCII digits: the scan checked them
@@ -191,124 +193,10 @@ def _gather_text(data: bytes, buf: np.ndarray, bounds: np.ndarray, column: int) 
     """
     if not len(bounds):
         return []
-    joined = _join_cells(buf, bounds[:, column, 0], bounds[:, column, 1])
+    from allocator.csv_kernels import join_cells  # numba loads with the first scan
+
+    joined = join_cells(buf, bounds[:, column, 0], bounds[:, column, 1])
     return joined.tobytes().decode("utf-8").split("\n")
-
-
-@numba.njit(cache=True)
-def _split_rows(buf: np.ndarray, begin: int, width: int) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Cell bounds of every row from byte ``begin`` on.
-
-    Returns ``(bounds, lines, bad_line, bad_count)``: ``bounds[row, column]`` is the cell's
-    ``[start, end)`` in ``buf``, ``lines[row]`` the row's line number.
-
-    Lines end at ``\\n`` (a ``\\r`` before it is dropped); blank lines (spaces and tabs only)
-    are skipped; spaces and tabs around a cell are left out of its bounds. The scan stops at
-    the first row whose number of fields is not ``width`` and reports its line (-1 when
-    every row has ``width`` fields).
-    """
-    n = len(buf)
-    capacity = 1
-    for p in range(begin, n):
-        if buf[p] == 10:
-            capacity += 1
-    bounds = np.empty((capacity, width, 2), np.int64)
-    lines = np.empty(capacity, np.int64)
-    rows = 0
-    line = 2
-    pos = begin
-    while pos < n:
-        end = pos
-        while end < n and buf[end] != 10:
-            end += 1
-        stop = end - 1 if end > pos and buf[end - 1] == 13 else end
-        blank = True
-        for p in range(pos, stop):
-            if buf[p] != 32 and buf[p] != 9:
-                blank = False
-                break
-        if not blank:
-            count = 1
-            for p in range(pos, stop):
-                if buf[p] == 44:
-                    count += 1
-            if count != width:
-                return bounds[:rows], lines[:rows], line, count
-            field = 0
-            cell = pos
-            for p in range(pos, stop + 1):
-                if p == stop or buf[p] == 44:
-                    lo, hi = cell, p
-                    while lo < hi and (buf[lo] == 32 or buf[lo] == 9):
-                        lo += 1
-                    while hi > lo and (buf[hi - 1] == 32 or buf[hi - 1] == 9):
-                        hi -= 1
-                    bounds[rows, field, 0] = lo
-                    bounds[rows, field, 1] = hi
-                    field += 1
-                    cell = p + 1
-            lines[rows] = line
-            rows += 1
-        line += 1
-        pos = end + 1
-    return bounds[:rows], lines[:rows], -1, 0
-
-
-@numba.njit(cache=True)
-def _parse_integers(buf: np.ndarray, bounds: np.ndarray, column: int) -> tuple[np.ndarray, np.ndarray]:
-    """Parse one column of cells as ``-?[0-9]+``: ``(values, status)`` with the status codes of this module.
-
-    Up to 18 significant digits fit an int64 exactly; longer numbers get ``_LONG`` and are
-    settled in Python (their value decides whether they are in range).
-    """
-    rows = bounds.shape[0]
-    values = np.zeros(rows, np.int64)
-    status = np.zeros(rows, np.uint8)
-    for r in range(rows):
-        lo, hi = bounds[r, column, 0], bounds[r, column, 1]
-        if lo == hi:
-            status[r] = 1
-            continue
-        negative = buf[lo] == 45
-        first = lo + 1 if negative else lo
-        if first == hi:
-            status[r] = 2
-            continue
-        value = 0
-        digits = 0
-        for q in range(first, hi):
-            c = buf[q]
-            if c < 48 or c > 57:
-                status[r] = 2
-                break
-            if digits or c != 48:
-                digits += 1
-                if digits <= 18:
-                    value = value * 10 + (c - 48)
-        if status[r] == 0:
-            if digits > 18:
-                status[r] = 3
-            else:
-                values[r] = -value if negative else value
-    return values, status
-
-
-@numba.njit(cache=True)
-def _join_cells(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The byte ranges ``[starts, ends)`` of ``buf`` joined by newlines (``\\n``), as one byte array."""
-    total = len(starts) - 1
-    for r in range(len(starts)):
-        total += ends[r] - starts[r]
-    out = np.empty(total, np.uint8)
-    at = 0
-    for r in range(len(starts)):
-        if r:
-            out[at] = 10
-            at += 1
-        for q in range(starts[r], ends[r]):
-            out[at] = buf[q]
-            at += 1
-    return out
 
 
 # --- the csv-module parser (files with quotes or lone carriage returns) ---------------------
@@ -369,31 +257,18 @@ def _parse_column(cells: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
                 np.array([status for _, status in parsed], np.uint8).reshape(len(cells)))
     data = joined.encode("utf-8")
     buf = np.frombuffer(data, np.uint8)
-    bounds = _line_bounds(buf, len(cells))
-    values, status = _parse_integers(buf, bounds, 0)
+    from allocator.csv_kernels import line_bounds, parse_integers  # numba loads with the first scan
+
+    bounds = line_bounds(buf, len(cells))
+    values, status = parse_integers(buf, bounds, 0)
     for row in np.flatnonzero(status == _LONG).tolist():
         value, status[row] = _parse_integer(cells[row])
         values[row] = value if status[row] == _OK else 0
     return values, status
 
 
-@numba.njit(cache=True)
-def _line_bounds(buf: np.ndarray, rows: int) -> np.ndarray:
-    """The ``[start, end)`` of each of the ``rows`` newline-separated cells of ``buf``, shaped (rows, 1, 2)."""
-    bounds = np.empty((rows, 1, 2), np.int64)
-    row = 0
-    start = 0
-    for p in range(len(buf) + 1):
-        if p == len(buf) or buf[p] == 10:
-            bounds[row, 0, 0] = start
-            bounds[row, 0, 1] = p
-            row += 1
-            start = p + 1
-    return bounds
-
-
 def _parse_integer(cell: str) -> tuple[int, int]:
-    """``(value, status)`` of one cell, by the same rule as ``_parse_integers``."""
+    """``(value, status)`` of one cell, by the same rule as ``csv_kernels.parse_integers``."""
     if not cell:
         return 0, _EMPTY
     if not _INTEGER.fullmatch(cell):

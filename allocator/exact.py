@@ -63,16 +63,19 @@ from __future__ import annotations
 import math
 import operator
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
-from ortools.linear_solver import pywraplp
-from ortools.sat.python import cp_model
 
 from allocator.greedy import greedy_by_size
 from allocator.heuristics import conflict_counts
 from allocator.problem import Buffer, InvalidProblemError, Problem, Solution
-from allocator.registry import MethodOutput, register
+from allocator.registry import MethodOutput
 from allocator.validate import lower_bound
+
+if TYPE_CHECKING:  # OR-Tools is imported by the method that uses it: it pulls in pandas, a second of CPU
+    from ortools.linear_solver import pywraplp
+    from ortools.sat.python import cp_model
 
 #: MIP backends ``mip`` accepts (``pywraplp`` solver ids that solve integer programs)
 MIP_BACKENDS = ("SCIP", "HIGHS", "CBC", "SAT")
@@ -87,15 +90,8 @@ _HINTED_BACKENDS = frozenset({"SCIP", "SAT"})
 #: how far a MIP value may be from an integer before it counts as numerical trouble
 _INTEGRALITY_TOLERANCE = 1e-6
 
-_MIP_STATUS_NAMES = {
-    pywraplp.Solver.OPTIMAL: "OPTIMAL",
-    pywraplp.Solver.FEASIBLE: "FEASIBLE",
-    pywraplp.Solver.INFEASIBLE: "INFEASIBLE",
-    pywraplp.Solver.UNBOUNDED: "UNBOUNDED",
-    pywraplp.Solver.ABNORMAL: "ABNORMAL",
-    pywraplp.Solver.MODEL_INVALID: "MODEL_INVALID",
-    pywraplp.Solver.NOT_SOLVED: "NOT_SOLVED",
-}
+#: the ``pywraplp.Solver`` result statuses ``mip`` names in its reason
+_MIP_STATUS_NAMES = ("OPTIMAL", "FEASIBLE", "INFEASIBLE", "UNBOUNDED", "ABNORMAL", "MODEL_INVALID", "NOT_SOLVED")
 
 
 # --- shared preparation ---------------------------------------------------------------------
@@ -234,8 +230,6 @@ def _check_cpsat_limits(problem: Problem, unit: int, top: int, minimising: bool,
 
 
 
-@register("cpsat", "CP-SAT on the NoOverlap2D model with a redundant cumulative: feasibility under the capacity, "
-          "or the minimal peak without one", exact=True)
 def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, hint: bool = True,
           seed: int = 0, deterministic_time: float | None = None) -> MethodOutput:
     """Place ``problem`` with CP-SAT (see the module docstring for the model and the modes).
@@ -275,6 +269,8 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
     if deterministic_time is not None and not (isinstance(deterministic_time, int | float)
                                                and math.isfinite(deterministic_time) and deterministic_time > 0):
         raise InvalidProblemError(f"cpsat: deterministic_time must be a positive number, got {deterministic_time!r}")
+    from ortools.sat.python import cp_model  # imported here, not with the package (see the imports above)
+
     if not problem.buffers:
         return _empty_output(problem)
     trouble = _oversized(problem)
@@ -374,8 +370,6 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
 # --- MIP (TelaMalloc Fig. 5) -----------------------------------------------------------------
 
 
-@register("mip", "the big-M ILP of TelaMalloc Fig. 5 (§3.2) through pywraplp (SCIP or HiGHS): feasibility under "
-          "the capacity, or the minimal peak without one", exact=True)
 def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP", hint: bool = True) -> MethodOutput:
     """Place ``problem`` by the ILP of TelaMalloc Fig. 5 (see the module docstring).
 
@@ -405,6 +399,8 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     chosen = backend.upper() if isinstance(backend, str) else backend
     if chosen not in MIP_BACKENDS:
         raise InvalidProblemError(f"mip: unknown MIP backend {backend!r}; use one of {', '.join(MIP_BACKENDS)}")
+    from ortools.linear_solver import pywraplp  # imported here, not with the package (see the imports above)
+
     solver = pywraplp.Solver.CreateSolver(chosen)
     if solver is None:
         raise InvalidProblemError(f"mip: MIP backend {backend!r} is not available in this OR-Tools build")
@@ -481,7 +477,8 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     parameters = pywraplp.MPSolverParameters()
     parameters.SetDoubleParam(pywraplp.MPSolverParameters.RELATIVE_MIP_GAP, 0.0)  # HiGHS stops at 1e-4 otherwise
     status = solver.Solve(parameters)
-    name = f"MIP {chosen} {_MIP_STATUS_NAMES.get(status, str(status))}"
+    names = {getattr(pywraplp.Solver, label): label for label in _MIP_STATUS_NAMES}
+    name = f"MIP {chosen} {names.get(status, str(status))}"
     stats = {"nodes": float(solver.nodes()), "wall_time": solver.wall_time() / 1000.0, "optimal": 0.0}
     if status not in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE):
         if status == pywraplp.Solver.INFEASIBLE:

@@ -36,7 +36,7 @@ import numpy as np
 
 from allocator.placement import greedy_method, sort_by_key
 from allocator.problem import Problem
-from allocator.registry import MethodOutput, register
+from allocator.registry import MethodOutput
 from allocator.sweep import sweep
 
 __all__ = ["best_fit", "first_fit", "greedy_by_size", "load_best_fit", "size_keys", "sort_by_key", "wide_product"]
@@ -72,14 +72,12 @@ def wide_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return high, low
 
 
-@register("first-fit", "buffers in start order, each at the lowest offset that fits (TelaMalloc §3.1 baseline)")
 def first_fit(problem: Problem, deadline: float | None = None) -> MethodOutput:
     arrays = problem.arrays()
     starts, ends, sizes, _, _ = arrays
     return greedy_method(problem, arrays, (-sizes, starts), best_fit=False, name="first-fit", deadline=deadline)
 
 
-@register("greedy-by-size", "largest first, lowest offset that fits (TensorFlow Lite GreedyBySize)")
 def greedy_by_size(problem: Problem, deadline: float | None = None) -> MethodOutput:
     arrays = problem.arrays()
     starts, ends, sizes, _, _ = arrays
@@ -87,7 +85,6 @@ def greedy_by_size(problem: Problem, deadline: float | None = None) -> MethodOut
                          deadline=deadline)
 
 
-@register("best-fit", "largest first, into the smallest gap that holds it (XLA global decreasing-size best fit)")
 def best_fit(problem: Problem, deadline: float | None = None) -> MethodOutput:
     arrays = problem.arrays()
     starts, ends, sizes, _, _ = arrays
@@ -95,8 +92,6 @@ def best_fit(problem: Problem, deadline: float | None = None) -> MethodOutput:
                          deadline=deadline)
 
 
-@register("load-best-fit", "most loaded cross section first, then longest, then largest area, into the smallest "
-          "gap (MiniMalloc's TWA preorder as a greedy order)")
 def load_best_fit(problem: Problem, deadline: float | None = None) -> MethodOutput:
     arrays = problem.arrays()
     starts, ends, sizes, _, _ = arrays

@@ -50,7 +50,7 @@ from allocator.placement import (
     verdict,
 )
 from allocator.problem import Problem
-from allocator.registry import MethodOutput, register
+from allocator.registry import MethodOutput
 from allocator.sweep import compress_times, range_max, sweep
 
 _INT64_MAX = np.iinfo(np.int64).max
@@ -117,8 +117,6 @@ def product_limbs(sizes: np.ndarray, lifetimes: np.ndarray) -> tuple[np.ndarray,
     return low, middle, high
 
 
-@register("greedy-in-order", "buffers in first-use order (start, then input order), lowest offset that fits "
-          "(TensorFlow Lite in-order)")
 def greedy_in_order(problem: Problem, deadline: float | None = None) -> MethodOutput:
     """Buffers by start time, ties by input order, each at the lowest offset that fits.
 
@@ -131,8 +129,6 @@ def greedy_in_order(problem: Problem, deadline: float | None = None) -> MethodOu
     return greedy_method(problem, arrays, (starts,), best_fit=False, name="greedy-in-order", deadline=deadline)
 
 
-@register("greedy-by-breadth", "steps in decreasing breadth, their live buffers largest first, into the "
-          "smallest gap (TensorFlow Lite GreedyByBreadth)")
 def greedy_by_breadth(problem: Problem, deadline: float | None = None) -> MethodOutput:
     """TensorFlow Lite's ``GreedyByBreadth`` (Pisarchyk and Lee 2020; CONVOLVE D5.5 §2).
 
@@ -154,8 +150,6 @@ def greedy_by_breadth(problem: Problem, deadline: float | None = None) -> Method
                          deadline=deadline)
 
 
-@register("greedy-by-conflicts", "most time-overlapping buffers first, then largest, lowest offset that fits "
-          "(TVM USMP greedy_by_conflicts)")
 def greedy_by_conflicts(problem: Problem, deadline: float | None = None) -> MethodOutput:
     """TVM USMP's ``greedy_by_conflicts`` (``src/tir/usmp/algo/greedy.cc``; CONVOLVE D5.5 §2).
 
@@ -169,8 +163,6 @@ def greedy_by_conflicts(problem: Problem, deadline: float | None = None) -> Meth
                          name="greedy-by-conflicts", deadline=deadline)
 
 
-@register("telamalloc-heuristic", "skyline filled bottom-up row by row: on the lowest floor, highest contention "
-          "first (ties: alignment, size x lifetime^2, lifetime) (TelaMalloc §3.1 baseline, Fig. 4)")
 def telamalloc_heuristic(problem: Problem, deadline: float | None = None) -> MethodOutput:
     """The baseline heuristic of TelaMalloc (Maas et al., ASPLOS 2023, §3.1, Figure 4).
 
@@ -344,8 +336,6 @@ def _skyline_rows(first, last, n_sections, sizes, aligns, fixed, order, deadline
     return offsets, n, 0
 
 
-@register("hill-climb", "greedy-by-size's order, then seeded random moves of a peak buffer earlier in the order, "
-          "keeping orders no worse (TVM USMP hill_climb)")
 def hill_climb(problem: Problem, deadline: float | None = None, seed: int = 0, iterations: int = 200) -> MethodOutput:
     """TVM USMP's ``hill_climb`` (``src/tir/usmp/algo/hill_climb.cc``; CONVOLVE D5.5 §2).
 

@@ -101,7 +101,7 @@ from numba import njit
 
 from allocator.placement import clock, deadline_passed, lexsort_order, place, timeout_reason
 from allocator.problem import Problem
-from allocator.registry import MethodOutput, register
+from allocator.registry import MethodOutput
 from allocator.validate import lower_bound
 
 __all__ = ["DEFAULT_PASSES", "DEFAULT_RUNS", "box", "idealloc", "tighten"]
@@ -385,9 +385,6 @@ def box(starts: np.ndarray, ends: np.ndarray, heights: np.ndarray, *, ratio: flo
     return offsets[:n]
 
 
-@register("idealloc", "boxing with random point selection, unboxing, tightening down and up in turn, repeated with "
-          "new random draws keeping the lowest peak (Buchsbaum et al. STOC'03 as in CONVOLVE D5.5 §4; `seed`, "
-          "`runs`, `ratio`, `passes`)")
 def idealloc(problem: Problem, deadline: float | None = None, seed: int = 0, runs: int | None = None,
              ratio: float = 2.0, passes: int = DEFAULT_PASSES) -> MethodOutput:
     """The boxing algorithm of Buchsbaum et al. (STOC 2003) as idealloc runs it (see the module docstring).

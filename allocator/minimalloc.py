@@ -71,7 +71,7 @@ from allocator import _canonical
 from allocator._canonical import MAX_VALUE, Preorder, SearchInstance, SearchResult, SearchSwitches
 from allocator.anytime import STARTING_HEURISTICS, Progress, peak_granularity
 from allocator.problem import InvalidProblemError, MinimizeResult, Problem, Solution
-from allocator.registry import MethodOutput, MinimizeRequest, register
+from allocator.registry import MethodOutput, MinimizeRequest
 from allocator.sweep import sweep
 from allocator.validate import check
 
@@ -590,9 +590,6 @@ def minimalloc_minimize(problem: Problem, request: MinimizeRequest) -> MinimizeR
     return canonical_bisection(progress, options, request.node_limit, request.load_share)
 
 
-@register("minimalloc", "exact search over canonical solutions with section inference, dominance and "
-          "dynamic decomposition (MiniMalloc, Moffitt ASPLOS'23 §5-7)",
-          exact=True, needs_capacity=True, anytime=minimalloc_minimize, node_limit=True)
 def minimalloc(problem: Problem, deadline: float | None = None,
                options: MiniMallocOptions | None = None, node_limit: int | None = None) -> MethodOutput:
     """Place ``problem`` under its capacity (the search needs one to prune against).

@@ -48,7 +48,7 @@ from dataclasses import replace
 from allocator.anytime import STARTING_HEURISTICS, Progress
 from allocator.minimalloc import MiniMallocOptions, canonical_bisection
 from allocator.problem import MinimizeResult, Problem, Solution
-from allocator.registry import METHODS, MethodOutput, MinimizeRequest, register
+from allocator.registry import METHODS, MethodOutput, MinimizeRequest
 
 #: the heuristic stages, tried in this order under a capacity (the order of issue 13)
 HEURISTIC_STAGES = ("best-fit", "greedy-by-size", "load-best-fit")
@@ -75,10 +75,6 @@ def auto_minimize(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
     return canonical_bisection(progress, options, request.node_limit, request.load_share)
 
 
-@register("auto", "portfolio: best-fit, greedy-by-size, load-best-fit until one fits the capacity, then the exact "
-          "minimalloc search with the time left; without a capacity the best heuristic; minimising, the best "
-          "heuristic, then minimalloc's bisection",
-          exact=True, anytime=auto_minimize, node_limit=True)
 def auto(problem: Problem, deadline: float | None = None, options: MiniMallocOptions | None = None,
          node_limit: int | None = None) -> MethodOutput:
     """Place ``problem`` with the first stage that fits its capacity (see the module docstring).

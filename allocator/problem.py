@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, Literal
 
-import numba
 import numpy as np
 
 #: The largest start, end, size, alignment, fixed offset (and fixed end) or capacity a problem
@@ -105,28 +104,22 @@ def buffer_error(bid: object, start: int, end: int, size: int, alignment: int = 
     return None
 
 
-@numba.njit(cache=True)
 def invalid_buffers(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, alignments: np.ndarray,
                     fixed: np.ndarray) -> np.ndarray:
     """Per buffer, True when it breaks a rule of ``buffer_error``: the compiled, whole-array form of that check.
 
     All arguments are int64 arrays of one length; ``fixed`` is -1 for a free buffer (any
     other negative value is an invalid fixed offset). Locate the first True and call
-    ``buffer_error`` on that buffer for the message.
+    ``buffer_error`` on that buffer for the message. The kernel is
+    ``allocator.problem_kernels.invalid_buffers``, imported on first use.
 
     >>> invalid_buffers(*(np.array(v) for v in ([0, 0], [2, 0], [4, 4], [1, 1], [-1, -1]))).tolist()
     [False, True]
     """
-    bad = np.zeros(len(starts), np.bool_)
-    for i in range(len(starts)):
-        start, end, size, alignment, offset = starts[i], ends[i], sizes[i], alignments[i], fixed[i]
-        wrong = start < 0 or end <= start or size <= 0 or alignment < 1 or end > MAX_VALUE or size > MAX_VALUE
-        wrong = wrong or alignment > MAX_VALUE
-        if offset != -1 and not wrong:
-            # offset + size could wrap around int64: compare offset with MAX_VALUE - size (size is in range here)
-            wrong = offset < 0 or offset > MAX_VALUE - size or offset % alignment != 0
-        bad[i] = wrong
-    return bad
+    from allocator import problem_kernels  # numba loads with the first kernel, not with the package
+
+    result: np.ndarray = problem_kernels.invalid_buffers(starts, ends, sizes, alignments, fixed)
+    return result
 
 
 @dataclass(frozen=True)
@@ -505,10 +498,12 @@ def first_overlap(starts: np.ndarray, ends: np.ndarray, lows: np.ndarray, highs:
     rank[by_low] = np.arange(n)
     by_start = _argsort(starts)
     by_end = _argsort(ends)
+    from allocator.problem_kernels import sweep_for_overlap  # numba loads with the first kernel, not the package
+
     # Everything gathered in the order the compiled loop reads it: sequentially by start and by end, and by rank
     # for the neighbours. Cache misses, not arithmetic, are what this loop costs on large inputs.
-    i, j = _sweep_for_overlap(starts[by_start], rank[by_start], lows[by_start], highs[by_start], ends[by_end],
-                              rank[by_end], lows[by_low], highs[by_low])
+    i, j = sweep_for_overlap(starts[by_start], rank[by_start], lows[by_start], highs[by_start], ends[by_end],
+                             rank[by_end], lows[by_low], highs[by_low])
     return (-1, -1) if i < 0 else (int(by_low[i]), int(by_start[j]))
 
 
@@ -521,119 +516,6 @@ def _argsort(values: np.ndarray) -> np.ndarray:
     keys = (values << shift) | np.arange(n)
     keys.sort()
     return keys & ((1 << shift) - 1)
-
-
-@numba.njit(cache=True)
-def _sweep_for_overlap(start_time: np.ndarray, start_rank: np.ndarray, start_low: np.ndarray,
-                       start_high: np.ndarray, end_time: np.ndarray, end_rank: np.ndarray, low_by_rank: np.ndarray,
-                       high_by_rank: np.ndarray) -> tuple[int, int]:
-    """The sweep of ``first_overlap``. Returns ``(rank of the live record met, start position of the new one)``.
-
-    The live set is a bitmap over ranks with a summary bitmap per level above it (one bit
-    per non-empty word below): n bits at the bottom, a 64th of that above, and so on, so
-    the bottom level of two million ranks is 250 KB and stays in cache. Inserting,
-    removing, and finding the nearest live rank below or above one take a few word
-    operations per level (about log_64 n levels).
-    """
-    n = len(start_time)
-    base = np.zeros(12, np.int64)  # offset of each level's words in ``bits``; 64**11 > 2**63 ranks
-    levels = 0
-    width = n
-    total = 0
-    while True:
-        words = (width + 63) // 64
-        base[levels] = total
-        total += words
-        levels += 1
-        if words == 1:
-            break
-        width = words
-    bits = np.zeros(total, np.uint64)
-    e = 0
-    for s in range(n):
-        while e < n and end_time[e] <= start_time[s]:
-            _bitmap_clear(bits, base, levels, end_rank[e])
-            e += 1
-        below = _bitmap_below(bits, base, levels, start_rank[s])
-        if below >= 0 and high_by_rank[below] > start_low[s]:
-            return below, s
-        above = _bitmap_above(bits, base, levels, start_rank[s])
-        if above >= 0 and low_by_rank[above] < start_high[s]:
-            return above, s
-        _bitmap_set(bits, base, levels, start_rank[s])
-    return -1, -1
-
-
-@numba.njit(cache=True)
-def _bitmap_set(bits: np.ndarray, base: np.ndarray, levels: int, position: int) -> None:
-    for level in range(levels):
-        word = base[level] + (position >> 6)
-        was = bits[word]
-        bits[word] = was | (np.uint64(1) << np.uint64(position & 63))
-        if was:
-            return  # the levels above already know this word is non-empty
-        position >>= 6
-
-
-@numba.njit(cache=True)
-def _bitmap_clear(bits: np.ndarray, base: np.ndarray, levels: int, position: int) -> None:
-    for level in range(levels):
-        word = base[level] + (position >> 6)
-        bits[word] &= ~(np.uint64(1) << np.uint64(position & 63))
-        if bits[word]:
-            return  # the word still holds other bits: the levels above stay as they are
-        position >>= 6
-
-
-@numba.njit(cache=True)
-def _highest_bit(word: np.uint64) -> int:
-    """Index of the highest set bit of a non-zero word."""
-    index = 0
-    for shift in (32, 16, 8, 4, 2, 1):
-        if word >> np.uint64(shift):
-            word >>= np.uint64(shift)
-            index += shift
-    return index
-
-
-@numba.njit(cache=True)
-def _bitmap_below(bits: np.ndarray, base: np.ndarray, levels: int, position: int) -> int:
-    """The highest set position below ``position``, or -1."""
-    level = 0
-    while level < levels:
-        word = position >> 6
-        mask = bits[base[level] + word] & ((np.uint64(1) << np.uint64(position & 63)) - np.uint64(1))
-        if mask:
-            position = word * 64 + _highest_bit(mask)
-            while level > 0:
-                level -= 1
-                position = position * 64 + _highest_bit(bits[base[level] + position])
-            return position
-        if word == 0:
-            return -1
-        position = word
-        level += 1
-    return -1
-
-
-@numba.njit(cache=True)
-def _bitmap_above(bits: np.ndarray, base: np.ndarray, levels: int, position: int) -> int:
-    """The lowest set position above ``position``, or -1."""
-    level = 0
-    while level < levels:
-        word = position >> 6
-        # the bits above position & 63 (for 63 the shift wraps to 0 and the mask is empty)
-        mask = bits[base[level] + word] & ~((np.uint64(2) << np.uint64(position & 63)) - np.uint64(1))
-        if mask:
-            position = word * 64 + _highest_bit(mask & (~mask + np.uint64(1)))
-            while level > 0:
-                level -= 1
-                below = bits[base[level] + position]
-                position = position * 64 + _highest_bit(below & (~below + np.uint64(1)))
-            return position
-        position = word
-        level += 1
-    return -1
 
 
 @dataclass(frozen=True)

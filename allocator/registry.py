@@ -1,27 +1,47 @@
 """The registry of placement methods and ``solve``, the one entry point over it.
 
-A method is a plain function ``method(problem, deadline, **options) -> MethodOutput``;
-``register`` adds it under a name together with what it can do (``Capabilities``: whether it
-proves infeasibility, needs a capacity, has its own anytime peak minimisation for
-``allocator.minimize``). ``solve`` owns the shared contract so a method only implements
-placement: it rejects unknown methods and options, refuses a problem without a capacity for a
-method that needs one, proves the trivial infeasibility (LOAD above the capacity) once for all
-methods, times the run, and validates every returned placement with the independent validator
-before handing it back. Malformed input never reaches a method: ``Problem`` refuses it when it
-is built (values beyond ``MAX_VALUE``, duplicate ids, pinned buffers that clash, ...).
+A method is a plain function ``method(problem, deadline, ...) -> MethodOutput`` with one
+options record (a frozen dataclass). ``METHODS`` maps each name to its ``MethodEntry``: the
+function, a one-line description, what it can do (``Capabilities``: whether it proves
+infeasibility, needs a capacity, has its own anytime peak minimisation for
+``allocator.minimize``) and its options record. ``solve`` owns the shared contract so a method
+only implements placement: it rejects a problem that is not a ``Problem``, unknown methods and
+unknown or ill-typed options, refuses a problem without a capacity for a method that needs
+one, proves the trivial infeasibility (LOAD above the capacity) once for all methods, times
+the run, and validates every returned placement with the independent validator before
+handing it back. Malformed input never reaches a method: ``Problem`` refuses it when it is
+built (values beyond ``MAX_VALUE``, duplicate ids, pinned buffers that clash, ...).
 
-This module imports no method: each method module registers itself when it is imported, and
-the package's ``__init__`` imports them all, so ``METHODS`` is complete as soon as any part of
-``allocator`` is imported (Python runs a package's ``__init__`` before any of its modules).
+The built-in methods are a table here (``METHODS`` keeps its order: ``accelsim alloc
+--methods`` lists it), whose functions, anytime routines and options records are named as
+``"module:name"`` and imported on first use: importing ``allocator`` imports no method
+module, and so neither numba nor OR-Tools, and listing ``METHODS`` (names, descriptions,
+capabilities) imports nothing either. ``register`` adds a user's own method, given as a
+function. A new built-in method is a function in its module plus a row of the table.
+
+Options, one way for every method: ``solve(problem, name, options=record)`` with an instance
+of ``METHODS[name].options``, or ``solve(problem, name, field=value, ...)`` as shorthand for
+that record's fields (both together: the fields replace the record's). The records:
+``NoOptions`` (the greedy heuristics and ``telamalloc-heuristic``), ``HillClimbOptions``,
+``IdeallocOptions``, ``CPSATOptions``, ``MIPOptions`` (``allocator.options``),
+``MiniMallocOptions`` (``minimalloc`` and ``auto``), ``TelaMallocOptions`` (``telamalloc``)
+and ``LearnedOptions`` (``telamalloc-learned``); ``describe_options(name)`` lists a method's
+fields with their types and defaults.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import numbers
 import time
-from collections.abc import Callable
+import types
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from allocator.options import NoOptions
 from allocator.problem import (
     AllocationResult,
     InvalidProblemError,
@@ -32,6 +52,16 @@ from allocator.problem import (
     UnknownMethodError,
 )
 from allocator.validate import InvalidSolutionError, lower_bound, validate
+
+
+class InvalidOptionError(InvalidProblemError, TypeError):
+    """An option a method does not have, or a value of the wrong type for one; the message names
+    the option, the method and the method's options with their types.
+
+    A ``ValueError`` (through ``InvalidProblemError``, like all bad input to the allocator) and a
+    ``TypeError`` too: an unknown keyword argument was a ``TypeError`` before options were
+    checked here, and code that caught one still does.
+    """
 
 
 @dataclass
@@ -71,6 +101,18 @@ class MinimizeRequest:
 AnytimeFunction = Callable[[Problem, MinimizeRequest], MinimizeResult]
 
 
+def resolve(reference: str) -> Any:
+    """The object a ``"module:name"`` reference names, importing its module (Python imports a module once).
+
+    >>> resolve("allocator.options:NoOptions").__name__
+    'NoOptions'
+    """
+    module, _, name = reference.partition(":")
+    if not module or not name:
+        raise ValueError(f"a reference is 'module:name', got {reference!r}")
+    return getattr(importlib.import_module(module), name)
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a method declares it can do; ``solve`` and ``minimize`` act on these, never on names."""
@@ -80,9 +122,10 @@ class Capabilities:
     exact: bool = False
     #: refuses a problem without a capacity (it searches for a placement under one)
     needs_capacity: bool = False
-    #: its own peak minimisation, which ``allocator.minimize`` runs; None: ``minimize`` runs the
-    #: method once without a capacity (after an insurance placement) and reports that
-    anytime: AnytimeFunction | None = None
+    #: its own peak minimisation, which ``allocator.minimize`` runs (a function, or a
+    #: ``"module:name"`` reference imported on first use: ``MethodEntry.anytime``); None:
+    #: ``minimize`` runs the method once without a capacity (after an insurance placement)
+    anytime: AnytimeFunction | str | None = None
     #: its anytime routine honours ``minimize(..., node_limit=...)`` (a deterministic budget)
     node_limit: bool = False
 
@@ -97,53 +140,309 @@ class Capabilities:
         return tuple(label for label, on in flags if on)
 
 
-@dataclass(frozen=True)
 class MethodEntry:
-    name: str
-    function: MethodFunction
-    description: str  #: one line: what it does and which paper/section/compiler it follows
-    capabilities: Capabilities = Capabilities()  #: what it can do; solve and minimize act on it
+    """One registered method.
+
+    ``function``, ``options`` and ``capabilities.anytime`` may be given as ``"module:name"``
+    references; the properties ``function``, ``options`` and ``anytime`` import them on first
+    use, so a listing of ``METHODS`` (``name``, ``description``, ``capabilities``) imports no
+    method. ``options`` is the method's options record class (``NoOptions`` for none).
+    ``options_as_keywords`` says how ``solve`` hands the record to the function: its fields as
+    keyword arguments (``function(problem, deadline, seed=..., ...)``; nothing for
+    ``NoOptions``), or, when False, the record itself (``function(problem, deadline,
+    options=record)``).
+    """
+
+    __slots__ = ("name", "description", "capabilities", "options_as_keywords", "_function", "_options",
+                 "_anytime")
+
+    def __init__(self, name: str, function: MethodFunction | str, description: str,
+                 capabilities: Capabilities = Capabilities(), options: type | str = NoOptions,
+                 options_as_keywords: bool = True) -> None:
+        self.name = name
+        self.description = description  #: one line: what it does and which paper/section/compiler it follows
+        self.capabilities = capabilities  #: what it can do; solve and minimize act on it
+        self.options_as_keywords = options_as_keywords
+        self._function = function
+        self._options = options
+        self._anytime: AnytimeFunction | str | None = capabilities.anytime
+
+    def __repr__(self) -> str:
+        return f"MethodEntry({self.name!r}, {self.description!r}, {self.capabilities!r})"
+
+    @property
+    def module(self) -> str:
+        """The name of the module that defines the function, without importing it."""
+        if isinstance(self._function, str):
+            return self._function.partition(":")[0]
+        return str(self._function.__module__)
+
+    @property
+    def function(self) -> MethodFunction:
+        """The method's function (imported on first use)."""
+        if isinstance(self._function, str):
+            self._function = resolve(self._function)
+        return self._function  # type: ignore[return-value]
+
+    @property
+    def options(self) -> type:
+        """The method's options record class, a frozen dataclass (imported on first use)."""
+        if isinstance(self._options, str):
+            self._options = resolve(self._options)
+        return self._options  # type: ignore[return-value]
+
+    @property
+    def anytime(self) -> AnytimeFunction | None:
+        """The method's anytime routine (imported on first use), or None."""
+        if isinstance(self._anytime, str):
+            self._anytime = resolve(self._anytime)
+        routine = self._anytime
+        assert not isinstance(routine, str)
+        return routine
+
+    def record(self, options: object = None, fields: Mapping[str, Any] | None = None) -> Any:
+        """The method's options record: ``options`` (an instance of ``self.options``, or None for
+        the defaults) with ``fields`` replacing its fields, every name and type checked.
+
+        Raises ``TypeError`` when ``options`` is not a ``self.options``, and
+        ``InvalidOptionError`` for a field the record does not have or a value of the wrong
+        type; the record's own checks (``__post_init__``) raise what they raise.
+        """
+        record_class = self.options
+        if options is not None and not isinstance(options, record_class):
+            raise TypeError(f"options of method {self.name!r} must be a {record_class.__module__}."
+                            f"{record_class.__qualname__}, got {type(options).__qualname__}")
+        fields = dict(fields or {})
+        hints = _field_hints(record_class)
+        for key, value in fields.items():
+            if key not in hints:
+                raise InvalidOptionError(f"method {self.name!r} has no option {key!r}; {describe_options(self)}")
+            _check_type(self, key, value, hints[key])
+        if options is None:
+            return record_class(**fields)
+        for key, hint in hints.items():  # a record built by the caller: its fields were not checked
+            if key not in fields:
+                _check_type(self, key, getattr(options, key), hint)
+        return dataclasses.replace(options, **fields) if fields else options  # type: ignore[type-var]
+
+    def call(self, problem: Problem, deadline: float | None, record: Any) -> MethodOutput:
+        """Run the method's function with ``record`` handed over as ``options_as_keywords`` says."""
+        if self.options_as_keywords:
+            return self.function(problem, deadline, **{key: getattr(record, key) for key in _field_hints(type(record))})
+        return self.function(problem, deadline, options=record)
 
 
-METHODS: dict[str, MethodEntry] = {}
+#: ``_field_hints`` of each record class met so far
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _field_hints(record_class: type) -> dict[str, Any]:
+    """The fields a record's constructor takes, in order, with their types (annotations evaluated)."""
+    if record_class not in _HINTS:
+        hints = typing.get_type_hints(record_class)
+        _HINTS[record_class] = {f.name: hints[f.name] for f in dataclasses.fields(record_class) if f.init}
+    return _HINTS[record_class]
+
+
+def describe_options(method: str | MethodEntry) -> str:
+    """A method's options as one line: the record, and each field with its type and default.
+
+    >>> describe_options("hill-climb")
+    "hill-climb's options (HillClimbOptions): seed: int = 0, iterations: int = 200"
+    >>> describe_options("first-fit")
+    'first-fit takes no options (NoOptions)'
+    """
+    entry = method if isinstance(method, MethodEntry) else method_entry(method)
+    record_class = entry.options
+    shown = []
+    for f in dataclasses.fields(record_class):
+        if not f.init:
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = f" = {f.default!r}"
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f" = {f.default_factory()!r}"
+        else:
+            default = ""
+        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", repr(f.type))
+        shown.append(f"{f.name}: {kind}{default}")
+    if not shown:
+        return f"{entry.name} takes no options ({record_class.__qualname__})"
+    return f"{entry.name}'s options ({record_class.__qualname__}): {', '.join(shown)}"
+
+
+def _conforms(value: object, hint: Any) -> bool:
+    """Whether ``value`` is of the annotated type ``hint`` (the types records use; a bool is no number)."""
+    if hint is Any:
+        return True
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_conforms(value, arg) for arg in typing.get_args(hint))
+    if origin is typing.Literal:
+        return value in typing.get_args(hint)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_conforms(item, args[0]) for item in value)
+        return len(args) == len(value) and all(_conforms(item, arg) for item, arg in zip(value, args, strict=True))
+    if origin is not None:
+        return isinstance(value, origin)
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+def _check_type(entry: MethodEntry, key: str, value: object, hint: Any) -> None:
+    if not _conforms(value, hint):
+        declared = next(f.type for f in dataclasses.fields(entry.options) if f.name == key)
+        raise InvalidOptionError(f"option {key!r} of method {entry.name!r} must be {declared}, got {value!r}; "
+                                 f"{describe_options(entry)}")
+
+
+#: the built-in methods, in the order ``METHODS`` lists them; each one's function, anytime
+#: routine and options record are imported on first use (see the module docstring)
+BUILT_IN = (
+    MethodEntry("first-fit", "allocator.greedy:first_fit",
+                "buffers in start order, each at the lowest offset that fits (TelaMalloc §3.1 baseline)"),
+    MethodEntry("greedy-by-size", "allocator.greedy:greedy_by_size",
+                "largest first, lowest offset that fits (TensorFlow Lite GreedyBySize)"),
+    MethodEntry("best-fit", "allocator.greedy:best_fit",
+                "largest first, into the smallest gap that holds it (XLA global decreasing-size best fit)"),
+    MethodEntry("load-best-fit", "allocator.greedy:load_best_fit",
+                "most loaded cross section first, then longest, then largest area, into the smallest gap "
+                "(MiniMalloc's TWA preorder as a greedy order)"),
+    MethodEntry("greedy-in-order", "allocator.heuristics:greedy_in_order",
+                "buffers in first-use order (start, then input order), lowest offset that fits "
+                "(TensorFlow Lite in-order)"),
+    MethodEntry("greedy-by-breadth", "allocator.heuristics:greedy_by_breadth",
+                "steps in decreasing breadth, their live buffers largest first, into the smallest gap "
+                "(TensorFlow Lite GreedyByBreadth)"),
+    MethodEntry("greedy-by-conflicts", "allocator.heuristics:greedy_by_conflicts",
+                "most time-overlapping buffers first, then largest, lowest offset that fits "
+                "(TVM USMP greedy_by_conflicts)"),
+    MethodEntry("telamalloc-heuristic", "allocator.heuristics:telamalloc_heuristic",
+                "skyline filled bottom-up row by row: on the lowest floor, highest contention first "
+                "(ties: alignment, size x lifetime^2, lifetime) (TelaMalloc §3.1 baseline, Fig. 4)"),
+    MethodEntry("hill-climb", "allocator.heuristics:hill_climb",
+                "greedy-by-size's order, then seeded random moves of a peak buffer earlier in the order, "
+                "keeping orders no worse (TVM USMP hill_climb)",
+                options="allocator.options:HillClimbOptions"),
+    MethodEntry("cpsat", "allocator.exact:cpsat",
+                "CP-SAT on the NoOverlap2D model with a redundant cumulative: feasibility under the capacity, "
+                "or the minimal peak without one",
+                Capabilities(exact=True), "allocator.options:CPSATOptions"),
+    MethodEntry("mip", "allocator.exact:mip",
+                "the big-M ILP of TelaMalloc Fig. 5 (§3.2) through pywraplp (SCIP or HiGHS): feasibility under "
+                "the capacity, or the minimal peak without one",
+                Capabilities(exact=True), "allocator.options:MIPOptions"),
+    MethodEntry("telamalloc", "allocator.telamalloc:telamalloc",
+                "search with per-step block selection (longest, largest, largest area), lowest valid position "
+                "from propagation, contention phases and smart backtracking (TelaMalloc, Maas et al. ASPLOS'23 "
+                "§4-5); without a capacity, bisects the peak",
+                Capabilities(anytime="allocator.telamalloc:telamalloc_anytime"),
+                "allocator.telamalloc:TelaMallocOptions", options_as_keywords=False),
+    MethodEntry("minimalloc", "allocator.minimalloc:minimalloc",
+                "exact search over canonical solutions with section inference, dominance and dynamic "
+                "decomposition (MiniMalloc, Moffitt ASPLOS'23 §5-7)",
+                Capabilities(exact=True, needs_capacity=True, anytime="allocator.minimalloc:minimalloc_minimize",
+                             node_limit=True),
+                "allocator.minimalloc:MiniMallocOptions", options_as_keywords=False),
+    MethodEntry("auto", "allocator.portfolio:auto",
+                "portfolio: best-fit, greedy-by-size, load-best-fit until one fits the capacity, then the exact "
+                "minimalloc search with the time left; without a capacity the best heuristic; minimising, the best "
+                "heuristic, then minimalloc's bisection",
+                Capabilities(exact=True, anytime="allocator.portfolio:auto_minimize", node_limit=True),
+                "allocator.minimalloc:MiniMallocOptions", options_as_keywords=False),
+    MethodEntry("idealloc", "allocator.idealloc:idealloc",
+                "boxing with random point selection, unboxing, tightening down and up in turn, repeated with new "
+                "random draws keeping the lowest peak (Buchsbaum et al. STOC'03 as in CONVOLVE D5.5 §4)",
+                options="allocator.options:IdeallocOptions"),
+    MethodEntry("telamalloc-learned", "allocator.telamalloc_learned:telamalloc_learned",
+                "telamalloc whose major backtracks jump where a gradient-boosted tree model trained on an exact "
+                "oracle's labels says, when its score clears a threshold (TelaMalloc, Maas et al. ASPLOS'23 §6, "
+                "§7.3); without a capacity, bisects the peak as telamalloc does",
+                Capabilities(anytime="allocator.telamalloc_learned:learned_anytime"),
+                "allocator.telamalloc_learned:LearnedOptions", options_as_keywords=False),
+)
+
+METHODS: dict[str, MethodEntry] = {entry.name: entry for entry in BUILT_IN}
 
 
 def register(name: str, description: str, *, exact: bool = False, needs_capacity: bool = False,
-             anytime: AnytimeFunction | None = None, node_limit: bool = False,
-             ) -> Callable[[MethodFunction], MethodFunction]:
-    """Decorator adding a method to ``METHODS`` under ``name``, with its ``Capabilities``
-    (keyword arguments of the same names; a heuristic declares none)."""
+             anytime: AnytimeFunction | None = None, node_limit: bool = False, options: type = NoOptions,
+             options_as_keywords: bool = True) -> Callable[[MethodFunction], MethodFunction]:
+    """Decorator adding a user's method to ``METHODS`` under ``name``, with its ``Capabilities``
+    (keyword arguments of the same names; a heuristic declares none) and its options record
+    (a dataclass; ``NoOptions`` by default), whose fields ``solve`` passes as keyword
+    arguments (or the record as ``options``, with ``options_as_keywords=False``)."""
     if node_limit and anytime is None:
         raise ValueError(f"allocator method {name!r}: node_limit is a property of an anytime routine; give one")
+    if not (isinstance(options, type) and dataclasses.is_dataclass(options)):
+        raise TypeError(f"allocator method {name!r}: options must be a dataclass (the options record), "
+                        f"got {options!r}")
     capabilities = Capabilities(exact=exact, needs_capacity=needs_capacity, anytime=anytime, node_limit=node_limit)
 
     def add(function: MethodFunction) -> MethodFunction:
         if name in METHODS:
             raise ValueError(f"allocator method {name!r} registered twice")
-        METHODS[name] = MethodEntry(name, function, description, capabilities)
+        METHODS[name] = MethodEntry(name, function, description, capabilities, options, options_as_keywords)
         return function
 
     return add
 
 
-def solve(problem: Problem, method: str = "greedy-by-size", timeout: float | None = None,
-          **options: Any) -> AllocationResult:
+def check_problem(problem: object, function: str) -> None:
+    """Raise ``TypeError`` naming the argument ``problem`` of ``function`` when it is not a ``Problem``."""
+    if not isinstance(problem, Problem):
+        raise TypeError(f"{function}: argument 'problem' must be an allocator.Problem, got {type(problem).__qualname__}"
+                        " (build one with Problem([Buffer(...), ...], capacity) or Problem.from_arrays)")
+
+
+def method_entry(method: object) -> MethodEntry:
+    """``METHODS[method]``; ``TypeError`` when ``method`` is not a string, ``UnknownMethodError`` when unknown."""
+    if not isinstance(method, str):
+        raise TypeError(f"argument 'method' must be a method name (str), got {type(method).__qualname__}; "
+                        f"known: {', '.join(sorted(METHODS))}")
+    if method not in METHODS:
+        raise UnknownMethodError(f"unknown allocator method {method!r}; known: {', '.join(sorted(METHODS))}")
+    return METHODS[method]
+
+
+def solve(problem: Problem, method: str = "greedy-by-size", timeout: float | None = None, options: object = None,
+          **fields: Any) -> AllocationResult:
     """Place every buffer of ``problem`` with ``method``; the result is validated.
 
     Parameters
     ----------
-    problem : the buffers and the capacity (``None`` capacity: place without a limit and
-        report the peak).
+    problem : a ``Problem``: the buffers and the capacity (``None`` capacity: place without a
+        limit and report the peak).
     method : a name in ``METHODS`` (``accelsim alloc --methods`` lists them).
     timeout : seconds, or ``None`` for no limit. A method that runs out of time returns
         status ``"timeout"`` with the best complete placement it has, if any.
-    options : passed to the method (e.g. ``seed``); unknown options raise.
+    options : the method's options record, an instance of ``METHODS[method].options``
+        (``MiniMallocOptions`` for ``minimalloc``, ``NoOptions`` for ``greedy-by-size``, ...);
+        None: its defaults.
+    fields : shorthand for fields of that record (``solve(p, "auto", node_limit=100_000)``,
+        ``solve(p, "hill-climb", seed=3)``); with ``options`` too, they replace its fields.
+        ``describe_options(method)`` lists them.
 
-    Raises ``UnknownMethodError`` for an unknown method, ``InvalidProblemError`` for a bad
-    timeout, a problem without a capacity for a method that ``needs_capacity`` (or input a
-    method cannot represent, e.g. ``mip`` beyond 2**52 units), and
-    ``InvalidSolutionError`` if a method returns a placement that breaks a constraint (a bug
-    in that method, never hidden).
+    Raises ``TypeError`` when ``problem`` is not a ``Problem``, ``method`` not a string,
+    ``options`` not the method's record or ``timeout`` not a number; ``InvalidOptionError``
+    (a ``ValueError``) for an option the method does not have or a value of the wrong type,
+    naming the method's options with their types; ``UnknownMethodError`` for an unknown
+    method; ``InvalidProblemError`` for a timeout that is not positive, a problem without a
+    capacity for a method that ``needs_capacity`` (or input a method cannot represent, e.g.
+    ``mip`` beyond 2**52 units) and an option value the method refuses (a negative seed,
+    ...); and ``InvalidSolutionError`` if a method returns a placement that breaks a
+    constraint (a bug in that method, never hidden).
 
     The result's ``stats["lower_bound"]`` is LOAD (``validate.lower_bound``), computed once
     here for every status: a caller that wants LOAD reads it there instead of computing it
@@ -158,12 +457,21 @@ def solve(problem: Problem, method: str = "greedy-by-size", timeout: float | Non
     'LOAD 8 exceeds capacity 7'
     >>> r.stats["lower_bound"]
     8
+    >>> solve(p, "hill-climb", seed=3, iterations=10).status
+    'solved'
+    >>> solve(p, "hill-climb", sed=3)
+    Traceback (most recent call last):
+    ...
+    allocator.registry.InvalidOptionError: method 'hill-climb' has no option 'sed'; hill-climb's options ...
     """
-    if method not in METHODS:
-        raise UnknownMethodError(f"unknown allocator method {method!r}; known: {', '.join(sorted(METHODS))}")
+    check_problem(problem, "solve")
+    entry = method_entry(method)
+    if timeout is not None and (not isinstance(timeout, numbers.Real) or isinstance(timeout, bool)):
+        raise TypeError(f"timeout must be seconds (a number) or None, got {timeout!r}")
     if timeout is not None and not timeout > 0:
         raise InvalidProblemError(f"timeout must be positive seconds or None, got {timeout!r}")
-    if problem.capacity is None and METHODS[method].capabilities.needs_capacity:
+    record = entry.record(options, fields)
+    if problem.capacity is None and entry.capabilities.needs_capacity:
         raise InvalidProblemError(f"{method} searches for a placement under a capacity; give the problem one "
                                   "(allocator.minimize finds the lowest peak)")
     began = time.perf_counter()
@@ -174,7 +482,7 @@ def solve(problem: Problem, method: str = "greedy-by-size", timeout: float | Non
             {"seconds": time.perf_counter() - began, "lower_bound": load},
         )
     deadline = None if timeout is None else began + timeout
-    out = METHODS[method].function(problem, deadline, **options)
+    out = entry.call(problem, deadline, record)
     seconds = time.perf_counter() - began
     solution = None if out.offsets is None else Solution(dict(out.offsets))
     peak = None

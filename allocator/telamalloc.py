@@ -68,7 +68,7 @@ from allocator.anytime import FALLBACK_HEURISTIC, STARTING_HEURISTICS, Progress,
 from allocator.backtrack_model import N_FEATURES, constant
 from allocator.heuristics import conflict_counts
 from allocator.problem import InvalidProblemError, MinimizeResult, Problem, Solution, Status
-from allocator.registry import METHODS, MethodOutput, MinimizeRequest, register
+from allocator.registry import METHODS, MethodOutput, MinimizeRequest
 from allocator.sweep import Sweep, sweep
 from allocator.validate import check, lower_bound
 
@@ -610,9 +610,6 @@ def descent_minimize(problem: Problem, request: MinimizeRequest, options: TelaMa
                           {"nodes": descent.stats["steps"], "probes": descent.stats["probes"]}, progress.capacity)
 
 
-@register("telamalloc", "search with per-step block selection (longest, largest, largest area), lowest valid "
-          "position from propagation, contention phases and smart backtracking (TelaMalloc, Maas et al. "
-          "ASPLOS'23 §4-5); without a capacity, bisects the peak", anytime=telamalloc_anytime)
 def telamalloc(problem: Problem, deadline: float | None = None,
                options: TelaMallocOptions | None = None) -> MethodOutput:
     """Place ``problem`` under its capacity, or minimise its peak when it has none."""

@@ -51,7 +51,7 @@ from allocator._telamalloc import MAX_TARGETS, Learning
 from allocator.backtrack_model import DEFAULT_PATH, N_FEATURES, BacktrackModel, constant, load
 from allocator.minimalloc import MiniMallocOptions, canonical_search
 from allocator.problem import Buffer, InvalidProblemError, MinimizeResult, Problem
-from allocator.registry import MethodOutput, MinimizeRequest, register
+from allocator.registry import MethodOutput, MinimizeRequest
 from allocator.sweep import sweep
 from allocator.telamalloc import (
     Probe,
@@ -260,10 +260,6 @@ def _probe(options: LearnedOptions) -> Probe:
     return probe
 
 
-@register("telamalloc-learned", "telamalloc whose major backtracks jump where a gradient-boosted tree model "
-          "trained on an exact oracle's labels says, when its score clears a threshold (TelaMalloc, Maas et al. "
-          "ASPLOS'23 §6, §7.3); without a capacity, bisects the peak as telamalloc does",
-          anytime=learned_anytime)
 def telamalloc_learned(problem: Problem, deadline: float | None = None,
                        options: LearnedOptions | None = None) -> MethodOutput:
     """Place ``problem`` under its capacity with the learned backtracking search, or minimise

@@ -2,7 +2,9 @@
 
 It shares no code with any placement method, so a bug in a method cannot hide in it. (The
 one kernel it borrows, ``problem.first_overlap``, belongs to the problem's own input checks,
-where it finds pinned buffers that clash; no method uses it.)
+where it finds pinned buffers that clash; no method uses it.) Its compiled kernels live in
+``allocator.problem_kernels``, imported when first run, so that importing the package does
+not import numba.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numba
 import numpy as np
 
 from allocator.problem import MAX_VALUE, Problem, Solution, first_overlap
@@ -128,8 +129,10 @@ def validate(problem: Problem, solution: Solution) -> ValidationReport:
     by_start = np.argsort(starts, kind="stable")
     position = np.empty(len(rows), np.int64)
     position[by_start] = np.arange(len(rows))
-    earlier, later, total = _overlapping_pairs(by_start, np.argsort(ends, kind="stable"), starts, ends, lows, highs,
-                                               MAX_LISTED_OVERLAPS)
+    from allocator.problem_kernels import overlapping_pairs  # numba loads with the first kernel, not the package
+
+    earlier, later, total = overlapping_pairs(by_start, np.argsort(ends, kind="stable"), starts, ends, lows, highs,
+                                              MAX_LISTED_OVERLAPS)
     listed = np.lexsort((position[earlier], position[later]))
     for i, j in zip(earlier[listed].tolist(), later[listed].tolist(), strict=True):
         a, b = int(rows[i]), int(rows[j])
@@ -191,52 +194,6 @@ def _sort_out(ids: tuple[str, ...], values: Sequence[Any],
     return placed, off, unplaced
 
 
-@numba.njit(cache=True)
-def _overlapping_pairs(by_start: np.ndarray, by_end: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                       lows: np.ndarray, highs: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """The pairs of records overlapping in time and address: ``(earlier, later, how many in all)``.
-
-    Sweeps the records by start, comparing each with every record still live (an unordered
-    array, records removed by swapping in the last one): O(n x live + pairs). Keeps the
-    first ``limit`` pairs and counts the rest. Run only once ``first_overlap`` has found
-    that a pair exists.
-    """
-    n = len(by_start)
-    active = np.empty(n, np.int64)  # the live records, with their address ranges alongside: scanned in cache
-    active_low = np.empty(n, np.int64)
-    active_high = np.empty(n, np.int64)
-    slot = np.empty(n, np.int64)  # where each live record sits in ``active``
-    count = 0
-    e = 0
-    total = 0
-    earlier = np.empty(limit, np.int64)
-    later = np.empty(limit, np.int64)
-    for s in range(n):
-        k = by_start[s]
-        while e < n and ends[by_end[e]] <= starts[k]:
-            at = slot[by_end[e]]
-            e += 1
-            count -= 1
-            active[at], active_low[at], active_high[at] = active[count], active_low[count], active_high[count]
-            slot[active[at]] = at
-        low, high = lows[k], highs[k]
-        hits = 0
-        for q in range(count):  # a branch-free count the compiler vectorises; most records meet nothing
-            hits += (low < active_high[q]) & (active_low[q] < high)
-        if hits:
-            for q in range(count):
-                if low < active_high[q] and active_low[q] < high:
-                    if total < limit:
-                        earlier[total] = active[q]
-                        later[total] = k
-                    total += 1
-        active[count], active_low[count], active_high[count] = k, low, high
-        slot[k] = count
-        count += 1
-    kept = min(total, limit)
-    return earlier[:kept], later[:kept], total
-
-
 def check(problem: Problem, solution: Solution) -> None:
     """Raise ``InvalidSolutionError`` listing every violation, or return quietly."""
     report = validate(problem, solution)
@@ -266,7 +223,9 @@ def lower_bound(problem: Problem) -> int:
     packed = int(ends.max()).bit_length() + size_bits <= 63
     started = _sorted_by_time(starts, sizes, size_bits, packed)
     ended = _sorted_by_time(ends, sizes, size_bits, packed)
-    best = _max_live(*started, *ended)
+    from allocator.problem_kernels import max_live  # numba loads with the first kernel, not the package
+
+    best = max_live(*started, *ended)
     pinned = fixed >= 0
     fixed_top = int((fixed[pinned] + sizes[pinned]).max()) if pinned.any() else 0
     return max(int(best), fixed_top)
@@ -281,19 +240,3 @@ def _sorted_by_time(times: np.ndarray, sizes: np.ndarray, size_bits: int,
         return keys >> size_bits, keys & ((1 << size_bits) - 1)
     order = np.argsort(times)
     return times[order], sizes[order]
-
-
-@numba.njit(cache=True)
-def _max_live(start_times: np.ndarray, start_sizes: np.ndarray, end_times: np.ndarray,
-              end_sizes: np.ndarray) -> int:
-    """The most bytes live at once, from the starts and the ends each sorted by time."""
-    live = 0
-    best = 0
-    e = 0
-    for s in range(len(start_times)):
-        while e < len(end_times) and end_times[e] <= start_times[s]:
-            live -= end_sizes[e]
-            e += 1
-        live += start_sizes[s]
-        best = max(best, live)
-    return best

@@ -1,8 +1,9 @@
-"""The registry: methods register themselves without import cycles and declare what they can do.
+"""The registry: a table of methods, imported on first use, that declare what they can do.
 
 The import checks read the sources (``ast``), so they pin the structure itself: the
-package's modules import one another without a cycle, ``registry`` imports no method, and no
-module imports another's private names.
+package's modules import one another without a cycle, neither the package nor ``registry``
+imports a method (nor numba or OR-Tools) when loaded, and no module imports another's
+private names. ``test_options.py`` checks the same in a fresh interpreter.
 """
 
 import ast
@@ -14,7 +15,7 @@ import pytest
 
 import allocator
 from allocator import METHODS, Buffer, Capabilities, InvalidProblemError, Problem, minimize, solve, validate
-from allocator.registry import MethodEntry, MethodOutput, MinimizeRequest, register
+from allocator.registry import BUILT_IN, MethodEntry, MethodOutput, MinimizeRequest, register
 
 PACKAGE = Path(allocator.__file__).parent
 
@@ -90,26 +91,44 @@ def test_the_modules_of_the_package_import_each_other_without_a_cycle():
 
 
 def method_modules() -> set[str]:
-    """Modules that call ``register`` (as a decorator or otherwise) at module level."""
-    found = set()
-    for path in PACKAGE.glob("*.py"):
-        if path.stem == "registry":
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in tree.body:
-            decorators = node.decorator_list if isinstance(node, ast.FunctionDef) else []
-            calls = [d for d in decorators if isinstance(d, ast.Call)]
-            if any(isinstance(c.func, ast.Name) and c.func.id == "register" for c in calls):
-                found.add(module_name(path))
-    return found
+    """The modules that define the built-in methods, as the registry's table names them."""
+    return {entry.module for entry in BUILT_IN}
 
 
-def test_registry_imports_no_method_and_the_package_imports_every_one():
+def loaded_by(module: str, graph: dict[str, set[str]]) -> set[str]:
+    """Every module of the package that loading ``module`` loads (module-level imports, followed)."""
+    seen, todo = set(), [module]
+    while todo:
+        here = todo.pop()
+        if here not in seen:
+            seen.add(here)
+            todo += sorted(graph.get(here, ()))
+    return seen
+
+
+def test_neither_the_registry_nor_the_package_imports_a_method_when_loaded():
     methods = method_modules()
-    assert {"allocator.greedy", "allocator.minimalloc", "allocator.portfolio"} <= methods
+    assert {"allocator.greedy", "allocator.minimalloc", "allocator.portfolio", "allocator.exact"} <= methods
     graph = import_graph()
-    assert not graph["allocator.registry"] & methods
-    assert methods <= graph["allocator"]
+    assert not loaded_by("allocator", graph) & methods
+    assert not loaded_by("allocator.registry", graph) & methods
+
+
+def test_no_module_the_package_loads_imports_numba_or_ortools_at_module_level():
+    imports = module_level_imports()
+    loaded = loaded_by("allocator", import_graph())
+    heavy = [f"{module} imports {target}" for module in sorted(loaded) for target, _ in imports.get(module, [])
+             if target.split(".")[0] in ("numba", "ortools", "pandas", "torch")]
+    assert heavy == []
+
+
+def test_no_method_module_registers_itself():
+    # the table is the one list of built-in methods; a decorator too would register a method twice
+    for path in PACKAGE.glob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            decorators = node.decorator_list if isinstance(node, ast.FunctionDef) else []
+            names = [d.func.id for d in decorators if isinstance(d, ast.Call) and isinstance(d.func, ast.Name)]
+            assert "register" not in names, f"{path.name}: {node.name}"
 
 
 def test_no_module_imports_another_modules_private_names():
