@@ -222,14 +222,14 @@ def _read_problem(args: argparse.Namespace) -> tuple[allocator.Problem, int | No
 
 def _cmd_alloc(args: argparse.Namespace) -> int:
     import allocator
-    from accelsim.bench import parse_method, warm_up
 
-    if args.methods:
+    if args.methods:  # names and descriptions only: no method's compiled code or solver is loaded
         width = max(len(name) for name in allocator.METHODS)
         for name, entry in allocator.METHODS.items():
             labels = entry.capabilities.labels()
             print(f"{name:<{width}}  {entry.description}" + (f" [{', '.join(labels)}]" if labels else ""))
         return 0
+    from accelsim.bench import parse_method, warm_up
     if args.file is None:
         raise ValueError("alloc needs a CSV file (or --methods to list the allocation methods)")
     if args.explain is not None:

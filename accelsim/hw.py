@@ -477,7 +477,7 @@ def _hint(key: str) -> str:
 def config_from_dict(data: Any, where: str = "<dict>") -> HardwareConfig:
     """Check a parsed YAML mapping and build the config; ``where`` names it in errors."""
     config = _build(HardwareConfig, data, where, "")
-    from frontend.graph import DTYPE_BYTES  # the dtypes a run can store tensors in (no torch import)
+    from frontend.dtypes import DTYPE_BYTES  # the dtypes a run can store tensors in (no networkx, no torch)
 
     if config.dtype not in DTYPE_BYTES:
         raise HardwareConfigError(

@@ -3,24 +3,53 @@
 ``trace`` turns a module and example inputs into a graph; ``trace_model`` / ``load_model`` do
 the same for the torchvision names of the model zoo; ``frontend.synthetic`` builds small graphs
 without torch; ``cached_trace`` traces a zoo model once and loads its saved graph after that
-(``frontend.cache``). Importing this package does not import torch: ``trace`` and the zoo import
-it when they run.
+(``frontend.cache``).
+
+Importing this package imports nothing else: each public name loads its module on first use
+(PEP 562 ``__getattr__``), so ``frontend.list_models()`` needs neither networkx nor torch, and
+torch is imported only when a model is traced (``trace`` and the zoo import it when they run).
 """
 
-from frontend.cache import CacheDirError, cached_trace, check_cache_dir, default_cache_dir
-from frontend.graph import (
-    DTYPE_BYTES,
-    GraphFormatError,
-    add_operator,
-    add_tensor,
-    check_graph,
-    dtype_bytes,
-    load_graph,
-    new_graph,
-    save_graph,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from frontend.cache import CacheDirError, cached_trace, check_cache_dir, default_cache_dir
+    from frontend.dtypes import DTYPE_BYTES
+    from frontend.graph import (
+        GraphFormatError,
+        add_operator,
+        add_tensor,
+        check_graph,
+        dtype_bytes,
+        load_graph,
+        new_graph,
+        save_graph,
+    )
+    from frontend.zoo import (
+        FrontendMissingError,
+        UnknownModelError,
+        list_models,
+        load_model,
+        require_torch,
+        trace_model,
+    )
+
+# ``trace`` is both a submodule and the function it defines: bound now (frontend.trace imports
+# nothing heavy), the function stays ``frontend.trace`` whoever imports the submodule later.
 from frontend.trace import TraceError, trace
-from frontend.zoo import FrontendMissingError, UnknownModelError, list_models, load_model, require_torch, trace_model
+
+#: each public name and the module that defines it
+_HOMES = {
+    "CacheDirError": "cache", "cached_trace": "cache", "check_cache_dir": "cache", "default_cache_dir": "cache",
+    "DTYPE_BYTES": "dtypes",
+    "GraphFormatError": "graph", "add_operator": "graph", "add_tensor": "graph", "check_graph": "graph",
+    "dtype_bytes": "graph", "load_graph": "graph", "new_graph": "graph", "save_graph": "graph",
+    "FrontendMissingError": "zoo", "UnknownModelError": "zoo", "list_models": "zoo", "load_model": "zoo",
+    "require_torch": "zoo", "trace_model": "zoo",
+}
 
 __all__ = [
     "CacheDirError",
@@ -45,3 +74,17 @@ __all__ = [
     "trace",
     "trace_model",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name's module on first use and keep the name here (later lookups are plain)."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'frontend' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"frontend.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))

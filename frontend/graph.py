@@ -51,16 +51,9 @@ from typing import Any
 import networkx as nx
 
 from frontend.cost import gemm_macs
+from frontend.dtypes import DTYPE_BYTES  # bytes per element of the storage dtypes a run can choose
 
 TENSOR_KINDS = ("input", "weight", "activation", "output")
-
-#: bytes per element of the storage dtypes a run can choose
-DTYPE_BYTES = {
-    "int8": 1, "uint8": 1, "bool": 1, "fp8": 1,
-    "int16": 2, "fp16": 2, "bf16": 2,
-    "int32": 4, "fp32": 4,
-    "int64": 8, "fp64": 8,
-}
 
 
 class GraphFormatError(ValueError):

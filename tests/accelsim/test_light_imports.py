@@ -1,0 +1,46 @@
+"""Heavy packages load only when a command or stage needs them (checked in fresh processes)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HEAVY = ("torch", "torchvision", "matplotlib", "pandas", "ortools", "dask", "distributed", "numba", "scipy")
+
+#: runs ``accelsim.cli.main`` on the arguments, then prints the heavy packages the process imported
+CLI = f"""
+import sys
+from accelsim.cli import main
+status = main(sys.argv[1:])
+print("IMPORTED=" + ",".join(m for m in {HEAVY!r} + ("networkx",) if m in sys.modules))
+sys.exit(status)
+"""
+
+
+def imported_by(code: str, *args: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, check=False)
+    assert done.returncode == 0, done.stderr
+    line = [text for text in done.stdout.splitlines() if text.startswith("IMPORTED=")][-1]
+    return [name for name in line.removeprefix("IMPORTED=").split(",") if name]
+
+
+@pytest.mark.parametrize("package", ["accelsim", "frontend", "scheduler", "accelsim.cli", "accelsim.report"])
+def test_importing_a_package_loads_no_heavy_dependency(package):
+    code = f"import sys, {package}; print('IMPORTED=' + ','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    assert imported_by(code) == []
+
+
+@pytest.mark.parametrize("command", [["models"], ["configs"], ["configs", "--fields"], ["alloc", "--methods"]])
+def test_listing_commands_load_no_heavy_dependency_and_no_graph_library(command):
+    assert imported_by(CLI, *command) == []
+
+
+def test_frontend_names_load_their_own_module_only():
+    code = ("import sys, frontend; names = frontend.list_models(); "
+            "print('IMPORTED=' + ','.join(m for m in ('networkx', 'torch', 'frontend.graph', 'frontend.cache') "
+            "if m in sys.modules))")
+    assert imported_by(code) == []
