@@ -164,7 +164,7 @@ def test_run_interrupted_while_writing_leaves_no_half_written_folder(chain_json,
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(report_module, "plot_memory", interrupted)  # after trace.json and layout.png are written
+    monkeypatch.setattr(report_module, "plot_memory", interrupted)  # after trace.json and layout.svg are written
     out = tmp_path / "deep" / "report"
     assert main(["run", str(chain_json), "--out", str(out)]) == 130
     _one_error_line(capsys, "interrupted")
