@@ -69,32 +69,60 @@ if TYPE_CHECKING:  # OR-Tools (and the pandas it imports) load when a model is b
     from ortools.sat.python import cp_model
 
 
+#: CP-SAT deterministic time per call when none is given (``CosmaOptions.deterministic_time``).
+#: It covers every proof of the COSMA comparison in the README (the slowest, DeepLabV3 with
+#: weights at M_R, took 3 units of the ordinary search and 0.8 of the core search), and leaves
+#: ``core_after`` room to switch. A unit is no fixed number of seconds: the wall time a unit
+#: takes differed more than tenfold between the models measured (most on large fixed-order
+#: models), so the wall time of a search that uses its whole budget depends on the model.
+DEFAULT_DETERMINISTIC_TIME = 5.0
+
+
 @dataclass(frozen=True)
 class CosmaOptions:
-    """Solver settings shared by ``cosma``, ``min_peak`` and ``cosma_dnc``."""
+    """Solver settings shared by ``cosma``, ``min_peak`` and ``cosma_dnc``.
 
-    time_limit: float = 10.0  #: seconds per call (``cosma_dnc`` shares it among its parts)
+    The budget of a search is ``deterministic_time``, CP-SAT's own measure of work
+    (``max_deterministic_time``): with one worker the same model gets the same answer on any
+    machine and under any load. ``time_limit`` adds a wall-clock limit as a safety net (off by
+    default); when it is what stops a search, the answer depends on the machine, and the
+    schedule's ``stats["clock_stopped"]`` is 1 (``MinPeak.clock_stopped`` for ``min_peak``).
+    """
+
+    #: CP-SAT deterministic time per call (``cosma_dnc`` shares it among its parts, ``cosma`` gives
+    #: ``warm_fraction`` of it to its warm start); None: no work limit, only ``time_limit``
+    deterministic_time: float | None = DEFAULT_DETERMINISTIC_TIME
+    #: wall-clock seconds per call, a safety net (``cosma_dnc`` shares it among its parts); None: none
+    time_limit: float | None = None
     workers: int = 1  #: CP-SAT workers; 1 makes the answer depend only on the input and the seed
     seed: int = 0  #: CP-SAT random seed
     hint: bool = True  #: start from the best baseline schedule (program order, Belady or greedy)
     dominance: bool = True  #: the three dominance rules of the module docstring
     capacity_cut: bool = True  #: a redundant per-step sum of resident bytes <= budget
     #: ``cosma`` first solves the fixed-order model for the baseline's order (at most
-    #: ``warm_fraction`` of the time limit) and starts the joint model from its answer
+    #: ``warm_fraction`` of the deterministic time, and of the time limit) and starts the joint
+    #: model from its answer
     warm_start: bool = True
     warm_fraction: float = 0.25
     #: CP-SAT ``linearization_level``: 0 (our default: on the COSMA comparison it proved 20 of 20 M_R
     #: optima where 1 proved 19, and was faster) searches without the LP relaxation, 1 (CP-SAT's default)
     #: keeps a light one, 2 adds cuts
     linearization: int = 0
-    #: after this much deterministic time (CP-SAT's machine-independent measure of work, about
-    #: a second each) without a proof of the traffic optimum, spend the rest of the time limit in
-    #: CP-SAT's core-based search (``optimize_with_core``: it raises the bound by unsatisfiable
-    #: cores of the cost literals), starting from the best solution so far; ``None`` never
-    #: switches, and ``min_peak`` (one integer objective) never does. On the COSMA comparison the
-    #: ordinary search proves most optima quickly, while core search proves DeepLabV3's M_R
-    #: optimum 3x faster but densenet's 4-8x slower.
+    #: after this much deterministic time (CP-SAT's machine-independent measure of work) without
+    #: a proof of the traffic optimum, spend the rest of the budget in CP-SAT's core-based search
+    #: (``optimize_with_core``: it raises the bound by unsatisfiable cores of the cost literals),
+    #: starting from the best solution so far; ``None`` never switches, nor does a call whose
+    #: budget is no larger, and ``min_peak`` (one integer objective) never does. On the COSMA
+    #: comparison the ordinary search proves most optima quickly, while core search proves
+    #: DeepLabV3's M_R optimum 3x faster but densenet's 4-8x slower.
     core_after: float | None = 3.0
+
+    def __post_init__(self) -> None:
+        for name in ("deterministic_time", "time_limit"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                      or not math.isfinite(value) or value <= 0):
+                raise ScheduleError(f"CosmaOptions.{name} must be a positive, finite number or None, got {value!r}")
 
 
 #: the default settings
@@ -156,6 +184,8 @@ class _Part:
         from ortools.sat.python import cp_model
 
         self.ctx, self.ops, self.state, self.options, self.mode = ctx, list(ops), state, options, mode
+        self.clock_stopped = False  #: a wall-clock deadline stopped one of this part's searches
+        self.work_used = 0.0  #: CP-SAT deterministic time spent on this part
         self.n = n = len(self.ops)
         model = self.model = cp_model.CpModel()
         unit = ctx.unit
@@ -388,35 +418,40 @@ class _Part:
             else:
                 self.model.add_hint(x, 0)  # not resident there: any address in the domain
 
-    def solve(self, deadline: float) -> tuple[cp_model.CpSolver, str]:
-        """Run CP-SAT until ``deadline`` (see ``CosmaOptions.core_after``); the solver and its verdict."""
+    def solve(self, deadline: float | None, work: float | None) -> tuple[cp_model.CpSolver, str]:
+        """Run CP-SAT for ``work`` units of deterministic time (None: no limit), stopping at the
+        wall-clock ``deadline`` if one is given first (see ``CosmaOptions.core_after``); the
+        solver and its verdict. ``clock_stopped`` records whether the deadline stopped a search,
+        ``work_used`` the deterministic time spent."""
         # Core-based search bounds sums of cost literals; the peak objective (15) is one integer.
         switch = self.options.core_after if self.mode == "traffic" else None
-        if switch is None:
-            return self._solve(deadline, core=False)
+        if switch is None or (work is not None and work <= switch):
+            return self._solve(deadline, core=False, work=work)
         # The switch is measured in CP-SAT's deterministic time, so where it happens, and hence
         # the answer, does not depend on the machine's speed or load.
         solver, status = self._solve(deadline, core=False, work=switch)
-        if status in ("optimal", "infeasible"):
+        if status in ("optimal", "infeasible") or self.clock_stopped:
             return solver, status
-        if time.perf_counter() >= deadline:
+        rest = None if work is None else work - solver.deterministic_time
+        if rest is not None and rest <= 0:
             return solver, status
         if status == "timeout":  # nothing found yet: core search is poor at finding solutions
-            return self._solve(deadline, core=False)
+            return self._solve(deadline, core=False, work=rest)
         self.model.clear_hints()
         for i in range(len(self.model.proto.variables)):
             variable = self.model.get_int_var_from_proto_index(i)
             self.model.add_hint(variable, solver.value(variable))
-        return self._solve(deadline, core=True)
+        return self._solve(deadline, core=True, work=rest)
 
-    def _solve(self, deadline: float, core: bool, work: float | None = None) -> tuple[cp_model.CpSolver, str]:
+    def _solve(self, deadline: float | None, core: bool, work: float | None = None) -> tuple[cp_model.CpSolver, str]:
         from ortools.sat.python import cp_model
 
         solver = cp_model.CpSolver()
         # CP-SAT would install its own SIGINT handler for good; Ctrl-C must stay Python's KeyboardInterrupt
         # so that the commands can report what they have (it then arrives when the solve returns).
         solver.parameters.catch_sigint_signal = False
-        solver.parameters.max_time_in_seconds = max(0.01, deadline - time.perf_counter())
+        if deadline is not None:
+            solver.parameters.max_time_in_seconds = max(0.01, deadline - time.perf_counter())
         if work is not None:
             solver.parameters.max_deterministic_time = work
         solver.parameters.num_workers = self.options.workers
@@ -424,15 +459,18 @@ class _Part:
         solver.parameters.linearization_level = self.options.linearization
         solver.parameters.optimize_with_core = core
         code = solver.solve(self.model)
+        self.work_used += solver.deterministic_time
         if code == cp_model.OPTIMAL:
             return solver, "optimal"
-        if code == cp_model.FEASIBLE:
-            return solver, "feasible"
         if code == cp_model.INFEASIBLE:
             return solver, "infeasible"
         if code == cp_model.MODEL_INVALID:
             raise ScheduleError(f"CP-SAT rejected the model: {self.model.validate()}")
-        return solver, "timeout"
+        # Stopped by a limit: by the clock when the work limit was not reached and the deadline passed.
+        worked_out = work is not None and solver.deterministic_time >= work
+        if deadline is not None and not worked_out and time.perf_counter() >= deadline:
+            self.clock_stopped = True
+        return solver, "feasible" if code == cp_model.FEASIBLE else "timeout"
 
     def size(self) -> dict[str, float]:
         """The model's numbers of variables and constraints, for ``Schedule.stats``."""
@@ -558,8 +596,9 @@ class MinPeak:
     order: list[str]  #: operator names, one per step
     peak: int  #: the largest sum of on-chip bytes resident at one step in this order
     bound: int  #: a proven lower bound on the minimum (``== peak`` when ``status == "optimal"``)
-    status: str  #: ``"optimal"``, ``"feasible"`` (time limit hit) or ``"timeout"`` (program order kept)
+    status: str  #: ``"optimal"``, ``"feasible"`` (a limit hit) or ``"timeout"`` (program order kept)
     seconds: float  #: wall time of the solve
+    clock_stopped: bool = False  #: the wall-clock ``time_limit``, not the deterministic budget, stopped the solve
 
 
 def footprint(graph: nx.DiGraph, order: str | Sequence[str] = "program", sizes: Mapping[str, int] | None = None,
@@ -607,8 +646,9 @@ def min_peak(
     No tensor is spilled or fetched twice ((13)); ``peak`` bounds the bytes resident at every
     step ((14)) and is minimised ((15)). Addresses are not modelled (the paper's choice): the
     peak is a sum of sizes, so placing the tensors may need more (see ``cosma``). The program
-    order is the hint; if the solver finds nothing within ``options.time_limit`` it is
-    returned with ``status="timeout"``.
+    order is the hint; if the solver finds nothing within its budget
+    (``options.deterministic_time``, or ``options.time_limit`` if that comes first) the program
+    order is returned with ``status="timeout"``.
 
     >>> from frontend.graph import new_graph, add_tensor, add_operator
     >>> g = new_graph("fork", dtype="int8")
@@ -631,27 +671,30 @@ def min_peak(
         for v, run in part.run.items():
             for t, x in run.items():
                 part.model.add_hint(x, program.index(v) == t)
-    solver, status = part.solve(began + options.time_limit)
+    deadline = None if options.time_limit is None else began + options.time_limit
+    solver, status = part.solve(deadline, options.deterministic_time)
     if status not in ("optimal", "feasible"):
         peak = footprint(graph, program, sizes, alignment)
-        return MinPeak(program, peak, 0, "timeout", time.perf_counter() - began)
+        return MinPeak(program, peak, 0, "timeout", time.perf_counter() - began, part.clock_stopped)
     order = part.order_of(solver)
     peak = footprint(graph, order, sizes, alignment)
-    return MinPeak(order, peak, int(solver.best_objective_bound), status, time.perf_counter() - began)
+    return MinPeak(order, peak, int(solver.best_objective_bound), status, time.perf_counter() - began,
+                   part.clock_stopped)
 
 
 def budgets(
     graph: nx.DiGraph, sizes: Mapping[str, int] | None = None, alignment: int = 1,
-    options: CosmaOptions = DEFAULTS,
+    options: CosmaOptions = DEFAULTS, order: MinPeak | None = None,
 ) -> dict[str, int]:
     """The three memory budgets of COSMA §V-A2: ``"MR"``, ``"MH"`` and ``"MP"`` (bytes).
 
     M_R is the largest single-operator footprint (``min_capacity``), M_P the minimum peak
     footprint (``min_peak``; if that is not proven optimal the best order found is used), M_H
-    their mean rounded up to the alignment.
+    their mean rounded up to the alignment. ``order``, ``min_peak``'s answer for the same graph,
+    sizes and alignment when the caller has it already, saves solving it again.
     """
     mr = min_capacity(graph, sizes, alignment)[0]
-    mp = max(mr, min_peak(graph, sizes, alignment, options).peak)
+    mp = max(mr, (order or min_peak(graph, sizes, alignment, options)).peak)
     mh = -(-((mr + mp) // 2) // alignment) * alignment
     return {"MR": mr, "MH": mh, "MP": mp}
 
@@ -694,17 +737,19 @@ def cosma(
     sizes, alignment:
         as for ``scheduler.schedule`` (e.g. per-PE bytes; weights at 0 for activations only).
     options:
-        time limit, workers, seed, hint and the model's switches (``CosmaOptions``).
+        budget (deterministic time, optional time limit), workers, seed, hint and the model's
+        switches (``CosmaOptions``).
 
     Returns
     -------
     Schedule
         with the solver's addresses in ``offsets``, ``method`` ``"cosma"`` or ``"cosma-fs"``,
-        ``status`` ``"optimal"`` or ``"feasible"`` (time limit hit with a solution) and
+        ``status`` ``"optimal"`` or ``"feasible"`` (budget used up with a solution) and
         ``stats`` holding ``objective`` (the non-compulsory bytes, equal to the schedule's
         ``noncompulsory_bytes``), ``bound`` (proven lower bound), ``gap``, ``solve_seconds``,
-        ``variables`` and ``constraints``. If the solver finds no solution in time, the best
-        baseline schedule is returned with ``status="timeout"`` (``method`` names it).
+        ``variables``, ``constraints`` and ``clock_stopped`` (1 when the wall-clock
+        ``time_limit`` stopped a search). If the solver finds no solution within its budget,
+        the best baseline schedule is returned with ``status="timeout"`` (``method`` names it).
 
     Raises ``CapacityError`` below M_R and ``ScheduleError`` for a bad order or option.
 
@@ -725,6 +770,9 @@ def cosma(
     ('optimal', 20, [('spill', 's', 2), ('retrieve', 's', 4)])
     """
     began = time.perf_counter()
+    deadline = None if options.time_limit is None else began + options.time_limit
+    work = options.deterministic_time
+    clock_stopped = False
     need = check_capacity(graph, capacity_bytes, sizes, alignment)
     ctx = _Context(graph, sizes, alignment)
     fixed = resolve_order(graph, order) if order is not None else None
@@ -737,17 +785,21 @@ def cosma(
         warm = _Part(ctx, list(graph.nodes), capacity_bytes, _State(), set(), options, fixed_order=baseline.order)
         if options.hint:
             warm.hint(0, baseline.order, _timeline_of(baseline))
-        solver, status = warm.solve(began + options.warm_fraction * options.time_limit)
+        solver, status = warm.solve(None if deadline is None else began + options.warm_fraction * (deadline - began),
+                                    None if work is None else options.warm_fraction * work)
+        clock_stopped = warm.clock_stopped
+        if work is not None:
+            work = max(work - warm.work_used, 1e-3)
         if status in ("optimal", "feasible"):
             start = warm.answer(solver, capacity_bytes, method)
             if start.noncompulsory_bytes == 0:
                 return _finish(start, need, "optimal", 0, 0, time.perf_counter() - began,
-                               {"warm_start": 1.0, **warm.size()})
+                               {"warm_start": 1.0, **warm.size(), "clock_stopped": float(clock_stopped)})
     part = _Part(ctx, list(graph.nodes), capacity_bytes, _State(), set(), options, fixed_order=fixed)
     if options.hint:
         part.hint(0, start.order, _timeline_of(start))
-    solver, status = part.solve(began + options.time_limit)
-    size = part.size()
+    solver, status = part.solve(deadline, work)
+    size = {**part.size(), "clock_stopped": float(clock_stopped or part.clock_stopped)}
     if status not in ("optimal", "feasible"):
         bound = max(0, int(solver.best_objective_bound)) if status == "timeout" else 0
         if start is not baseline:
@@ -802,7 +854,8 @@ def cosma_dnc(
     resident keep their addresses and may be kept, dropped or spilled; tensors read by later
     parts must end resident or in DRAM. The order within a part is free, across parts it
     follows the cuts, so the answer is optimal per part given the earlier ones, not globally.
-    ``options.time_limit`` is the total budget, shared evenly among the parts still to solve.
+    ``options.deterministic_time`` (and ``options.time_limit``, if set) is the total budget:
+    each part gets an even share of what the parts before it left.
     ``status`` is ``"optimal"`` only if every part is; ``stats["bound"]`` is the sum of the
     parts' bounds (a bound for the cut problem, not the whole graph).
     """
@@ -823,18 +876,24 @@ def cosma_dnc(
     order: list[str] = []
     statuses: list[str] = []
     objective = bound = 0
-    deadline = began + options.time_limit
+    deadline = None if options.time_limit is None else began + options.time_limit
+    work_left = options.deterministic_time
+    clock_stopped = False
     for i, ops in enumerate(parts):
         later = {t for p in parts[i + 1:] for v in p for t in ctx.inputs(v)}
-        share = (deadline - time.perf_counter()) / (len(parts) - i)
         part = _Part(ctx, ops, capacity_bytes, state, later, options)
         if options.hint:
             part.hint(len(order), baseline.order, hint)
-        solver, status = part.solve(time.perf_counter() + share)
+        now = time.perf_counter()
+        solver, status = part.solve(None if deadline is None else now + (deadline - now) / (len(parts) - i),
+                                    None if work_left is None else max(work_left / (len(parts) - i), 1e-3))
+        clock_stopped = clock_stopped or part.clock_stopped
+        if work_left is not None:
+            work_left -= part.work_used
         if status not in ("optimal", "feasible"):
             baseline.method = f"cosma-dnc ({status} in part {i + 1} of {len(parts)}; {baseline.method} kept)"
-            return _finish(baseline, need, "timeout", baseline.noncompulsory_bytes, 0,
-                           time.perf_counter() - began, {"parts": float(len(parts))})
+            return _finish(baseline, need, "timeout", baseline.noncompulsory_bytes, 0, time.perf_counter() - began,
+                           {"parts": float(len(parts)), "clock_stopped": float(clock_stopped)})
         statuses.append(status)
         objective += int(round(solver.objective_value))
         bound += int(math.ceil(solver.best_objective_bound - 1e-6))
@@ -843,4 +902,4 @@ def cosma_dnc(
     result = _assemble(ctx, order, timeline, capacity_bytes, "cosma-dnc")
     status = "optimal" if all(s == "optimal" for s in statuses) else "feasible"
     return _finish(result, need, status, objective, min(objective, max(0, bound)), time.perf_counter() - began,
-                   {"parts": float(len(parts))})
+                   {"parts": float(len(parts)), "clock_stopped": float(clock_stopped)})

@@ -3,9 +3,11 @@
 ``SCHEDULERS`` lists the methods ``make_schedule`` and ``accelsim run --scheduler`` accept:
 
 * ``"program"`` -- the program order with a replacement policy (``"belady"`` or ``"greedy"``),
-  its spills decided either by the TensorFlow Lite style online first-fit arena
-  (``allocator="online-first-fit"``, ``scheduler.baseline``) or by any ``allocator.METHODS``
-  method placing each residency plan offline (``scheduler.spill_loop.allocation_aware``);
+  its spills decided by an ``allocator.METHODS`` method placing each residency plan offline
+  (``scheduler.spill_loop.allocation_aware``; ``"auto"`` by default, as in ``accelsim run``
+  and ``accelsim.compile_and_simulate``, so the three give the same schedule), or by the
+  TensorFlow Lite style online first-fit arena (``allocator="online-first-fit"``,
+  ``scheduler.baseline``);
 * ``"min-peak"`` -- the same with the order of minimum peak footprint (MPMF, ``min_peak``);
 * ``"cosma"`` -- the joint CP-SAT model (``scheduler.cosma.cosma``);
 * ``"cosma-fs"`` -- addresses and replacement for a fixed order, ``fixed_order`` =
@@ -14,6 +16,12 @@
 
 A budget is ``"MR"`` (the largest single-operator footprint), ``"MP"`` (the minimum peak
 footprint), ``"MH"`` (their mean) or a number of bytes.
+
+Every default budget here is work, not seconds (``CosmaOptions.deterministic_time`` for the
+CP-SAT models and the MPMF order, ``scheduler.spill_loop.WORK_BUDGETS`` for the loop's
+allocator), so the same call gives the same schedule on any machine; the wall-clock limits
+(``CosmaOptions.time_limit``, ``allocator_timeout``) are safety nets, off by default, and a
+schedule they cut short says so in ``stats["clock_stopped"]``.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from scheduler.baseline import schedule
 from scheduler.budget import min_capacity
 from scheduler.cosma import DEFAULTS, CosmaOptions, budgets, cosma, cosma_dnc, min_peak
 from scheduler.schedule import Schedule, ScheduleError
-from scheduler.spill_loop import ONLINE, allocation_aware
+from scheduler.spill_loop import DEFAULT_ALLOCATOR, ONLINE, allocation_aware
 
 #: scheduler names ``make_schedule`` accepts
 SCHEDULERS = ("program", "min-peak", "cosma", "cosma-fs", "cosma-dnc")
@@ -60,23 +68,27 @@ def resolve_budget(
 def make_schedule(
     graph: nx.DiGraph, capacity_bytes: int, method: str = "program", replacement: str = "belady",
     sizes: Mapping[str, int] | None = None, alignment: int = 1, options: CosmaOptions = DEFAULTS,
-    fixed_order: str = "program", part_size: int = 40, allocator: str = ONLINE,
+    fixed_order: str = "program", part_size: int = 40, allocator: str | None = None,
     allocator_timeout: float | None = None, allocator_options: Mapping[str, Any] | None = None,
     order: str | Sequence[str] = "program",
 ) -> Schedule:
     """Schedule ``graph`` in ``capacity_bytes`` with the scheduler called ``method`` (see ``SCHEDULERS``).
 
     ``replacement`` applies to ``"program"`` and ``"min-peak"``; ``fixed_order`` to
-    ``"cosma-fs"``; ``part_size`` to ``"cosma-dnc"``; ``options`` (time limit, workers, seed)
+    ``"cosma-fs"``; ``part_size`` to ``"cosma-dnc"``; ``options`` (budget, workers, seed)
     to every solver-based method, including the MPMF order of ``"min-peak"``. ``allocator``
-    (``"program"`` and ``"min-peak"`` only) decides their spills: ``"online-first-fit"`` (the
-    default here) is the baseline's online arena, any ``allocator.METHODS`` name runs the
-    allocation-aware loop with it (``allocation_aware``; ``allocator_timeout`` seconds for the
-    loop, ``allocator_options`` for ``allocator.solve``). ``order`` is the ``"program"``
+    (``"program"`` and ``"min-peak"`` only) decides their spills: any ``allocator.METHODS``
+    name runs the allocation-aware loop with it (``allocation_aware``; ``"auto"`` when None,
+    the default of ``accelsim run`` too; ``allocator_timeout`` is a wall-clock safety net in
+    seconds for the loop, ``allocator_options`` go to ``allocator.solve``), and
+    ``"online-first-fit"`` is the baseline's online arena. ``order`` is the ``"program"``
     scheduler's order (``"program"`` or a list of every operator). The result's
-    ``status`` says whether a solver proved its answer (``"optimal"``), stopped at its time
-    limit with one (``"feasible"``) or without (``"timeout"``: the best baseline is returned),
-    or whether it is a heuristic. Unknown names raise ``ScheduleError`` listing the valid ones.
+    ``status`` says whether a solver proved its answer (``"optimal"``), used up its budget
+    with one (``"feasible"``) or without (``"timeout"``: the best baseline is returned),
+    or whether it is a heuristic; ``stats["clock_stopped"]`` is 1 when a wall-clock limit,
+    not a work budget, ended a search (of the order, too, for ``"min-peak"`` and
+    ``"cosma-fs"`` with the MPMF order). Unknown names raise ``ScheduleError`` listing the
+    valid ones.
 
     >>> from frontend.synthetic import chain
     >>> make_schedule(chain(3, size=10), 30, "cosma").noncompulsory_bytes
@@ -87,11 +99,15 @@ def make_schedule(
     if fixed_order not in ("program", "min-peak"):
         raise ScheduleError(f"unknown fixed order {fixed_order!r}; valid values: 'program', 'min-peak'")
     if method not in ("program", "min-peak"):
-        if allocator != ONLINE:
+        if allocator is not None:
             raise ScheduleError(f"allocator={allocator!r} decides the spills of the 'program' and 'min-peak' "
                                 f"schedulers; {method!r} places its own tensors (re-place its residencies with "
                                 "allocator.solve)")
-    elif allocator_timeout is not None and allocator == ONLINE:
+        if allocator_timeout is not None or allocator_options is not None:
+            raise ScheduleError(f"allocator_timeout and allocator_options apply to the 'program' and 'min-peak' "
+                                f"schedulers' allocator, not to {method!r}")
+    chosen = DEFAULT_ALLOCATOR if allocator is None else allocator
+    if allocator_timeout is not None and chosen == ONLINE:
         raise ScheduleError(f"allocator_timeout={allocator_timeout!r} limits an allocator's loop; the "
                             f"{ONLINE!r} arena has no time limit")
 
@@ -99,11 +115,12 @@ def make_schedule(
         raise ScheduleError(f"order applies to the 'program' scheduler, not to {method!r}")
 
     def fixed(sequence: str | Sequence[str]) -> Schedule:
-        if allocator == ONLINE:
+        if chosen == ONLINE:
             result = schedule(graph, capacity_bytes, sequence, replacement, sizes, alignment)
             result.placed_by = ONLINE
+            result.stats["clock_stopped"] = 0.0
             return result
-        return allocation_aware(graph, capacity_bytes, allocator, sequence, replacement, sizes, alignment,
+        return allocation_aware(graph, capacity_bytes, chosen, sequence, replacement, sizes, alignment,
                                 allocator_timeout, allocator_options)
 
     if method == "program":
@@ -114,12 +131,15 @@ def make_schedule(
         result.method = f"min-peak+{replacement}"
         result.stats["order_peak"] = best.peak
         result.stats["order_status_optimal"] = float(best.status == "optimal")
+        result.stats["clock_stopped"] = float(result.stats["clock_stopped"] or best.clock_stopped)
         return result
     if method == "cosma":
         return cosma(graph, capacity_bytes, None, sizes, alignment, options)
     if method == "cosma-fs":
-        order = "program" if fixed_order == "program" else min_peak(graph, sizes, alignment, options).order
-        result = cosma(graph, capacity_bytes, order, sizes, alignment, options)
+        mpmf = None if fixed_order == "program" else min_peak(graph, sizes, alignment, options)
+        result = cosma(graph, capacity_bytes, "program" if mpmf is None else mpmf.order, sizes, alignment, options)
         result.method = result.method.replace("cosma-fs", f"cosma-fs[{fixed_order}]", 1)
+        if mpmf is not None and mpmf.clock_stopped:
+            result.stats["clock_stopped"] = 1.0
         return result
     return cosma_dnc(graph, capacity_bytes, part_size, sizes, alignment, options)

@@ -26,7 +26,7 @@ The loop (``allocation_aware``), for a capacity ``C`` and a fixed operator order
    own footprint (its operator's inputs and outputs). The next plan must evict at least
    ``o[t]`` more bytes at each such step, chosen again by the replacement policy; steps that
    did not overflow keep their budgets. Everything is re-solved from scratch: the plan
-   (milliseconds) and the placement (the allocator's time, half of what is left per round).
+   (milliseconds) and the placement (half of the work budget left per round, see below).
 
 5. **Relax.** Lowering by the whole overflow at every overflowing step is often more than
    the allocator needed. Once a plan fits, its budgets ``L`` (fits) and ``H`` (all ``C``) are
@@ -40,9 +40,29 @@ The loop (``allocation_aware``), for a capacity ``C`` and a fixed operator order
 **Termination.** Each phase-1 round that does not fit lowers at least one budget by at least
 one alignment unit, and no budget goes below its floor, so the sum of the budgets strictly
 decreases and phase 1 ends after finitely many rounds; it also ends after ``max_rounds``
-rounds, when the time runs out, or when no overflowing step can be lowered any more (every
-one at its floor): the loop's answer is then *no fit*. Phase 2 has at most
-``MAX_RELAX_ROUNDS`` rounds and only ever replaces the fit by one that moves fewer bytes.
+rounds, when the work budget (or the time, with a ``timeout``) runs out, or when no
+overflowing step can be lowered any more (every one at its floor): the loop's answer is then
+*no fit*. Phase 2 has at most ``MAX_RELAX_ROUNDS`` rounds and only ever replaces the fit by one
+that moves fewer bytes.
+
+**Budgets in work, not seconds.** Every limit of the loop counts work, so the same graph and
+capacity give the same answer on any machine, under any load, with a cold or a warm compile
+cache: at most ``max_rounds`` plans and ``MAX_RELAX_ROUNDS`` relaxations, and for each
+allocator whose search would otherwise run until a deadline, a limit in the unit of its own
+options record (``WORK_BUDGETS``): ``auto`` and ``minimalloc`` get search nodes
+(``node_limit``), ``cpsat`` CP-SAT deterministic time, ``idealloc`` a number of runs. For the
+searches the budget is the loop's (``DEFAULT_NODE_BUDGET`` nodes): a phase-1 placement gets half
+of what is left, a relaxation a quarter, and a placement that does not fit is charged its whole
+share (a search that fails stops at its limit, unless it proves the plan infeasible first; its
+node count is not charged because with several threads it is not reproducible, while the
+limit is). The others are deterministic already: the greedy heuristics, ``hill-climb``
+(``iterations``), the TelaMalloc searches (``step_limit``). ``mip`` has none (OR-Tools' MIP
+wrapper has only a time limit): it runs to its verdict unless a ``timeout`` is given.
+
+A ``timeout`` adds a wall-clock limit as a safety net, off by default: each placement then
+also gets half (a relaxation a quarter) of the time left. When the clock ends a placement or
+the loop before its work budget does, the answer depends on the machine, and
+``stats["clock_stopped"]`` is 1 (``Round.clock_stopped`` says which placement).
 
 **The online arena as the safety net.** The online first-fit arena always completes at any
 ``C >= M_R`` (it compacts), and costs milliseconds, so the flow runs it too and keeps
@@ -53,13 +73,14 @@ worse than the online first fit. ``Schedule.stats`` says what happened: ``rounds
 ``online_noncompulsory_bytes``, ``online_kept`` (1 when the online arena's schedule was kept),
 and ``Schedule.placed_by`` names who chose the offsets.
 
-Deterministic for deterministic allocators (the heuristics; ``auto`` or ``minimalloc`` with a
-``node_limit`` in ``allocator_options``); with only a time limit an exact search may end
-differently on a loaded machine.
+Deterministic without a ``timeout`` for every allocator but ``mip`` when it is given a
+``timeout`` too; see above.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -74,14 +95,57 @@ from scheduler.schedule import Schedule, ScheduleError, live_bytes_over_time, pe
 
 #: the allocator ``allocation_aware`` uses when none is named
 DEFAULT_ALLOCATOR = "auto"
-#: seconds the whole loop may take when no ``timeout`` is given
-DEFAULT_TIMEOUT = 8.0
+#: search nodes of ``auto``'s and ``minimalloc``'s exact search for the whole loop (see the module
+#: docstring for how the rounds share them). The first placement gets 2,000,000 nodes: about what
+#: the 4 s it got under the former default of 8 s of wall time bought on the development machine,
+#: so a plan that search placed then is placed now. The default runs never reach the search:
+#: at their configs' SRAM a heuristic stage of ``auto`` places resnet50's plans at once on pixel6
+#: and tpuv4 (163.94 KiB and 5.12 MiB peak address, as every warm run reported before).
+DEFAULT_NODE_BUDGET = 4_000_000
+#: CP-SAT deterministic time of ``cpsat`` for the whole loop, shared as the nodes are
+DEFAULT_CPSAT_BUDGET = 8.0
 #: the method that locates the overflow when the chosen allocator returned no placement
 LOCATOR = "best-fit"
 #: the most rounds of the relaxation (phase 2, see the module docstring)
 MAX_RELAX_ROUNDS = 8
 #: the name of the online first-fit arena (the baseline's own placement)
 ONLINE = "online-first-fit"
+
+
+@dataclass(frozen=True)
+class WorkBudget:
+    """A deterministic limit of one allocator, in the unit of one field of its options record."""
+
+    option: str  #: the field of the method's options record (a ``solve`` keyword) that bounds its work
+    total: float  #: ``shared``: the loop's budget in that unit; else every placement's own limit
+    shared: bool  #: the placements share ``total`` (see the module docstring); False: each gets all of it
+
+
+#: the allocators whose work ``allocation_aware`` bounds itself, and how (the module docstring)
+WORK_BUDGETS: dict[str, WorkBudget] = {
+    "auto": WorkBudget("node_limit", DEFAULT_NODE_BUDGET, True),
+    "minimalloc": WorkBudget("node_limit", DEFAULT_NODE_BUDGET, True),
+    "cpsat": WorkBudget("deterministic_time", DEFAULT_CPSAT_BUDGET, True),
+    # idealloc repeats its runs until its deadline, or 20 times (its DEFAULT_RUNS) without one:
+    # the count it makes by default, pinned so that a timeout only ever cuts it short
+    "idealloc": WorkBudget("runs", 20, False),
+}
+
+
+def user_limit(method: str, options: Mapping[str, Any]) -> bool:
+    """Whether ``options`` (``allocator.solve`` keywords) already bound ``method``'s work in the
+    unit of ``WORK_BUDGETS``: the field given as a keyword, or set (not to its default) in an
+    ``options`` record."""
+    budget = WORK_BUDGETS.get(method)
+    if budget is None:
+        return False
+    if budget.option in options:
+        return True
+    record = options.get("options")
+    if record is None or not dataclasses.is_dataclass(record):
+        return False
+    default = {f.name: f.default for f in dataclasses.fields(record)}.get(budget.option, dataclasses.MISSING)
+    return default is not dataclasses.MISSING and getattr(record, budget.option, default) != default
 
 
 @dataclass(frozen=True)
@@ -97,6 +161,9 @@ class Round:
     seconds: float
     #: "fit": lowering budgets until a plan fits; "relax": raising them back halfway towards the capacity
     phase: str = "fit"
+    #: the placement's work limit (``WORK_BUDGETS``: nodes, deterministic time or runs); None: none was set
+    limit: float | None = None
+    clock_stopped: bool = False  #: the wall-clock ``timeout`` ended this placement (or the loop before it)
 
 
 def _overflow(plan: Schedule, offsets: Mapping[str, int], capacity: int, steps: int) -> list[int]:
@@ -122,6 +189,7 @@ def allocation_aware(
     timeout: float | None = None,
     allocator_options: Mapping[str, Any] | None = None,
     max_rounds: int = 64,
+    budget: float | None = None,
 ) -> Schedule:
     """Schedule ``graph`` in a fixed order with spills decided by ``allocator`` (see the module docstring).
 
@@ -132,31 +200,36 @@ def allocation_aware(
     allocator:
         an ``allocator.METHODS`` name that places each plan (``"auto"`` by default).
     timeout:
-        seconds for the whole loop (``DEFAULT_TIMEOUT`` when None). Each round's allocator gets
-        half of what is left (all of it when that is under 0.1 s); when it runs out the
-        best result so far is returned (the online arena's if no plan fitted).
+        a wall-clock safety net in seconds for the whole loop, off by default (None): each
+        placement gets half of the time left (a relaxation a quarter; all of it under 0.1 s);
+        when it runs out the best result so far is returned (the online arena's if no plan
+        fitted) and ``stats["clock_stopped"]`` is 1.
     allocator_options:
-        keyword options for ``allocator.solve`` (e.g. ``{"node_limit": 100000}`` for ``auto`` or
-        ``minimalloc``, to make the loop deterministic).
+        keyword options for ``allocator.solve``. One that bounds the work in the unit of
+        ``WORK_BUDGETS`` (``node_limit``, or a record with it set) replaces the loop's budget:
+        every placement gets that limit.
     max_rounds:
         the most plans tried.
+    budget:
+        the loop's work budget for a ``WORK_BUDGETS`` allocator, in its unit (default: the
+        table's; ``math.inf``: none, so only ``timeout`` bounds the search).
 
     Returns
     -------
     Schedule
         with ``offsets``, ``placed_by`` (the allocator, or ``"online-first-fit"``) and
         ``stats`` (``rounds``, ``fitted``, ``loop_noncompulsory_bytes``,
-        ``online_noncompulsory_bytes``, ``online_kept``, ``loop_seconds``, ``min_capacity``,
-        ``peak_live_bytes``, ``peak_address``). ``rounds`` in the stats counts plans; the
-        details of each are in ``Schedule.rounds``.
+        ``online_noncompulsory_bytes``, ``online_kept``, ``clock_stopped``, ``loop_seconds``,
+        ``min_capacity``, ``peak_live_bytes``, ``peak_address``). ``rounds`` in the stats counts
+        plans; the details of each are in ``Schedule.rounds``.
 
     Raises ``CapacityError`` below M_R and ``ScheduleError`` for a bad option; an unknown
     allocator raises ``allocator.UnknownMethodError``.
 
     >>> from frontend.synthetic import chain
     >>> s = allocation_aware(chain(4, size=10), 30, allocator="best-fit")
-    >>> s.placed_by, s.noncompulsory_bytes, int(s.stats["fitted"])
-    ('best-fit', 0, 1)
+    >>> s.placed_by, s.noncompulsory_bytes, int(s.stats["fitted"]), int(s.stats["clock_stopped"])
+    ('best-fit', 0, 1, 0)
     """
     import allocator as alloc
 
@@ -170,40 +243,82 @@ def allocation_aware(
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
                                 or not timeout > 0 or timeout == float("inf")):
         raise ScheduleError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float) or not budget > 0):
+        raise ScheduleError(f"budget must be a positive amount of work (math.inf: none), got {budget!r}")
     check_alignment(alignment)
     need = check_capacity(graph, capacity_bytes, sizes, alignment)
     began = time.perf_counter()
-    deadline = began + (DEFAULT_TIMEOUT if timeout is None else timeout)
+    deadline = None if timeout is None else began + timeout
     names = resolve_order(graph, order)
     floors = step_footprints(graph, names, onchip_sizes(graph, sizes, alignment))
     budgets = [capacity_bytes] * len(names)
     options = dict(allocator_options or {})
+    work = None if user_limit(allocator, options) else WORK_BUDGETS.get(allocator)
+    total = math.inf if work is None else (work.total if budget is None or not work.shared else budget)
+    work_left = total
     rounds: list[Round] = []
     fitted: Schedule | None = None
     fitted_evictions = 0
-    def attempt(trial: list[int], share: float) -> tuple[Schedule, Any]:
-        plan = plan_residencies(graph, trial, names, replacement, sizes, alignment)
-        return plan, alloc.solve(plan.problem(capacity_bytes), allocator, timeout=max(share, 1e-3), **options)
+    clock_stopped = False
 
-    def record(plan: Schedule, status: str, peak: int | None, lowered: int, phase: str, since: float) -> None:
+    def limits(share: float) -> tuple[dict[str, Any], float | None, float | None]:
+        """The next placement's keywords for ``allocator.solve``, its work limit and its deadline,
+        for a ``share`` (1/2 or 1/4) of what is left; (None, ...) when nothing is left."""
+        extra = dict(options)
+        limit: float | None = None
+        if work is not None and work_left != math.inf:
+            limit = work_left if not work.shared or work_left * share < total / 64 else work_left * share
+            if isinstance(work.total, int):
+                limit = max(int(limit), 1)
+            extra[work.option] = limit
+        call_deadline = None
+        if deadline is not None:
+            left = deadline - time.perf_counter()
+            call_deadline = time.perf_counter() + max(left if left < 0.1 else left * share, 1e-3)
+        return extra, limit, call_deadline
+
+    def out_of_work() -> bool:
+        return work is not None and work.shared and work_left < (1 if isinstance(work.total, int) else 1e-6)
+
+    def place(plan: Schedule, share: float) -> tuple[Any, float | None, bool]:
+        """Place ``plan``: the result, the work limit it had, and whether the clock ended it."""
+        nonlocal work_left
+        extra, limit, call_deadline = limits(share)
+        timeout_s = None if call_deadline is None else max(call_deadline - time.perf_counter(), 1e-3)
+        result = alloc.solve(plan.problem(capacity_bytes), allocator, timeout=timeout_s, **extra)
+        stopped = call_deadline is not None and time.perf_counter() >= call_deadline
+        if limit is not None and work is not None and work.shared and not result.solved:
+            work_left -= limit  # a placement that failed used its whole share (see the module docstring)
+        return result, limit, stopped
+
+    def record(plan: Schedule, status: str, peak: int | None, lowered: int, phase: str, since: float,
+               limit: float | None = None, stopped: bool = False) -> None:
         rounds.append(Round(plan.noncompulsory_bytes, int(plan.stats["peak_live_bytes"]), len(plan.residencies),
-                            status, peak, lowered, time.perf_counter() - since, phase))
+                            status, peak, lowered, time.perf_counter() - since, phase, limit, stopped))
+
+    def clock_out() -> bool:
+        return deadline is not None and time.perf_counter() >= deadline
 
     # phase 1: lower the budgets where the allocator overflowed until a plan fits
     while len(rounds) < max_rounds:
         clock = time.perf_counter()
-        left = deadline - clock
-        if left <= 0:
+        if clock_out():
+            clock_stopped = True
             break
-        plan, result = attempt(budgets, left if left < 0.1 else left / 2)
+        if out_of_work():
+            break
+        plan = plan_residencies(graph, budgets, names, replacement, sizes, alignment)
+        result, limit, stopped = place(plan, 0.5)
+        clock_stopped = clock_stopped or stopped
         if result.solved and result.solution is not None:
-            record(plan, result.status, result.peak, 0, "fit", clock)
+            record(plan, result.status, result.peak, 0, "fit", clock, limit, stopped)
             fitted = plan.with_offsets(result.solution.offsets)
             fitted_evictions = int(plan.stats["evictions"])
             break
         offsets = result.solution.offsets if result.solution is not None else None
         if offsets is None:
-            located = alloc.solve(plan.problem(None), LOCATOR, timeout=max(deadline - time.perf_counter(), 1e-3))
+            left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+            located = alloc.solve(plan.problem(None), LOCATOR, timeout=left)
             offsets = located.solution.offsets if located.solution is not None else None
         lowered = 0
         if offsets is not None:
@@ -216,7 +331,7 @@ def allocation_aware(
                 if wanted < budgets[t]:
                     budgets[t] = wanted
                     lowered += 1
-        record(plan, result.status, result.peak, lowered, "fit", clock)
+        record(plan, result.status, result.peak, lowered, "fit", clock, limit, stopped)
         if lowered == 0:
             break  # every overflowing step is at its floor (or nothing located the overflow): no progress
     # phase 2: the lowered budgets may be lower than needed; bisect back towards the capacity
@@ -224,9 +339,11 @@ def allocation_aware(
     relaxed = 0
     while fitted is not None and len(rounds) < max_rounds and relaxed < MAX_RELAX_ROUNDS:
         clock = time.perf_counter()
-        left = deadline - clock
         trial = [max(lo, (lo + hi) // 2 // alignment * alignment) for lo, hi in zip(low, high, strict=True)]
-        if left <= 0 or trial == low:
+        if trial == low or out_of_work():
+            break
+        if clock_out():
+            clock_stopped = True
             break
         relaxed += 1
         plan = plan_residencies(graph, trial, names, replacement, sizes, alignment)
@@ -234,8 +351,9 @@ def allocation_aware(
             record(plan, "no gain", None, 0, "relax", clock)  # not placed: it would not move fewer bytes
             high = trial
             continue
-        result = alloc.solve(plan.problem(capacity_bytes), allocator, timeout=max(left / 4, 1e-3), **options)
-        record(plan, result.status, result.peak, 0, "relax", clock)
+        result, limit, stopped = place(plan, 0.25)
+        clock_stopped = clock_stopped or stopped
+        record(plan, result.status, result.peak, 0, "relax", clock, limit, stopped)
         if result.solved and result.solution is not None:
             fitted = plan.with_offsets(result.solution.offsets)
             fitted_evictions = int(plan.stats["evictions"])
@@ -259,6 +377,7 @@ def allocation_aware(
         "loop_noncompulsory_bytes": -1 if fitted is None else fitted.noncompulsory_bytes,
         "online_noncompulsory_bytes": online.noncompulsory_bytes,
         "online_kept": float(keep_online),
+        "clock_stopped": float(clock_stopped),
         "loop_seconds": time.perf_counter() - began,
         "evictions": int(online.stats["evictions"]) if keep_online else fitted_evictions,
         "peak_live_bytes": peak_live_bytes(chosen),

@@ -147,8 +147,13 @@ def test_bad_input_is_refused_naming_it():
 def test_make_schedule_selects_the_loop_or_the_online_arena():
     graph = random_dag(30, seed=2, max_size=4096)
     capacity = spill_points(graph)[1]
-    online = scheduler.make_schedule(graph, capacity, "program")
+    online = scheduler.make_schedule(graph, capacity, "program", allocator="online-first-fit")
     assert online.placed_by == "online-first-fit" and not online.rounds
+    # the default is auto's loop, as in accelsim run and compile_and_simulate
+    default = scheduler.make_schedule(graph, capacity, "program")
+    looped_auto = allocation_aware(graph, capacity, "auto")
+    assert default.rounds and default.offsets == looped_auto.offsets
+    assert default.placed_by == looped_auto.placed_by and scheduler.spill_loop.DEFAULT_ALLOCATOR == "auto"
     looped = scheduler.make_schedule(graph, capacity, "program", allocator="best-fit")
     assert looped.rounds and looped.placed_by in ("best-fit", "online-first-fit")
     peak_order = scheduler.make_schedule(graph, capacity, "min-peak", allocator="best-fit")
@@ -157,4 +162,6 @@ def test_make_schedule_selects_the_loop_or_the_online_arena():
     with pytest.raises(ScheduleError, match="cosma"):
         scheduler.make_schedule(graph, capacity, "cosma", allocator="best-fit")
     with pytest.raises(ScheduleError, match="no time limit"):
-        scheduler.make_schedule(graph, capacity, "program", allocator_timeout=1.0)
+        scheduler.make_schedule(graph, capacity, "program", allocator="online-first-fit", allocator_timeout=1.0)
+    with pytest.raises(ScheduleError, match="allocator_timeout"):
+        scheduler.make_schedule(graph, capacity, "cosma", allocator_timeout=1.0)
