@@ -265,7 +265,8 @@ class RunOptions:
         ``input_shape`` cannot apply, and ``dtype`` only when it repeats the graph's own
         (``check_graph_dtype``). ``replacement`` applies to the program / min-peak
         schedulers, ``fixed_order`` to cosma-fs, ``time_limit`` to the solver-based (cosma*)
-        schedulers, ``timeout`` to a re-placing ``allocator``. Raises ``ValueError``.
+        schedulers, ``timeout`` to a re-placing ``allocator``, ``cache_dir`` to a zoo model read
+        through the trace cache (not with ``cache=False``, not to a traced graph). Raises ``ValueError``.
 
         >>> RunOptions(scheduler="cosma", replacement="greedy").check()
         Traceback (most recent call last):
