@@ -553,8 +553,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="report folder (default: ./accelsim-out/MODEL-HW/)")
     run.add_argument("--no-plots", action="store_true",
                      help="write report.json and trace.json only, not layout.svg, memory.svg, roofline.svg")
-    run.add_argument("--cache", help="trace cache folder (default: $ACCELSIM_CACHE_DIR or ~/.cache/accelsim/graphs; "
-                                     "a default folder that cannot be written is skipped)")
+    run.add_argument("--cache", metavar="DIR",
+                     help="trace cache folder (default: $ACCELSIM_CACHE_DIR or ~/.cache/accelsim/graphs; a default "
+                          "folder that cannot be written is skipped)")
     run.add_argument("--no-cache", dest="cache_traces", action="store_false",
                      help="trace the model even when the trace cache has it, and leave the cache as it is "
                           "(neither read nor written)")
@@ -610,7 +611,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--jobs", type=_positive_int, help="worker processes (default: the number of cores)")
     sweep.add_argument("--dask-address", help="a running Dask scheduler, e.g. tcp://host:8786 (default: a "
                                               "LocalCluster of --jobs workers)")
-    sweep.add_argument("--cache", help="trace cache folder (default: $ACCELSIM_CACHE_DIR or ~/.cache/accelsim)")
+    sweep.add_argument("--cache", metavar="DIR",
+                       help="trace cache folder (default: $ACCELSIM_CACHE_DIR or ~/.cache/accelsim/graphs)")
     sweep.add_argument("--set", action="append", metavar="KEY=VALUE", help="a hardware field fixed for every point")
     sweep.add_argument("--scheduler", choices=_SCHEDULERS, help="scheduler of every point (default: program)")
     sweep.add_argument("--allocator", help="re-place every schedule with this allocator method")
