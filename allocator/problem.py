@@ -18,6 +18,7 @@ cost seconds to build and hundreds of megabytes to hold. ``Problem.buffers`` sti
 
 from __future__ import annotations
 
+import bisect
 import gc
 import math
 import operator
@@ -39,6 +40,14 @@ import numpy as np
 #: range: any placement that puts each buffer at the lowest aligned offset above the buffers
 #: it meets, and so any peak such a method reports, is at most ``MAX_VALUE`` too.
 MAX_VALUE = 2**62 - 1
+
+#: Inputs of at least this many buffers go through the compiled kernels of the input checks and
+#: the validator (``invalid_buffers``, ``first_overlap``, ``validate.lower_bound``; they live in
+#: ``allocator.problem_kernels``); smaller ones through numpy and Python, which compute the same
+#: answer. Importing numba and loading its first cached kernel cost about half a second of CPU,
+#: more than a small problem takes in Python, so a user who builds a small problem and validates
+#: a placement of their own never loads numba.
+COMPILED_FROM = 2048
 
 
 class InvalidProblemError(ValueError):
@@ -106,20 +115,31 @@ def buffer_error(bid: object, start: int, end: int, size: int, alignment: int = 
 
 def invalid_buffers(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, alignments: np.ndarray,
                     fixed: np.ndarray) -> np.ndarray:
-    """Per buffer, True when it breaks a rule of ``buffer_error``: the compiled, whole-array form of that check.
+    """Per buffer, True when it breaks a rule of ``buffer_error``: the whole-array form of that check.
 
     All arguments are int64 arrays of one length; ``fixed`` is -1 for a free buffer (any
     other negative value is an invalid fixed offset). Locate the first True and call
-    ``buffer_error`` on that buffer for the message. The kernel is
-    ``allocator.problem_kernels.invalid_buffers``, imported on first use.
+    ``buffer_error`` on that buffer for the message. From ``COMPILED_FROM`` buffers on, the
+    compiled ``allocator.problem_kernels.invalid_buffers`` runs (one pass, no temporaries);
+    below, whole-array numpy.
 
     >>> invalid_buffers(*(np.array(v) for v in ([0, 0], [2, 0], [4, 4], [1, 1], [-1, -1]))).tolist()
     [False, True]
     """
-    from allocator import problem_kernels  # numba loads with the first kernel, not with the package
+    if len(starts) >= COMPILED_FROM:
+        from allocator import problem_kernels  # numba loads with the first kernel, not with the package
 
-    result: np.ndarray = problem_kernels.invalid_buffers(starts, ends, sizes, alignments, fixed)
-    return result
+        result: np.ndarray = problem_kernels.invalid_buffers(starts, ends, sizes, alignments, fixed)
+        return result
+    bad = ((starts < 0) | (ends <= starts) | (sizes <= 0) | (alignments < 1) | (ends > MAX_VALUE)
+           | (sizes > MAX_VALUE) | (alignments > MAX_VALUE))
+    # offset + size could wrap around int64: compare the offset with MAX_VALUE - size (size is in range where
+    # the fixed offset is looked at), and divide only by alignments in range
+    pinned = (fixed != -1) & ~bad
+    room = MAX_VALUE - np.where(pinned, sizes, 0)
+    divisor = np.where(pinned, alignments, 1)
+    bad |= pinned & ((fixed < 0) | (fixed > room) | (fixed % divisor != 0))
+    return bad
 
 
 @dataclass(frozen=True)
@@ -498,13 +518,38 @@ def first_overlap(starts: np.ndarray, ends: np.ndarray, lows: np.ndarray, highs:
     rank[by_low] = np.arange(n)
     by_start = _argsort(starts)
     by_end = _argsort(ends)
-    from allocator.problem_kernels import sweep_for_overlap  # numba loads with the first kernel, not the package
+    if n < COMPILED_FROM:
+        sweep = _sweep_in_python
+    else:
+        from allocator.problem_kernels import sweep_for_overlap as sweep  # numba loads with the first kernel
 
     # Everything gathered in the order the compiled loop reads it: sequentially by start and by end, and by rank
     # for the neighbours. Cache misses, not arithmetic, are what this loop costs on large inputs.
-    i, j = sweep_for_overlap(starts[by_start], rank[by_start], lows[by_start], highs[by_start], ends[by_end],
-                             rank[by_end], lows[by_low], highs[by_low])
+    i, j = sweep(starts[by_start], rank[by_start], lows[by_start], highs[by_start], ends[by_end], rank[by_end],
+                 lows[by_low], highs[by_low])
     return (-1, -1) if i < 0 else (int(by_low[i]), int(by_start[j]))
+
+
+def _sweep_in_python(start_time: np.ndarray, start_rank: np.ndarray, start_low: np.ndarray, start_high: np.ndarray,
+                     end_time: np.ndarray, end_rank: np.ndarray, low_by_rank: np.ndarray,
+                     high_by_rank: np.ndarray) -> tuple[int, int]:
+    """``problem_kernels.sweep_for_overlap`` for a few records: the same sweep, the same answer, with the
+    live ranks in a sorted list (an insertion costs O(live), nothing for small inputs)."""
+    starts, ranks, lows, highs = start_time.tolist(), start_rank.tolist(), start_low.tolist(), start_high.tolist()
+    ends, gone, low_of, high_of = end_time.tolist(), end_rank.tolist(), low_by_rank.tolist(), high_by_rank.tolist()
+    live: list[int] = []  # the ranks of the live records, ascending
+    e = 0
+    for s, rank in enumerate(ranks):
+        while e < len(ends) and ends[e] <= starts[s]:
+            del live[bisect.bisect_left(live, gone[e])]
+            e += 1
+        at = bisect.bisect_left(live, rank)
+        if at > 0 and high_of[live[at - 1]] > lows[s]:
+            return live[at - 1], s
+        if at < len(live) and low_of[live[at]] < highs[s]:
+            return live[at], s
+        live.insert(at, rank)
+    return -1, -1
 
 
 def _argsort(values: np.ndarray) -> np.ndarray:

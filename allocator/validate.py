@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from allocator.problem import MAX_VALUE, Problem, Solution, first_overlap
+from allocator.problem import COMPILED_FROM, MAX_VALUE, Problem, Solution, first_overlap
 
 
 @dataclass(frozen=True)
@@ -67,9 +67,10 @@ def validate(problem: Problem, solution: Solution) -> ValidationReport:
     overlap check.
 
     The work is whole-array: the per-buffer rules are numpy comparisons, and the overlap
-    check is a compiled sweep (``first_overlap``, O(n log n)); only when it finds a pair
-    does a second sweep list the overlapping pairs (O(n x live)), at most
-    ``MAX_LISTED_OVERLAPS`` of them plus one violation counting the rest.
+    check is a sweep (``first_overlap``, O(n log n); compiled from ``problem.COMPILED_FROM``
+    buffers on); only when it finds a pair does a second, compiled sweep list the overlapping
+    pairs (O(n x live)), at most ``MAX_LISTED_OVERLAPS`` of them plus one violation counting
+    the rest.
 
     >>> from allocator.problem import Buffer
     >>> p = Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4)], capacity=8)
@@ -208,8 +209,9 @@ def lower_bound(problem: Problem) -> int:
     by their end address, so the result is the larger of the two.
 
     Whole-array work: the (time, size) pairs of the starts and of the ends are each sorted
-    by time, then one compiled merge walks both, removing what ends by ``t`` before adding
-    what starts at ``t`` (half-open lifetimes). The maximum is reached at some start time.
+    by time, then one merge walks both, removing what ends by ``t`` before adding what starts
+    at ``t`` (half-open lifetimes): compiled from ``problem.COMPILED_FROM`` buffers on, numpy's
+    cumulative sums and a binary search below. The maximum is reached at some start time.
     The sums stay in int64 because ``Problem`` bounds the sum of all sizes by ``MAX_VALUE``.
 
     >>> from allocator.problem import Buffer
@@ -223,9 +225,13 @@ def lower_bound(problem: Problem) -> int:
     packed = int(ends.max()).bit_length() + size_bits <= 63
     started = _sorted_by_time(starts, sizes, size_bits, packed)
     ended = _sorted_by_time(ends, sizes, size_bits, packed)
-    from allocator.problem_kernels import max_live  # numba loads with the first kernel, not the package
+    if len(starts) >= COMPILED_FROM:
+        from allocator.problem_kernels import max_live  # numba loads with the first kernel, not the package
 
-    best = max_live(*started, *ended)
+        best = max_live(*started, *ended)
+    else:  # the same merge in numpy: what ended by each start (half-open) leaves the live total
+        ended_before = np.concatenate(([0], np.cumsum(ended[1])))[np.searchsorted(ended[0], started[0], "right")]
+        best = int((np.cumsum(started[1]) - ended_before).max())
     pinned = fixed >= 0
     fixed_top = int((fixed[pinned] + sizes[pinned]).max()) if pinned.any() else 0
     return max(int(best), fixed_top)
