@@ -76,8 +76,14 @@ __all__ = [
 ]
 
 
+#: submodules reachable as attributes after ``import frontend`` alone (``frontend.zoo.SUPPORTED_MODELS``)
+_SUBMODULES = ("cache", "cost", "dtypes", "graph", "synthetic", "zoo")
+
+
 def __getattr__(name: str) -> Any:
     """Load a public name's module on first use and keep the name here (later lookups are plain)."""
+    if name in _SUBMODULES:
+        return importlib.import_module(f"frontend.{name}")
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'frontend' has no attribute {name!r}")
@@ -87,4 +93,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOMES))
+    return sorted(set(globals()) | set(_HOMES) | set(_SUBMODULES))

@@ -44,3 +44,20 @@ def test_frontend_names_load_their_own_module_only():
             "print('IMPORTED=' + ','.join(m for m in ('networkx', 'torch', 'frontend.graph', 'frontend.cache') "
             "if m in sys.modules))")
     assert imported_by(code) == []
+
+
+def test_frontend_lazy_names_are_the_same_objects_as_their_modules_define():
+    code = """
+import frontend
+import frontend.trace  # the submodule of the same name must not replace the function
+import frontend.graph, frontend.zoo, frontend.cache
+from frontend import *  # noqa: F403
+assert callable(frontend.trace) and frontend.trace.__module__ == "frontend.trace", frontend.trace
+assert frontend.save_graph is frontend.graph.save_graph and frontend.trace_model is frontend.zoo.trace_model
+assert frontend.cached_trace is frontend.cache.cached_trace and frontend.DTYPE_BYTES is frontend.graph.DTYPE_BYTES
+assert all(name in globals() for name in frontend.__all__)
+print("IMPORTED=")
+"""
+    assert imported_by(code) == []
+    fresh = "import frontend; print('IMPORTED=' + ','.join(frontend.zoo.SUPPORTED_MODELS[:1]))"
+    assert imported_by(fresh) == ["resnet18"]  # submodules are attributes after `import frontend` alone
