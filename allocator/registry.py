@@ -210,7 +210,7 @@ class MethodEntry:
         """
         record_class = self.options
         if options is not None and not isinstance(options, record_class):
-            raise TypeError(f"options of method {self.name!r} must be a {record_class.__module__}."
+            raise TypeError(f"options of method {self.name!r} must be an instance of {record_class.__module__}."
                             f"{record_class.__qualname__}, got {type(options).__qualname__}")
         fields = dict(fields or {})
         hints = _field_hints(record_class)
