@@ -1,7 +1,5 @@
 """``python -m accelsim`` is the ``accelsim`` command."""
 
-import sys
+from accelsim.cli import program
 
-from accelsim.cli import main
-
-sys.exit(main())
+program()

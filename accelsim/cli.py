@@ -708,6 +708,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def program() -> NoReturn:
+    """The ``accelsim`` program (the console script and ``python -m accelsim``): ``main()`` on
+    ``sys.argv``, then the process ends with its exit status.
+
+    Once the command is done, its output is flushed and the exit handlers run (``atexit``:
+    multiprocessing, logging, coverage), then the process ends at once (``os._exit``) instead of
+    tearing the interpreter down object by object. With numba loaded that teardown (LLVM frees
+    every compiled module) is a large share of a short command's CPU time, and nothing a user
+    can see depends on it. While a thread other than the main one is still running (none of
+    the commands leaves one), the ordinary exit waits for it instead.
+    """
+    import atexit
+    import threading
+
+    status = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`accelsim models | head`) or a closed stream
+            pass
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(status)
+    atexit._run_exitfuncs()
+    os._exit(status)
+
+
 def _from_ctrl_c(exc: BaseException) -> bool:
     """``exc`` is Ctrl-C's KeyboardInterrupt, or an error it caused: a SIGINT that arrives while
     numba runs a Python callback (e.g. loading cached code) surfaces as a SystemError whose
