@@ -22,6 +22,7 @@ import bisect
 import gc
 import math
 import operator
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -43,11 +44,18 @@ MAX_VALUE = 2**62 - 1
 
 #: Inputs of at least this many buffers go through the compiled kernels of the input checks and
 #: the validator (``invalid_buffers``, ``first_overlap``, ``validate.lower_bound``; they live in
-#: ``allocator.problem_kernels``); smaller ones through numpy and Python, which compute the same
-#: answer. Importing numba and loading its first cached kernel cost about half a second of CPU,
-#: more than a small problem takes in Python, so a user who builds a small problem and validates
-#: a placement of their own never loads numba.
+#: ``allocator.problem_kernels``); smaller ones too once numba is loaded anyway (a method ran),
+#: else numpy and Python, which compute the same answer (``compiled_for``). Importing numba and
+#: loading its first cached kernel cost about half a second of CPU, more than a small problem
+#: takes in Python, so a user who builds a small problem and validates a placement of their own
+#: never loads numba; once a method has loaded it, the kernels are the faster path at every size.
 COMPILED_FROM = 2048
+
+
+def compiled_for(n: int) -> bool:
+    """Whether the input checks and the validator run their compiled kernels on ``n`` records
+    (see ``COMPILED_FROM``); either path gives the same answer."""
+    return n >= COMPILED_FROM or "numba" in sys.modules
 
 
 class InvalidProblemError(ValueError):
@@ -119,14 +127,14 @@ def invalid_buffers(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, ali
 
     All arguments are int64 arrays of one length; ``fixed`` is -1 for a free buffer (any
     other negative value is an invalid fixed offset). Locate the first True and call
-    ``buffer_error`` on that buffer for the message. From ``COMPILED_FROM`` buffers on, the
-    compiled ``allocator.problem_kernels.invalid_buffers`` runs (one pass, no temporaries);
-    below, whole-array numpy.
+    ``buffer_error`` on that buffer for the message. The compiled
+    ``allocator.problem_kernels.invalid_buffers`` runs (one pass, no temporaries) when
+    ``compiled_for(n)``; else whole-array numpy.
 
     >>> invalid_buffers(*(np.array(v) for v in ([0, 0], [2, 0], [4, 4], [1, 1], [-1, -1]))).tolist()
     [False, True]
     """
-    if len(starts) >= COMPILED_FROM:
+    if compiled_for(len(starts)):
         from allocator import problem_kernels  # numba loads with the first kernel, not with the package
 
         result: np.ndarray = problem_kernels.invalid_buffers(starts, ends, sizes, alignments, fixed)
@@ -518,7 +526,7 @@ def first_overlap(starts: np.ndarray, ends: np.ndarray, lows: np.ndarray, highs:
     rank[by_low] = np.arange(n)
     by_start = _argsort(starts)
     by_end = _argsort(ends)
-    if n < COMPILED_FROM:
+    if not compiled_for(n):
         sweep = _sweep_in_python
     else:
         from allocator.problem_kernels import sweep_for_overlap as sweep  # numba loads with the first kernel

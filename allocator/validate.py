@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from allocator.problem import COMPILED_FROM, MAX_VALUE, Problem, Solution, first_overlap
+from allocator.problem import MAX_VALUE, Problem, Solution, compiled_for, first_overlap
 
 
 @dataclass(frozen=True)
@@ -67,10 +67,9 @@ def validate(problem: Problem, solution: Solution) -> ValidationReport:
     overlap check.
 
     The work is whole-array: the per-buffer rules are numpy comparisons, and the overlap
-    check is a sweep (``first_overlap``, O(n log n); compiled from ``problem.COMPILED_FROM``
-    buffers on); only when it finds a pair does a second, compiled sweep list the overlapping
-    pairs (O(n x live)), at most ``MAX_LISTED_OVERLAPS`` of them plus one violation counting
-    the rest.
+    check is a sweep (``first_overlap``, O(n log n); compiled when ``problem.compiled_for(n)``);
+    only when it finds a pair does a second, compiled sweep list the overlapping pairs (O(n x
+    live)), at most ``MAX_LISTED_OVERLAPS`` of them plus one violation counting the rest.
 
     >>> from allocator.problem import Buffer
     >>> p = Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4)], capacity=8)
@@ -210,8 +209,8 @@ def lower_bound(problem: Problem) -> int:
 
     Whole-array work: the (time, size) pairs of the starts and of the ends are each sorted
     by time, then one merge walks both, removing what ends by ``t`` before adding what starts
-    at ``t`` (half-open lifetimes): compiled from ``problem.COMPILED_FROM`` buffers on, numpy's
-    cumulative sums and a binary search below. The maximum is reached at some start time.
+    at ``t`` (half-open lifetimes): compiled when ``problem.compiled_for(n)``, else numpy's
+    cumulative sums and a binary search. The maximum is reached at some start time.
     The sums stay in int64 because ``Problem`` bounds the sum of all sizes by ``MAX_VALUE``.
 
     >>> from allocator.problem import Buffer
@@ -225,7 +224,7 @@ def lower_bound(problem: Problem) -> int:
     packed = int(ends.max()).bit_length() + size_bits <= 63
     started = _sorted_by_time(starts, sizes, size_bits, packed)
     ended = _sorted_by_time(ends, sizes, size_bits, packed)
-    if len(starts) >= COMPILED_FROM:
+    if compiled_for(len(starts)):
         from allocator.problem_kernels import max_live  # numba loads with the first kernel, not the package
 
         best = max_live(*started, *ended)

@@ -1,9 +1,9 @@
 """Small inputs skip the compiled kernels of the input checks and the validator, with the same answers.
 
-Below ``problem.COMPILED_FROM`` buffers, ``invalid_buffers``, ``first_overlap`` and
-``lower_bound`` run in numpy and Python, so that building a small problem and validating a
-placement never loads numba. Each pair of paths is compared here on random inputs (the
-threshold moved so that either path runs), edge values included.
+Below ``problem.COMPILED_FROM`` buffers, and until numba is loaded anyway, ``invalid_buffers``,
+``first_overlap`` and ``lower_bound`` run in numpy and Python, so that building a small problem
+and validating a placement never loads numba. Each pair of paths is compared here on random
+inputs (``problem.compiled_for`` replaced so that either path runs), edge values included.
 """
 
 import importlib
@@ -27,9 +27,9 @@ def both_paths(monkeypatch):
 
     def run(function, *args):
         answers = []
-        for threshold in (0, 10**9):
-            monkeypatch.setattr(allocator.problem, "COMPILED_FROM", threshold)
-            monkeypatch.setattr(VALIDATE, "COMPILED_FROM", threshold)
+        for compiled in (True, False):
+            monkeypatch.setattr(allocator.problem, "compiled_for", lambda n, compiled=compiled: compiled)
+            monkeypatch.setattr(VALIDATE, "compiled_for", lambda n, compiled=compiled: compiled)
             answers.append(function(*args))
         return answers
 
