@@ -151,3 +151,19 @@ def test_chart_maps_data_to_the_plot_area_and_clips_the_data_layer():
     root = ET.fromstring(chart.to_svg())
     clipped = [g for g in root.iter(f"{SVG}g") if g.get("clip-path") == "url(#plot-area)"]
     assert len(clipped) == 1 and len(clipped[0].findall(f"{SVG}rect")) == 1
+
+
+def test_a_graph_without_macs_gets_the_ceilings_and_no_points(toy_hw, tmp_path):
+    from frontend.graph import add_operator, add_tensor, new_graph
+
+    graph = new_graph("adds", dtype="int8")
+    add_tensor(graph, "x", (1, 64), kind="input")
+    add_operator(graph, "a0", "add", inputs=["x", "x"], outputs={"y": (1, 64)})
+    add_operator(graph, "a1", "relu", inputs=["y"], outputs={"z": (1, 64)})
+    graph.graph["outputs"] = ["z"]
+    graph.graph["tensors"]["z"]["kind"] = "output"
+    out = tmp_path / "report"
+    compile_and_simulate(graph, hw=toy_hw(), out_dir=out)
+    root = parse(out / "roofline.svg")
+    assert len(root.findall(f".//{SVG}polyline")) == 2 and not root.findall(f".//{SVG}circle")
+    assert len(group(parse(out / "layout.svg"), "residencies").findall(f"{SVG}rect")) == 3
