@@ -30,6 +30,8 @@ writer is never read, and can be deleted at any time.
 A cache folder that cannot be created or written raises ``CacheDirError`` (an ``OSError``, one
 line naming the folder) *before* anything is traced. Callers that run many models call
 ``check_cache_dir`` once first. A folder that can be read but not written still serves hits.
+With ``must_save=False`` (``accelsim run`` with the default folder) an unwritable folder only
+costs the saving: the model is traced and returned unsaved.
 
 >>> graph_key("resnet18", "int8", None) == graph_key("resnet18", "int8", (1, 3, 224, 224))
 True
