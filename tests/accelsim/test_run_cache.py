@@ -146,3 +146,16 @@ def _numbers(report: str | dict) -> dict:
     data.pop("out_dir", None)
     data["scheduler_stats"] = {k: v for k, v in data["scheduler_stats"].items() if not k.endswith("seconds")}
     return data
+
+
+def test_compile_and_simulate_on_a_cache_hit_imports_no_torch(filled_cache):
+    code = f"""
+import sys
+from accelsim import compile_and_simulate
+report = compile_and_simulate({MODEL!r}, "pixel6", input_shape={SHAPE!r}, cache_dir={str(filled_cache)!r})
+assert report.ok and report.model == {MODEL!r}
+print("IMPORTED=" + ",".join(m for m in ("torch", "torchvision") if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "IMPORTED="
