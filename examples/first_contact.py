@@ -28,6 +28,7 @@ import argparse
 import csv
 import datetime
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -39,7 +40,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SUITE = REPO / "benchmarks" / "minimalloc" / "challenging"
 OUT = REPO / "docs" / "bench" / "first_contact.csv"
-ACCELSIM = [sys.executable, "-m", "accelsim"]
+#: the installed console script beside this interpreter (as a user types ``accelsim``), else ``python -m accelsim``
+SCRIPT = Path(sys.executable).with_name("accelsim")
+ACCELSIM = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "accelsim"]
 
 
 def measure(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
@@ -105,8 +108,9 @@ def main(argv: list[str] | None = None) -> int:
                     cpu.append(c)
                     wall.append(w)
                     statuses.add(status)
-            row = {"key": key, "command": " ".join(["accelsim", *command[3:]] if command[:3] == ACCELSIM
-                                                   else ["python", *command[1:]]).replace(str(REPO) + "/", ""),
+            words = ["accelsim", *command[len(ACCELSIM):]] if command[:len(ACCELSIM)] == ACCELSIM \
+                else ["python", *command[1:]]
+            row = {"key": key, "command": shlex.join(words).replace(str(REPO) + "/", ""),
                    "cpu_s": f"{statistics.median(cpu):.2f}", "wall_s": f"{statistics.median(wall):.2f}",
                    "runs": len(cpu), "exit": ",".join(map(str, sorted(statuses))),
                    "date": datetime.date.today().isoformat()}
