@@ -4,6 +4,7 @@ Subcommands::
 
     accelsim run MODEL [--hw NAME|FILE.yaml] [--sram 8MiB] [--allocator M] [--out DIR] [--no-plots]
                        [--dtype D] [--input-shape 1,3,224,224] [--set KEY=VALUE ...] [--cache DIR | --no-cache]
+                       [--buffers OUT.csv] [--timeout S] [--time-limit S]
     accelsim alloc FILE.csv [--capacity 1MiB] [--method M] [--timeout S] [--output OUT.csv] [--explain WHY.csv]
     accelsim alloc --methods
     accelsim size MODEL [--hw NAME|FILE.yaml] [--scheduler S,...] [--allocator A,...] [--set KEY=VALUE ...]
@@ -13,7 +14,12 @@ Subcommands::
 Exit status: 0 success; 1 the run or allocation did not succeed (memory check failed, the
 allocator could not fit, a search timed out or was infeasible); 2 bad input (unknown model,
 bad hardware field, malformed CSV, capacity below M_R, ...), reported as one ``error:`` line
-on stderr.
+on stderr; 3 (``run`` and ``size``) the result is valid but not the deterministic one: a
+wall-clock safety net (``--timeout``, ``--time-limit``) ended a search before its work budget
+did, so another machine, or this one under another load, may answer differently (``run``:
+the summary's ``deterministic`` line and ``report.json``'s ``deterministic`` and
+``clock_stopped`` say where). Without those options every budget counts work, and the answer
+is the same everywhere.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from accelsim.hw import describe_fields, format_bytes, list_configs, load_hw, pa
 from accelsim.outputs import PLOT_SUFFIXES, check_output_file, check_output_folder
 from accelsim.pipeline import CompileError
 
+#: exit status of ``run`` and ``size`` when a wall-clock limit ended a search (see the module docstring)
+EXIT_NOT_DETERMINISTIC = 3
 #: the method of ``accelsim alloc`` when ``--method`` is not given (also the flow's default allocator)
 DEFAULT_METHOD = "auto"
 #: ``scheduler.SCHEDULERS``, repeated so that ``accelsim --help`` does not import the solvers
@@ -120,11 +128,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
     model_label = Path(args.model).stem if args.model.endswith(".json") else args.model
     out = Path(args.out) if args.out is not None else Path("accelsim-out") / f"{model_label}-{hw.name}"
     check_output_folder(out, "--out")
+    if args.buffers is not None:
+        check_output_file(args.buffers, "--buffers")
     report = compile_and_simulate(args.model, hw, options, out_dir=out, plots=not args.no_plots)
     print(format_summary(report))
+    if args.buffers is not None:
+        report.write_buffers(args.buffers)
+        print(f"buffers: {args.buffers} ({len(report.buffers):,} residencies; `accelsim alloc {args.buffers} "
+              f"--capacity {report.capacity_bytes}` reads them back)")
     if not report.ok:
         print(f"error: memory check failed: {report.memory_check}", file=sys.stderr)
         return 1
+    if not report.deterministic:
+        print(f"warning: the wall-clock limit fired in {', '.join(report.clock_stopped)}: the result is not the "
+              "deterministic one (exit status 3)", file=sys.stderr)
+        return EXIT_NOT_DETERMINISTIC
     return 0
 
 
@@ -191,7 +209,9 @@ def _cmd_size(args: argparse.Namespace) -> int:
             writer.writeheader()
             writer.writerows(rows)
         print(f"csv: {args.csv}")
-    return 0 if all(p.no_spill_bytes is not None for p in report.pairs) else 1
+    if not all(p.no_spill_bytes is not None for p in report.pairs):
+        return 1
+    return EXIT_NOT_DETERMINISTIC if any(p.clock_stopped for p in report.pairs) else 0
 
 
 def _names(text: str, option: str, noun: str, hint: str = "") -> list[str]:
@@ -241,8 +261,9 @@ def _cmd_alloc(args: argparse.Namespace) -> int:
     problem, capacity = _read_problem(args)
     method = args.method or DEFAULT_METHOD
     # Compiled code is loaded (or, on the first run after installing, compiled and cached)
-    # before the clock starts, so --timeout limits the search itself; the time is reported.
-    loading = warm_up([method])[method]
+    # before the clock starts, so --timeout limits the search itself; the time is reported. Only
+    # what this run reaches: a fit loads neither the minimisation's heuristics nor other methods.
+    loading = warm_up([method], "minimize" if args.minimize else "fit")[method]
     if args.minimize:
         return _minimize(args, problem, capacity, method, loading)
     name, extra = parse_method(method)
@@ -539,7 +560,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="compile and simulate a model, write a report folder")
+    run = sub.add_parser("run", help="compile and simulate a model, write a report folder",
+                         epilog="Every default budget counts work (search nodes, spill-loop rounds, CP-SAT "
+                                "deterministic time), so the answer is the same on every machine. Exit status: "
+                                "0 ok; 1 the run failed (memory check, allocation); 2 bad input; 3 valid, but a "
+                                "wall-clock limit (--timeout, --time-limit) ended a search: not the deterministic "
+                                "result.")
     run.add_argument("model", help="model zoo name (see `accelsim models`) or a graph saved as .json")
     run.add_argument("--hw", default="pixel6", help="bundled config name or a .yaml path (default: pixel6)")
     run.add_argument("--sram", help="scratchpad bytes per PE (whole memory on chip-scope configs), e.g. 8MiB")
@@ -548,8 +574,12 @@ def build_parser() -> argparse.ArgumentParser:
                                          "spills (default auto; online-first-fit: the old online arena); with "
                                          "cosma* it re-places the schedule (default: the solver's addresses)")
     run.add_argument("--timeout", type=_positive_seconds,
-                     help="seconds for the allocator: the whole allocation-aware loop (default 8), or the "
-                          "re-placement of a cosma* schedule")
+                     help="a wall-clock safety net in seconds for the allocator (default: none; its budget is "
+                          "search nodes): the whole allocation-aware loop, or the re-placement of a cosma* "
+                          "schedule; when it fires the report says so and the exit status is 3")
+    run.add_argument("--buffers", metavar="OUT.csv",
+                     help="also write the placed residencies to this CSV in the MiniMalloc format "
+                          "(id,lower,upper,size[,alignment],offset), which `accelsim alloc` reads")
     run.add_argument("--out", help="report folder (default: ./accelsim-out/MODEL-HW/)")
     run.add_argument("--no-plots", action="store_true",
                      help="write report.json and trace.json only, not layout.svg, memory.svg, roofline.svg")
@@ -573,7 +603,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--weights", action=argparse.BooleanOptionalAction, default=True,
                      help="--no-weights gives weights no memory and no traffic (activations only)")
     run.add_argument("--time-limit", type=_positive_seconds,
-                     help="seconds for a solver-based scheduler (cosma*; default 10)")
+                     help="a wall-clock safety net in seconds per solve of a solver-based scheduler (cosma*; "
+                          "default: none; its budget is CP-SAT deterministic time); exit status 3 when it fires")
     run.add_argument("--set", action="append", metavar="KEY=VALUE",
                      help="replace a hardware field (repeatable; dotted keys for blocks), e.g. --set compute.rows=256 "
                           "--set dram_bandwidth_bytes_per_s=25.6e9 --set sram_bytes_per_pe=8MiB; "
@@ -616,8 +647,11 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--set", action="append", metavar="KEY=VALUE", help="a hardware field fixed for every point")
     sweep.add_argument("--scheduler", choices=_SCHEDULERS, help="scheduler of every point (default: program)")
     sweep.add_argument("--allocator", help="re-place every schedule with this allocator method")
-    sweep.add_argument("--timeout", type=_positive_seconds, help="time limit in seconds of the --allocator")
-    sweep.add_argument("--time-limit", type=_positive_seconds, help="time limit of a cosma scheduler, seconds")
+    sweep.add_argument("--timeout", type=_positive_seconds,
+                       help="a wall-clock safety net in seconds for the allocator of every point (default: none; "
+                            "budgets count work); a point it cut short says so in its report.json")
+    sweep.add_argument("--time-limit", type=_positive_seconds,
+                       help="a wall-clock safety net in seconds per cosma* solve (default: none)")
     sweep.add_argument("--dtype", help="storage dtype of every point (default: the config's)")
     sweep.add_argument("--budget", help="MR, MH, MP or bytes per PE to schedule in (default: the scratchpad)")
     sweep.add_argument("--weights", action=argparse.BooleanOptionalAction, default=True,
@@ -633,9 +667,12 @@ def build_parser() -> argparse.ArgumentParser:
                                             "own tensors")
     sizing.add_argument("--allocator", help="comma-separated allocators of the program / min-peak schedulers "
                                             "(default: online-first-fit and auto)")
-    sizing.add_argument("--timeout", type=_positive_seconds, help="seconds for each allocation-aware loop "
-                                                                   "(default 8)")
-    sizing.add_argument("--time-limit", type=_positive_seconds, help="seconds for each cosma* solve (default 10)")
+    sizing.add_argument("--timeout", type=_positive_seconds,
+                        help="a wall-clock safety net in seconds for each allocation-aware loop (default: none; "
+                             "budgets count work); exit status 3 when it fires")
+    sizing.add_argument("--time-limit", type=_positive_seconds,
+                        help="a wall-clock safety net in seconds for each cosma* solve (default: none); exit "
+                             "status 3 when it fires")
     sizing.add_argument("--weights", action=argparse.BooleanOptionalAction, default=True,
                         help="--no-weights gives weights no memory (activations only)")
     sizing.add_argument("--set", action="append", metavar="KEY=VALUE", help="replace a hardware field (repeatable)")

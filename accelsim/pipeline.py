@@ -26,6 +26,16 @@ numbers and returns a ``SimReport``:
 6. **validate** the placement with ``allocator.validate`` (never simulate an invalid one);
 7. **simulate** it (``accelsim.sim``) and, with ``out_dir``, write the report folder.
 
+**The same answer on every machine.** Every default budget of these stages is work, never
+seconds: the spill loop's rounds and its allocator's search nodes
+(``scheduler.spill_loop.WORK_BUDGETS``), CP-SAT's deterministic time for the cosma* models and
+the MPMF order (``scheduler.CosmaOptions``). Before any stage's clock starts, the compiled code
+the run's allocator uses is loaded, or compiled on a first run with an empty compile cache
+(``compile_kernels``); that time is the report's ``compile`` stage, so it never eats into a
+stage. ``timeout`` and ``time_limit`` add wall-clock limits as safety nets (off by default);
+when one fires, the report's ``deterministic`` is False and ``clock_stopped`` names the
+stages whose clock ended a search.
+
 Frontend, scheduler and allocator are imported inside the function, so ``import accelsim``
 stays light (no torch).
 """
@@ -49,7 +59,9 @@ if TYPE_CHECKING:
 
 #: the name reported when the scheduler's own online placement is kept
 ONLINE_ALLOCATOR = "online-first-fit"
-#: the allocator of the program-order and min-peak schedulers when none is named
+#: the allocator of the program-order and min-peak schedulers when none is named: one default
+#: across the flow (``scheduler.make_schedule`` and ``allocation_aware``, ``accelsim run`` and
+#: ``accelsim alloc``), repeated here so that ``import accelsim`` does not import the scheduler
 DEFAULT_ALLOCATOR = "auto"
 
 
@@ -109,8 +121,11 @@ class SimReport:
     #: utilization, stall_cycles {dma_wait, sram_bandwidth}, sram_bytes, mapping, folds, energy {compute, sram,
     #: dram, total} (joules)
     ops: list[dict[str, Any]]
-    #: wall time of trace, schedule, allocate, validate, simulate (the allocation-aware loop of the
-    #: program / min-peak schedulers, plans and placements, counts as allocate)
+    #: wall time of compile (loading or compiling the allocator's code, before the other clocks
+    #: start), trace, schedule, allocate, validate, simulate (the allocation-aware loop of the
+    #: program / min-peak schedulers, plans and placements, counts as allocate). The report's
+    #: timing fields are this and every ``scheduler_stats`` key ending in ``seconds``: all else is
+    #: the same on every machine while ``deterministic`` holds
     stage_seconds: dict[str, float]
     scheduler_status: str = "heuristic"  #: "optimal" / "feasible" / "timeout" for the solver-based schedulers
     scheduler_stats: dict[str, float] = field(default_factory=dict)  #: e.g. objective, bound, gap, solve_seconds
@@ -121,6 +136,13 @@ class SimReport:
     stall_cycles: dict[str, int] = field(default_factory=dict)  #: by cause: dma_wait, sram_bandwidth
     energy: dict[str, float] = field(default_factory=dict)  #: joules: compute, sram, dram, total
     sim_events: int = 0  #: SimPy events the simulation processed
+    #: False when a wall-clock limit (``timeout``, ``time_limit``) ended a search before its work
+    #: budget did: the answer then depends on the machine's speed and load
+    deterministic: bool = True
+    clock_stopped: list[str] = field(default_factory=list)  #: the stages whose wall-clock limit fired
+    #: the placed residencies: id, start, end (steps, end exclusive), size, alignment, offset (bytes),
+    #: the rows ``write_buffers`` writes in the MiniMalloc CSV format
+    buffers: list[dict[str, Any]] = field(default_factory=list)
     out_dir: str | None = None
     # the objects behind the numbers, for plots and further analysis (not in report.json)
     graph: Any = field(default=None, repr=False)
@@ -142,6 +164,17 @@ class SimReport:
         if self.hardware is not None:
             data["hw_config"] = self.hardware.to_dict()
         return data
+
+    def write_buffers(self, path: str | Path) -> None:
+        """Write the placed residencies (``buffers``) to ``path`` in the MiniMalloc CSV format,
+        ``id,lower,upper,size[,alignment],offset`` (``allocator.write_csv``), so that
+        ``accelsim alloc`` and ``allocator.read_csv`` read them back. The capacity is not in the
+        format: it is the report's ``capacity_bytes``."""
+        import allocator
+
+        problem = allocator.Problem([allocator.Buffer(b["id"], b["start"], b["end"], b["size"], b["alignment"])
+                                     for b in self.buffers])
+        allocator.write_csv(path, problem, allocator.Solution({b["id"]: b["offset"] for b in self.buffers}))
 
 
 def _to_graph(
@@ -202,26 +235,69 @@ def on_chip_graph(
     return graph, sizes, tiled
 
 
-def place(schedule: Schedule, method: str | None, timeout: float | None = None) -> tuple[str, dict[str, int]]:
-    """Offsets for ``schedule``'s residencies: its own (``method=None``) or ``allocator.solve``'s.
+def place(schedule: Schedule, method: str | None, timeout: float | None = None) -> tuple[str, dict[str, int], bool]:
+    """Offsets for ``schedule``'s residencies: its own (``method=None``) or ``allocator.solve``'s
+    (``DEFAULT_ALLOCATOR`` when the schedule has none), and whether the wall-clock ``timeout``
+    ended the search.
 
-    Raises ``AllocationFailedError`` naming the method and its reason when it cannot fit.
+    The search is bounded in work as the spill loop bounds it (``WORK_BUDGETS``: this one
+    placement gets the loop's whole budget), so without ``timeout`` the answer is the same on
+    every machine. Raises ``AllocationFailedError`` naming the method and its reason when it
+    cannot fit.
     """
     import allocator
+    from scheduler.spill_loop import WORK_BUDGETS
 
     if method is None and schedule.offsets is not None:
         if schedule.method.startswith("cosma") and schedule.status in ("optimal", "feasible"):
-            return "cosma (CP-SAT addresses)", dict(schedule.offsets)
-        return ONLINE_ALLOCATOR, dict(schedule.offsets)
+            return "cosma (CP-SAT addresses)", dict(schedule.offsets), False
+        return ONLINE_ALLOCATOR, dict(schedule.offsets), False
     problem = schedule.problem()
-    result = allocator.solve(problem, method=method, timeout=timeout) if method else allocator.solve(problem)
+    chosen = method or DEFAULT_ALLOCATOR
+    budget = WORK_BUDGETS.get(chosen)
+    limit = {} if budget is None else {budget.option: budget.total}
+    began = time.perf_counter()
+    result = allocator.solve(problem, chosen, timeout, **limit)
+    stopped = timeout is not None and time.perf_counter() - began >= timeout
     if not result.solved or result.solution is None:
         peak = f", best peak {result.peak} bytes" if result.peak is not None else ""
         raise AllocationFailedError(
             f"allocator {result.method!r} could not place the {len(problem)} residencies of the schedule in "
             f"{schedule.capacity} bytes: {result.status}{peak}: {result.reason or 'no reason given'}"
         )
-    return result.method, dict(result.solution.offsets)
+    return result.method, dict(result.solution.offsets), stopped
+
+
+def compile_kernels(scheduler_name: str, allocator_name: str | None) -> float:
+    """Load the compiled code a run will use, or compile it when the compile cache is empty; the
+    seconds it took (``stage_seconds["compile"]``).
+
+    Called before any stage's clock starts, so compiling is never counted in a stage's time. The
+    kernels are those of the run's allocator (``allocator_name``, or ``DEFAULT_ALLOCATOR`` for the
+    program / min-peak schedulers; none for a cosma* schedule that keeps its own addresses), of
+    the spill loop's overflow locator (``scheduler.spill_loop.LOCATOR``), and of the validator
+    every run calls. They run on tiny problems (``accelsim.bench.warm_up``), which make every
+    code path a placement may take load.
+    """
+    import allocator
+    from accelsim.bench import warm_up
+    from scheduler.spill_loop import LOCATOR
+
+    began = time.perf_counter()
+    methods: list[str] = []
+    if scheduler_name in ("program", "min-peak"):
+        chosen = allocator_name or DEFAULT_ALLOCATOR
+        if chosen != ONLINE_ALLOCATOR:
+            methods = [chosen, LOCATOR]
+    elif allocator_name is not None:
+        methods = [allocator_name]
+    if methods:
+        warm_up(list(dict.fromkeys(methods)))
+    # the validator's kernels (every run validates its placement)
+    tiny = allocator.Problem([allocator.Buffer("a", 0, 2, 4), allocator.Buffer("b", 1, 3, 4)], capacity=8)
+    allocator.validate(tiny, allocator.Solution({"a": 0, "b": 4}))
+    allocator.validate(tiny, allocator.Solution({"a": 0, "b": 2}))  # an overlap: the listing kernel too
+    return time.perf_counter() - began
 
 
 @dataclass(frozen=True)
@@ -245,10 +321,13 @@ class RunOptions:
     fixed_order: str | None = None  #: the order of cosma-fs: program or min-peak (None: program)
     budget: int | str | None = None  #: MR, MH, MP or bytes (per PE) to schedule in instead of the scratchpad
     weights: bool = True  #: False gives weights no memory and no traffic (activations only)
-    #: seconds for the allocator: the allocation-aware loop of program / min-peak (default 8), or the
-    #: re-placement of a cosma* schedule (needs ``allocator``)
+    #: a wall-clock safety net in seconds for the allocator (default None: none; its budget is work,
+    #: ``scheduler.spill_loop.WORK_BUDGETS``): the allocation-aware loop of program / min-peak, or the
+    #: re-placement of a cosma* schedule (needs ``allocator``). When it fires the report says so
     timeout: float | None = None
-    time_limit: float | None = None  #: seconds for a solver-based scheduler (cosma*; default 10)
+    #: a wall-clock safety net in seconds for each solve of a solver-based scheduler (cosma*; default
+    #: None: none; its budget is CP-SAT deterministic time, ``scheduler.CosmaOptions``)
+    time_limit: float | None = None
     raise_on_violation: bool = False  #: raise MemoryViolation instead of reporting it
     overrides: Mapping[str, Any] = field(default_factory=dict)  #: hardware fields to replace (``--set``), dotted
     #: a zoo name's graph comes from the trace cache (``frontend.cached_trace``: traced and saved on a miss);
@@ -393,6 +472,8 @@ def compile_and_simulate(
     if opts.sram is not None:
         config = config.with_sram(opts.sram)
     run_dtype = opts.dtype or config.dtype
+    stage["compile"] = compile_kernels(opts.scheduler, opts.allocator)
+    stopped: list[str] = []  # the stages whose wall-clock limit fired
 
     clock = time.perf_counter()
     graph = _to_graph(model_or_name, run_dtype, opts.input_shape, example_inputs, name, opts)
@@ -406,7 +487,14 @@ def compile_and_simulate(
     cosma_options = (scheduler.CosmaOptions() if opts.time_limit is None
                      else scheduler.CosmaOptions(time_limit=opts.time_limit))
     if opts.budget is not None:
-        wanted = scheduler.resolve_budget(graph, opts.budget, sizes, config.alignment, cosma_options)
+        if isinstance(opts.budget, str) and opts.budget.upper() in ("MH", "MP"):
+            # the MPMF order, solved here so that a time limit that cut it short is reported
+            mpmf = scheduler.min_peak(graph, sizes, config.alignment, cosma_options)
+            if mpmf.clock_stopped:
+                stopped.append("schedule")
+            wanted = scheduler.budgets(graph, sizes, config.alignment, cosma_options, order=mpmf)[opts.budget.upper()]
+        else:
+            wanted = scheduler.resolve_budget(graph, opts.budget, sizes, config.alignment, cosma_options)
         if wanted > capacity:
             raise ValueError(
                 f"budget {opts.budget!r} = {wanted:,} bytes exceeds the scratchpad of {capacity:,} bytes "
@@ -425,15 +513,21 @@ def compile_and_simulate(
         looped = float(sched.stats.get("loop_seconds", 0.0))
         stage["schedule"] = time.perf_counter() - clock - looped
         stage["allocate"] = looped
+        if sched.stats.get("clock_stopped"):
+            stopped.append("allocate")
     else:
         sched = scheduler.make_schedule(
             graph, capacity, opts.scheduler, replacement, sizes, config.alignment, cosma_options,
             opts.fixed_order or "program",
         )
         stage["schedule"] = time.perf_counter() - clock
+        if sched.stats.get("clock_stopped") and "schedule" not in stopped:
+            stopped.append("schedule")
         clock = time.perf_counter()
-        allocator_name, offsets = place(sched, opts.allocator, opts.timeout)
+        allocator_name, offsets, placement_stopped = place(sched, opts.allocator, opts.timeout)
         stage["allocate"] = time.perf_counter() - clock
+        if placement_stopped:
+            stopped.append("allocate")
 
     clock = time.perf_counter()
     verdict = alloc.validate(sched.problem(), alloc.Solution(offsets))
@@ -502,6 +596,10 @@ def compile_and_simulate(
         stall_cycles={k: int(v) for k, v in result.stall_cycles.items()},
         energy=result.energy,
         sim_events=result.events,
+        deterministic=not stopped,
+        clock_stopped=stopped,
+        buffers=[{"id": r.id, "start": r.start, "end": r.end, "size": r.size, "alignment": r.alignment,
+                  "offset": offsets[r.id]} for r in (r.buffer(sched.alignment) for r in sched.residencies)],
         stage_seconds=stage,
         scheduler_status=sched.status,
         scheduler_stats=dict(sched.stats),

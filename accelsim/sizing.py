@@ -22,6 +22,12 @@ solvers, so the answer is the smallest size at which a probe ran without spillin
 Traffic is the schedule's (``Schedule.noncompulsory_bytes``, per PE on a per-PE target, as
 every size here is); no simulation runs, so sizing is quick. The sizes and peaks are in the
 config's scope (per PE on the Pixel 6). ``accelsim size`` prints the table.
+
+Budgets. Every probe's budgets are work, as in ``accelsim run`` (the spill loop's nodes and
+rounds, CP-SAT's deterministic time), so the bisection takes the same probes and gives the same
+sizes on every machine. ``timeout`` and ``time_limit`` are wall-clock safety nets, off by
+default; when one ends a probe's search, that pair's ``clock_stopped`` is True and its note says
+so (``accelsim size`` exits with status 3).
 """
 
 from __future__ import annotations
@@ -52,6 +58,9 @@ class PairSize:
     probes: list[tuple[int, int]] = field(default_factory=list)  #: (SRAM bytes, non-compulsory bytes) per probe
     seconds: float = 0.0
     note: str = ""  #: why a cell is empty, or what the bisection could not assume
+    #: a wall-clock limit (``timeout``, ``time_limit``) ended the search of at least one probe: the
+    #: sizes may differ on another machine
+    clock_stopped: bool = False
 
 
 @dataclass
@@ -73,7 +82,8 @@ class SizeReport:
                  "min_capacity_bytes": self.min_capacity_bytes, "no_spill_bytes": p.no_spill_bytes,
                  "sram_bytes": self.sram_bytes, "peak_bytes": p.peak_bytes,
                  "noncompulsory_bytes": p.noncompulsory_bytes, "probes": len(p.probes),
-                 "seconds": round(p.seconds, 3), "note": p.note} for p in self.pairs]
+                 "deterministic": not p.clock_stopped, "seconds": round(p.seconds, 3), "note": p.note}
+                for p in self.pairs]
 
     def format(self) -> str:
         """The table ``accelsim size`` prints."""
@@ -131,8 +141,9 @@ def size(
     ``model`` is a zoo name (traced once through the trace cache), a ``.json`` graph or a
     ``DataflowGraph``. ``pairs`` are (scheduler, allocator): an allocator name or
     ``"online-first-fit"`` for ``program`` / ``min-peak``, ``"own"`` for the cosma*
-    schedulers. ``timeout`` bounds each allocation-aware loop (``scheduler.allocation_aware``),
-    ``time_limit`` each cosma* solve. Raises ``ValueError`` for an unknown model, scheduler,
+    schedulers. ``timeout`` is a wall-clock safety net in seconds for each allocation-aware loop
+    (``scheduler.allocation_aware``), ``time_limit`` for each cosma* solve; both are off by
+    default (see the module docstring). Raises ``ValueError`` for an unknown model, scheduler,
     allocator or hardware field.
     """
     import networkx as nx
@@ -156,12 +167,18 @@ def size(
     options = scheduler.CosmaOptions() if time_limit is None else scheduler.CosmaOptions(time_limit=time_limit)
     no_spill_online = scheduler.no_spill_capacity(graph, sizes=sizes, alignment=align)
 
+    clocked: set[tuple[str, str]] = set()  # the pairs a wall-clock limit cut short in some probe
+
     def attempt(sched: str, alloc: str, capacity: int) -> scheduler.Schedule:
         if sched.startswith("cosma"):
-            return scheduler.make_schedule(graph, capacity, sched, sizes=sizes, alignment=align, options=options)
-        return scheduler.make_schedule(graph, capacity, sched, sizes=sizes, alignment=align, options=options,
-                                       allocator=alloc, allocator_timeout=None if alloc == "online-first-fit"
-                                       else timeout)
+            result = scheduler.make_schedule(graph, capacity, sched, sizes=sizes, alignment=align, options=options)
+        else:
+            result = scheduler.make_schedule(graph, capacity, sched, sizes=sizes, alignment=align, options=options,
+                                             allocator=alloc, allocator_timeout=None if alloc == "online-first-fit"
+                                             else timeout)
+        if result.stats.get("clock_stopped"):
+            clocked.add((sched, alloc))
+        return result
 
     results = []
     for sched, alloc in chosen:
@@ -204,6 +221,10 @@ def size(
             peak = scheduler.peak_address(at_config)
         else:
             note = (note + "; " if note else "") + "the config's SRAM is below M_R"
-        results.append(PairSize(sched, alloc, found, peak, moved_there, probes, time.perf_counter() - began, note))
+        stopped = (sched, alloc) in clocked
+        if stopped:
+            note = (note + "; " if note else "") + "a wall-clock limit ended a search: not the deterministic answer"
+        results.append(PairSize(sched, alloc, found, peak, moved_there, probes, time.perf_counter() - began, note,
+                                stopped))
     return SizeReport(str(graph.graph.get("name", model)), config.name, config.capacity_label,
                       config.sram_bytes_per_pe, need, need_op, align, results)

@@ -15,6 +15,11 @@ every scheduler returns live in ``scheduler.schedule``. ``OverlapAnalysis`` boun
 graph alone, where operators and tensors can be in any order (COSMA §III-F). ``scheduler.cosma``
 holds the COSMA models (joint, fixed order, minimum peak, divide and conquer) and
 ``scheduler.methods`` the names and budgets ``accelsim run`` uses.
+
+Every default limit of a search counts work, never seconds (``WORK_BUDGETS`` for the spill
+loop's allocator, ``CosmaOptions.deterministic_time`` for CP-SAT), so a schedule is the same on
+every machine; wall-clock limits are opt-in safety nets that set ``stats["clock_stopped"]``
+when they fire.
 """
 
 from scheduler.baseline import REPLACEMENTS, no_spill_capacity, plan_residencies, schedule
@@ -36,11 +41,11 @@ from scheduler.schedule import (
     peak_address,
     peak_live_bytes,
 )
-from scheduler.spill_loop import Round, allocation_aware
+from scheduler.spill_loop import WORK_BUDGETS, Round, WorkBudget, allocation_aware
 from scheduler.tiling import tile_weights
 
 __all__ = [
-    "BUDGETS", "ORDERS", "Round", "allocation_aware", "plan_residencies",
+    "BUDGETS", "ORDERS", "Round", "WORK_BUDGETS", "WorkBudget", "allocation_aware", "plan_residencies",
     "REPLACEMENTS", "SCHEDULERS", "TRANSFER_KINDS", "CapacityError", "CosmaOptions", "MinPeak",
     "OverlapAnalysis", "Residency", "Schedule", "ScheduleError", "Transfer", "break_nodes", "budgets",
     "bytes_by_kind", "check_schedule", "cosma", "cosma_dnc", "footprint", "live_bytes_over_time", "make_schedule",

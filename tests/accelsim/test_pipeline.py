@@ -212,7 +212,7 @@ def test_a_loop_whose_allocator_never_fits_keeps_the_online_arena(chain_graph, t
 
 def test_invalid_placement_is_not_simulated(chain_graph, toy_hw, monkeypatch):
     def overlapping(schedule, method, timeout=None):
-        return "broken", {r.id: 0 for r in schedule.residencies}
+        return "broken", {r.id: 0 for r in schedule.residencies}, False
 
     monkeypatch.setattr(pipeline, "place", overlapping)
     with pytest.raises(InvalidPlacementError, match="placement by 'broken' is invalid.*overlap"):
