@@ -3,8 +3,8 @@
 One row per instance, capacity and method: buffers, LOAD, status, peak, % over LOAD, seconds
 (median of the repeats), search nodes (``telamalloc``: steps) and microseconds per node. The
 first call of a numba-compiled method pays for loading (or compiling) its machine code, so
-every method is warmed up once on a tiny problem first and that time is reported separately,
-never mixed into the solve times.
+every method is warmed up once on tiny problems first (``warm_up``) and that time is reported
+separately, never mixed into the solve times.
 
 A method name ``telamalloc:STRATEGY`` runs ``telamalloc`` with one of the block-selection
 strategies of TelaMalloc Fig. 14 (``max-size``, ``max-area``, ``max-lifetime``,
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import allocator
-from allocator.minimalloc import MiniMallocOptions
-from allocator.telamalloc import STRATEGIES, TelaMallocOptions
+from allocator import warmup
+from allocator.warmup import Mode
 
 _CAPACITY_IN_NAME = re.compile(r"\.(\d+)\.csv$")
 
@@ -97,6 +97,8 @@ def parse_method(spec: str) -> tuple[str, dict[str, object]]:
             f"unknown allocator method {name!r}; known: {', '.join(sorted(allocator.METHODS))}")
     if not variant:
         return name, {}
+    from allocator.telamalloc import STRATEGIES, TelaMallocOptions  # its kernels load only when it is asked for
+
     if name != "telamalloc":
         raise ValueError(f"method {spec!r}: only telamalloc takes a strategy after ':'")
     if variant not in STRATEGIES:
@@ -104,31 +106,19 @@ def parse_method(spec: str) -> tuple[str, dict[str, object]]:
     return name, {"options": TelaMallocOptions.strategy(variant)}
 
 
-#: LOAD 5 fits the capacity 5, yet nothing does (a staircase of thin buffers, see
-#: tests/allocator/test_explain.py): every greedy heuristic fails on it, so a portfolio such as
-#: ``auto`` reaches its exact stage, and an anytime minimisation probes below its incumbent
-_STAIRCASE = ((0, 3, 1), (1, 4, 1), (2, 5, 2), (1, 2, 3), (4, 5, 3), (0, 1, 4), (3, 4, 2))
+def warm_up(methods: Sequence[str], mode: Mode = "minimize") -> dict[str, float]:
+    """Load (or compile) each method's kernels on tiny problems; return the seconds each took.
 
-
-def warm_up(methods: Sequence[str]) -> dict[str, float]:
-    """Run each method on tiny problems; return the seconds each took (code loading/compiling).
-
-    Two problems: one every method places at once, and ``_STAIRCASE``, on which the heuristics
-    fail, so that every code path a timed run may take (a portfolio's exact stage, an anytime
-    routine's probes) is loaded or compiled here, before any clock starts. A method with its own
-    anytime routine also minimises both.
+    ``allocator.warmup.warm_up`` per method spec (``telamalloc:max-area`` warms that strategy):
+    ``mode="fit"`` loads only what ``solve`` reaches (``accelsim alloc`` and ``bench`` without
+    ``--minimize``: a ``minimalloc`` fit then loads neither the greedy placement nor the
+    starting heuristics); ``"minimize"`` (the default) also what ``allocator.minimize`` reaches,
+    so no compilation happens inside a timed run of either kind.
     """
-    tiny = allocator.Problem([allocator.Buffer("a", 0, 2, 4), allocator.Buffer("b", 1, 3, 4)], capacity=8)
-    stairs = allocator.Problem([allocator.Buffer(f"s{i}", *spec) for i, spec in enumerate(_STAIRCASE)], capacity=5)
     spent = {}
     for method in methods:
-        began = time.perf_counter()
         name, extra = parse_method(method)
-        for problem in (tiny, stairs):
-            allocator.solve(problem, name, 10.0, **extra)
-            if allocator.METHODS[name].capabilities.anytime is not None:  # its own minimisation: warm it too
-                allocator.minimize(problem.with_capacity(None), method=name, timeout=1.0)
-        spent[method] = time.perf_counter() - began
+        spent[method] = warmup.warm_up(name, mode, extra.get("options"))
     return spent
 
 
@@ -165,6 +155,8 @@ def iter_rows(files: Sequence[Path], methods: Sequence[str], capacity: int | Non
     for fraction in load_fractions:
         if not fraction > 0 or not math.isfinite(fraction):
             raise ValueError(f"--load-fraction values must be positive and finite, got {fraction!r}")
+    from allocator.minimalloc import MiniMallocOptions
+
     options = MiniMallocOptions(workers=threads)
     for path in files:
         try:

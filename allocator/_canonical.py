@@ -47,6 +47,18 @@ size, or plus a section's unplaced bytes, stays below ``2 * MAX_VALUE < 2**63``.
 ``_BIG = 2**62`` stands for "none" because it exceeds every
 capacity. The hashes multiply in uint64 and wrap on purpose.
 
+Compile time
+------------
+With an empty cache the first search compiles all of this module, which the first
+``accelsim alloc`` pays for, so the code keeps what numba has to compile small: one
+specialisation per helper (counters start as ``np.int64(0)``: a literal ``0`` argument makes
+numba compile a helper once for the literal and again for int64), arrays allocated with
+``np.empty`` of int64 and filled by loops (each of ``np.zeros``, ``np.full``, ``copy()``, a
+uint64 or bool array, is another overload to compile), copies by loops rather than slice
+assignments (whose shape-mismatch error formats a message: numba's string code), the frames in
+one int64 matrix rather than a record of 25 arrays, a merge sort of its own rather than
+numba's ``argsort`` and ``sort``, and helpers without a Python wrapper (``_helper``).
+
 Time
 ----
 The clock is read through object mode (``_now``), which costs a few microseconds, so the
@@ -58,13 +70,23 @@ node count alone would let the search overrun its deadline by seconds.
 from __future__ import annotations
 
 import time
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
 from numba import njit
 
+from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
+
 SOLVED, EXHAUSTED, NODE_LIMIT, TIME_LIMIT, CANCELLED = 0, 1, 2, 3, 4
+
+#: numba's options for the search's helpers (in a dict: numba's type stubs omit the option):
+#: compiled and cached like every kernel, but without the wrapper that would let Python call
+#: them. Only ``search`` calls them, and numba would otherwise build, optimise and compile that
+#: wrapper for each, unboxing each NamedTuple argument array by array: a fifth of the
+#: search's first compilation.
+_HELPER_OPTIONS: dict[str, Any] = {"cache": True, "no_cpython_wrapper": True}
+_helper = njit(**_HELPER_OPTIONS)
 
 #: the largest capacity, size, alignment or pinned offset (and sum of sizes plus alignments)
 #: the kernel's int64 arithmetic handles without overflow
@@ -188,34 +210,37 @@ class _Node(NamedTuple):
     ceiling: int  #: highest position a candidate can take and pass section inference (``offset_ceiling``)
 
 
-class _Frames(NamedTuple):
-    """The search stack, one entry per frame (see the module docstring); used by ``search`` only."""
-
-    kind: np.ndarray  #: _NORMAL or _SEQUENCE
-    begin: np.ndarray  #: normal: first member of the group; sequence: first entry in ``bounds``
-    end: np.ndarray  #: normal: one past the last member of the group
-    omax: np.ndarray  #: canonical bounds on entry: largest offset placed ...
-    imax: np.ndarray  #: ... and the rank of the buffer placed there
-    last_pos: np.ndarray  #: last candidate tried: its position ...
-    last_rank: np.ndarray  #: ... and its rank
-    hatless: np.ndarray  #: the last candidate tried overlapped no unplaced buffer
-    section_mark: np.ndarray  #: trail tops on entry (undo marks)
-    position_mark: np.ndarray
-    rank_mark: np.ndarray
-    placed_mark: np.ndarray
-    members_mark: np.ndarray
-    bounds_mark: np.ndarray
-    klo: np.ndarray  #: sections the group spans: [klo, khi)
-    khi: np.ndarray
-    hmin: np.ndarray  #: lowest top of an unplaced free buffer (dominance)
-    fmin: np.ndarray  #: lowest unplaced pinned offset
-    ceiling: np.ndarray  #: highest position of a candidate (``offset_ceiling``)
-    hash_a: np.ndarray  #: state hash on entry (restored on undo)
-    hash_b: np.ndarray
-    key_a: np.ndarray  #: state key on entry (hash and bounds), for the table
-    key_b: np.ndarray
-    group: np.ndarray  #: sequence frames: index of the group being solved
-    groups: np.ndarray  #: sequence frames: number of groups
+#: The search stack (see the module docstring; ``search`` only): one row per frame of an int64
+#: matrix, one column per field. One array rather than a record of 25: numba compiles a record
+#: of arrays as 25 arrays of 7 fields each, and every one of them costs compile time. The four
+#: uint64 hashes are kept as int64 of the same bits (numba converts between the two without
+#: changing a bit) and the flag ``hatless`` as 0 or 1.
+_F_KIND = 0  #: _NORMAL or _SEQUENCE
+_F_BEGIN = 1  #: normal: first member of the group; sequence: first entry in ``bounds``
+_F_END = 2  #: normal: one past the last member of the group
+_F_OMAX = 3  #: canonical bounds on entry: largest offset placed ...
+_F_IMAX = 4  #: ... and the rank of the buffer placed there
+_F_LAST_POS = 5  #: last candidate tried: its position ...
+_F_LAST_RANK = 6  #: ... and its rank
+_F_HATLESS = 7  #: the last candidate tried overlapped no unplaced buffer
+_F_SECTION_MARK = 8  #: trail tops on entry (undo marks)
+_F_POSITION_MARK = 9
+_F_RANK_MARK = 10
+_F_PLACED_MARK = 11
+_F_MEMBERS_MARK = 12
+_F_BOUNDS_MARK = 13
+_F_KLO = 14  #: sections the group spans: [klo, khi)
+_F_KHI = 15
+_F_HMIN = 16  #: lowest top of an unplaced free buffer (dominance)
+_F_FMIN = 17  #: lowest unplaced pinned offset
+_F_CEILING = 18  #: highest position of a candidate (``offset_ceiling``)
+_F_HASH_A = 19  #: state hash on entry (restored on undo)
+_F_HASH_B = 20
+_F_KEY_A = 21  #: state key on entry (hash and bounds), for the table
+_F_KEY_B = 22
+_F_GROUP = 23  #: sequence frames: index of the group being solved
+_F_GROUPS = 24  #: sequence frames: number of groups
+_FRAME_FIELDS = 25
 
 
 def run_search(instance: SearchInstance, preorder: Preorder, switches: SearchSwitches, *, capacity: int,
@@ -253,7 +278,7 @@ def new_table(switches: SearchSwitches) -> np.ndarray:
     return np.zeros((2, 1 << switches.table_bits if switches.table_bits > 0 else 1), np.uint64)
 
 
-@njit(cache=True)
+@_helper
 def _mix(a, b, salt):  # pragma: no cover - compiled
     """A 64-bit hash of the pair ``(a, b)`` (splitmix64 finaliser); ``salt`` picks the function."""
     z = (np.uint64(a) * _GOLDEN) ^ (np.uint64(b) * _MUL_V) ^ salt
@@ -270,27 +295,30 @@ def _now() -> float:  # pragma: no cover - compiled
     return t
 
 
-@njit(cache=True)
+@_helper
 def _grow(array, needed):  # pragma: no cover - compiled
-    """``array`` itself when it holds ``needed`` entries, else a copy at least twice as long."""
+    """``array`` (int64) itself when it holds ``needed`` entries, else a copy at least twice as long."""
     if needed <= array.shape[0]:
         return array
-    bigger = np.empty(max(needed, 2 * array.shape[0]), array.dtype)
-    bigger[: array.shape[0]] = array
+    bigger = np.empty(max(needed, 2 * array.shape[0]), np.int64)
+    for x in range(array.shape[0]):  # a loop, not a slice assignment: that would compile numba's shape errors
+        bigger[x] = array[x]
     return bigger
 
 
-@njit(cache=True)
+@_helper
 def _grow_trail(trail, needed):  # pragma: no cover - compiled
-    """A trail of ``(index, old value)`` rows with room for ``needed`` rows."""
+    """A trail of int64 ``(index, old value)`` rows with room for ``needed`` rows."""
     if needed <= trail.shape[0]:
         return trail
-    bigger = np.empty((max(needed, 2 * trail.shape[0]), 2), trail.dtype)
-    bigger[: trail.shape[0]] = trail
+    bigger = np.empty((max(needed, 2 * trail.shape[0]), 2), np.int64)
+    for x in range(trail.shape[0]):
+        bigger[x, 0] = trail[x, 0]
+        bigger[x, 1] = trail[x, 1]
     return bigger
 
 
-@njit(cache=True)
+@_helper
 def _restore(values, trail, top, mark):  # pragma: no cover - compiled
     """Undo the trail down to ``mark``: write each old value back, newest first; returns ``mark``."""
     while top > mark:
@@ -299,35 +327,22 @@ def _restore(values, trail, top, mark):  # pragma: no cover - compiled
     return top
 
 
-@njit(cache=True)
-def _new_frames(depth_cap):  # pragma: no cover - compiled
-    """An empty search stack with room for ``depth_cap`` frames."""
-    return _Frames(
-        kind=np.empty(depth_cap, np.int64), begin=np.empty(depth_cap, np.int64), end=np.empty(depth_cap, np.int64),
-        omax=np.empty(depth_cap, np.int64), imax=np.empty(depth_cap, np.int64),
-        last_pos=np.empty(depth_cap, np.int64), last_rank=np.empty(depth_cap, np.int64),
-        hatless=np.zeros(depth_cap, np.bool_), section_mark=np.empty(depth_cap, np.int64),
-        position_mark=np.empty(depth_cap, np.int64), rank_mark=np.empty(depth_cap, np.int64),
-        placed_mark=np.empty(depth_cap, np.int64), members_mark=np.empty(depth_cap, np.int64),
-        bounds_mark=np.empty(depth_cap, np.int64), klo=np.empty(depth_cap, np.int64),
-        khi=np.empty(depth_cap, np.int64), hmin=np.empty(depth_cap, np.int64), fmin=np.empty(depth_cap, np.int64),
-        ceiling=np.empty(depth_cap, np.int64),
-        hash_a=np.empty(depth_cap, np.uint64), hash_b=np.empty(depth_cap, np.uint64),
-        key_a=np.empty(depth_cap, np.uint64), key_b=np.empty(depth_cap, np.uint64),
-        group=np.empty(depth_cap, np.int64), groups=np.empty(depth_cap, np.int64),
-    )
-
-
-@njit(cache=True)
+@_helper
 def _root_state(buffers, rank, n_sections):  # pragma: no cover - compiled
     """The state at the root: nothing placed; free buffers counted in their sections."""
     n = buffers.sizes.shape[0]
-    placement = _Placement(offset=np.full(n, -1, np.int64), pos=np.zeros(n, np.int64), rank=rank.copy())
-    sections = _Sections(top=np.zeros(n_sections, np.int64), free=np.zeros(n_sections, np.int64),
-                         unplaced=np.zeros(n_sections, np.int64))
+    # np.empty and loops only: each of np.full, np.zeros and copy() is one more numba overload to compile
+    placement = _Placement(offset=np.empty(n, np.int64), pos=np.empty(n, np.int64), rank=np.empty(n, np.int64))
+    sections = _Sections(top=np.empty(n_sections, np.int64), free=np.empty(n_sections, np.int64),
+                         unplaced=np.empty(n_sections, np.int64))
+    for k in range(n_sections):
+        sections.top[k] = 0
+        sections.free[k] = 0
+        sections.unplaced[k] = 0
     for j in range(n):
-        if buffers.fixed[j] >= 0:
-            placement.pos[j] = buffers.fixed[j]
+        placement.offset[j] = -1
+        placement.pos[j] = buffers.fixed[j] if buffers.fixed[j] >= 0 else 0
+        placement.rank[j] = rank[j]
         for k in range(buffers.first_section[j], buffers.last_section[j]):
             sections.unplaced[k] += 1
             if buffers.fixed[j] < 0:
@@ -335,7 +350,7 @@ def _root_state(buffers, rank, n_sections):  # pragma: no cover - compiled
     return placement, sections
 
 
-@njit(cache=True)
+@_helper
 def _root_hash(hash_key_a, hash_key_b, sections):  # pragma: no cover - compiled
     """The root's two state hashes: every buffer unplaced, every live section at top 0."""
     hash_a = np.uint64(0)
@@ -345,19 +360,19 @@ def _root_hash(hash_key_a, hash_key_b, sections):  # pragma: no cover - compiled
         hash_b ^= hash_key_b[j]
     for k in range(sections.unplaced.shape[0]):
         if sections.unplaced[k] > 0:
-            hash_a ^= _mix(k, 0, _SALT_A)
-            hash_b ^= _mix(k, 0, _SALT_B)
+            hash_a ^= _mix(k, np.int64(0), _SALT_A)
+            hash_b ^= _mix(k, np.int64(0), _SALT_B)
     return hash_a, hash_b
 
 
-@njit(cache=True)
+@_helper
 def _table_holds(table_a, table_b, key_a, key_b):  # pragma: no cover - compiled
     """The failed-state table holds this state: it was searched to exhaustion before."""
     slot = key_a & np.uint64(table_a.shape[0] - 1)
     return table_a[slot] == key_a and table_b[slot] == key_b
 
 
-@njit(cache=True)
+@_helper
 def _remember(table_a, table_b, key_a, key_b):  # pragma: no cover - compiled
     """Record a state searched to exhaustion (overwriting whatever held its slot)."""
     slot = key_a & np.uint64(table_a.shape[0] - 1)
@@ -365,7 +380,7 @@ def _remember(table_a, table_b, key_a, key_b):  # pragma: no cover - compiled
     table_b[slot] = key_b
 
 
-@njit(cache=True)
+@_helper
 def _group_bounds(omax, imax, restart_groups):  # pragma: no cover - compiled
     """Canonical bounds a group of a decomposition starts from.
 
@@ -381,7 +396,7 @@ def _group_bounds(omax, imax, restart_groups):  # pragma: no cover - compiled
     return omax, imax
 
 
-@njit(cache=True)
+@_helper
 def _survey(members, begin, end, n_sections, buffers, placement):  # pragma: no cover - compiled
     """Look over the unplaced buffers of the group ``members[begin:end]`` (sorted by start).
 
@@ -421,7 +436,7 @@ def _survey(members, begin, end, n_sections, buffers, placement):  # pragma: no 
     return count, runs, klo, khi, hmin, fmin
 
 
-@njit(cache=True)
+@_helper
 def _ceiling(on, capacity, free, klo, khi):  # pragma: no cover - compiled
     """The highest position at which a candidate of a node can pass section inference (§6.2)
     with the offset floor: ``capacity - `` the most unplaced free bytes in a section of the group.
@@ -445,7 +460,7 @@ def _ceiling(on, capacity, free, klo, khi):  # pragma: no cover - compiled
     return capacity - most
 
 
-@njit(cache=True)
+@_helper
 def _split_into_runs(members, begin, end, write, bounds, bounds_top, buffers,
                      placement):  # pragma: no cover - compiled
     """Dynamic temporal decomposition (§7): copy the unplaced buffers of ``members[begin:end]``
@@ -477,7 +492,47 @@ def _split_into_runs(members, begin, end, write, bounds, bounds_top, buffers,
     return write, bounds_top
 
 
-@njit(cache=True)
+@_helper
+def _lex_order(a, b, c):  # pragma: no cover - compiled
+    """Positions of the int64 arrays' entries sorted by ``(a, b, c)``, ties by position (stable).
+
+    A bottom-up merge sort written out here: numba's own ``argsort`` and ``sort`` each cost
+    a second or more to compile, and the three stable passes it replaces gave this order.
+    """
+    g = a.shape[0]
+    order = np.empty(g, np.int64)
+    other = np.empty(g, np.int64)
+    for x in range(g):
+        order[x] = x
+    width = 1
+    while width < g:
+        for lo in range(0, g, 2 * width):
+            mid = min(lo + width, g)
+            hi = min(lo + 2 * width, g)
+            i, j, out = lo, mid, lo
+            while i < mid and j < hi:
+                p, q = order[i], order[j]
+                if a[q] < a[p] or (a[q] == a[p] and (b[q] < b[p] or (b[q] == b[p] and c[q] < c[p]))):
+                    other[out] = q
+                    j += 1
+                else:
+                    other[out] = p
+                    i += 1
+                out += 1
+            while i < mid:
+                other[out] = order[i]
+                i += 1
+                out += 1
+            while j < hi:
+                other[out] = order[j]
+                j += 1
+                out += 1
+        order, other = other, order
+        width *= 2
+    return order
+
+
+@_helper
 def _rank_term(j, r, r0):  # pragma: no cover - compiled
     """Hash terms ``(a, b)`` of buffer ``j`` holding rank ``r`` instead of its static rank ``r0``."""
     if r == r0:
@@ -485,7 +540,7 @@ def _rank_term(j, r, r0):  # pragma: no cover - compiled
     return (_mix(j, r, _SALT_D) ^ _mix(j, r0, _SALT_D)), (_mix(r, j, _SALT_E) ^ _mix(r0, j, _SALT_E))
 
 
-@njit(cache=True)
+@_helper
 def _rerank(members, begin, end, preorder, buffers, placement, sections, rank_trail,
             rank_top):  # pragma: no cover - compiled
     """Re-rank the buffers ``members[begin:end]`` of one group by the key ``(pre, -T, post)``.
@@ -512,10 +567,11 @@ def _rerank(members, begin, end, preorder, buffers, placement, sections, rank_tr
         post[x] = preorder.rerank_post[j]
         pre[x] = preorder.rerank_pre[j]
         old[x] = rank[j]
-    order = np.argsort(post, kind="mergesort")
-    order = order[np.argsort(t_cur[order], kind="mergesort")]
-    order = order[np.argsort(pre[order], kind="mergesort")]
-    values = np.sort(old)
+    order = _lex_order(pre, t_cur, post)  # post is distinct per buffer: the order is unique
+    by_old = _lex_order(old, old, old)
+    values = np.empty(g, np.int64)
+    for x in range(g):
+        values[x] = old[by_old[x]]
     delta_a = np.uint64(0)
     delta_b = np.uint64(0)
     for x in range(g):
@@ -535,7 +591,7 @@ def _rerank(members, begin, end, preorder, buffers, placement, sections, rank_tr
     return rank_top, delta_a, delta_b
 
 
-@njit(cache=True)
+@_helper
 def _pick_candidate(node, switches, capacity, members, buffers, placement,
                     twin_before):  # pragma: no cover - compiled
     """The node's next candidate after the one it tried last, or -1 when none is left.
@@ -585,7 +641,7 @@ def _pick_candidate(node, switches, capacity, members, buffers, placement,
     return best, best_pos, best_rank
 
 
-@njit(cache=True)
+@_helper
 def _occupy_sections(i, top, buffers, sections, section_trail, section_top, hash_a,
                      hash_b):  # pragma: no cover - compiled
     """Buffer ``i`` now ends at ``top`` in the sections it spans: raise their tops (trailing the
@@ -612,7 +668,7 @@ def _occupy_sections(i, top, buffers, sections, section_trail, section_top, hash
     return section_top, hash_a, hash_b
 
 
-@njit(cache=True)
+@_helper
 def _unplace(placed, placed_top, mark, buffers, placement, sections):  # pragma: no cover - compiled
     """Take the buffers placed after ``mark`` off again (their sections count them unplaced)."""
     while placed_top > mark:
@@ -626,7 +682,7 @@ def _unplace(placed, placed_top, mark, buffers, placement, sections):  # pragma:
     return placed_top
 
 
-@njit(cache=True)
+@_helper
 def _raise_overlapping(node, i, members, buffers, placement, position_trail,
                        position_top):  # pragma: no cover - compiled
     """After placing ``i``: raise the position of every unplaced free buffer of the group that
@@ -661,7 +717,7 @@ def _raise_overlapping(node, i, members, buffers, placement, position_trail,
     return True, hat, position_top
 
 
-@njit(cache=True)
+@_helper
 def _pinned_order_holds(node, i, members, buffers, placement):  # pragma: no cover - compiled
     """With ``canonical``: every unplaced pinned buffer of the group still comes after ``i``
     in the canonical (offset, rank) order, so it can still be placed."""
@@ -674,7 +730,7 @@ def _pinned_order_holds(node, i, members, buffers, placement):  # pragma: no cov
     return True
 
 
-@njit(cache=True)
+@_helper
 def _staircase_holds(node, floor, capacity, section_start, section_buffers, buffers, placement, sections,
                      stair_pos, stair_size):  # pragma: no cover - compiled
     """Per section of the node: the unplaced free buffers at or above any of their positions
@@ -715,7 +771,7 @@ def _staircase_holds(node, floor, capacity, section_start, section_buffers, buff
     return True, visited
 
 
-@njit(cache=True)
+@_helper
 def _sections_hold(node, floor, effective_height, capacity, members, buffers, placement, sections,
                    effective):  # pragma: no cover - compiled
     """Section inference (§6.2, eq. 3): in every section of the node the unplaced free
@@ -771,7 +827,10 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
     """
     n = instance.sizes.shape[0]
     if deadline >= 0 and _now() > deadline:
-        return TIME_LIMIT, np.full(n, -1, np.int64), 0, 0, 0, 0
+        unplaced = np.empty(n, np.int64)
+        for j in range(n):
+            unplaced[j] = -1
+        return TIME_LIMIT, unplaced, 0, 0, 0, 0
     buffers = _Buffers(sizes=instance.sizes, aligns=instance.aligns, fixed=instance.fixed,
                        first_section=instance.first_section, last_section=instance.last_section)
     placement, sections = _root_state(buffers, preorder.rank, instance.n_sections)
@@ -782,7 +841,9 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
     use_table = switches.table_bits > 0
     table_a = table[0]
     table_b = table[1]
-    effective = np.zeros(instance.n_sections, np.int64)
+    effective = np.empty(instance.n_sections, np.int64)
+    for k in range(instance.n_sections):
+        effective[k] = 0
     stair_pos = np.empty(n + 1, np.int64)
     stair_size = np.empty(n + 1, np.int64)
     span_total = 0
@@ -794,19 +855,20 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
     work = 0  # units of work since the clock was last read
 
     section_trail = np.empty((min(span_total + 1, 4 * n + 16), 2), np.int64)
-    section_top = 0
+    section_top = np.int64(0)  # np.int64, not 0: a literal 0 would compile the helpers twice
     position_trail = np.empty((4 * n + 16, 2), np.int64)
-    position_top = 0
+    position_top = np.int64(0)
     rank_trail = np.empty((n + 16, 2), np.int64)
-    rank_top = 0
+    rank_top = np.int64(0)
     placed = np.empty(n + 1, np.int64)
-    placed_top = 0
+    placed_top = np.int64(0)
     members = np.empty(4 * n + 16, np.int64)
-    members[:n] = instance.by_start
+    for x in range(n):
+        members[x] = instance.by_start[x]
     members_top = n
     bounds = np.empty(4 * n + 16, np.int64)
-    bounds_top = 0
-    fr = _new_frames(2 * n + 8)
+    bounds_top = np.int64(0)
+    frames = np.empty((2 * n + 8, _FRAME_FIELDS), np.int64)
     depth = 0
 
     nodes = 0
@@ -814,7 +876,7 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
     splits = 0
     hits = 0
     state = _OPEN
-    g_begin, g_end, omax, imax = 0, n, 0, -1
+    g_begin, g_end, omax, imax = np.int64(0), n, np.int64(0), np.int64(-1)
 
     while True:
         if work >= CLOCK_WORK:
@@ -838,56 +900,56 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
                 hits += 1
                 state = _FAIL
                 continue
-            fr.hash_a[depth] = hash_a
-            fr.hash_b[depth] = hash_b
-            fr.key_a[depth] = key_a
-            fr.key_b[depth] = key_b
+            frames[depth, _F_HASH_A] = np.int64(hash_a)
+            frames[depth, _F_HASH_B] = np.int64(hash_b)
+            frames[depth, _F_KEY_A] = np.int64(key_a)
+            frames[depth, _F_KEY_B] = np.int64(key_b)
             # undo marks and canonical bounds of the node, the same for either kind of frame
-            fr.omax[depth] = omax
-            fr.imax[depth] = imax
-            fr.section_mark[depth] = section_top
-            fr.position_mark[depth] = position_top
-            fr.placed_mark[depth] = placed_top
-            fr.members_mark[depth] = members_top
-            fr.bounds_mark[depth] = bounds_top
-            fr.rank_mark[depth] = rank_top
+            frames[depth, _F_OMAX] = omax
+            frames[depth, _F_IMAX] = imax
+            frames[depth, _F_SECTION_MARK] = section_top
+            frames[depth, _F_POSITION_MARK] = position_top
+            frames[depth, _F_PLACED_MARK] = placed_top
+            frames[depth, _F_MEMBERS_MARK] = members_top
+            frames[depth, _F_BOUNDS_MARK] = bounds_top
+            frames[depth, _F_RANK_MARK] = rank_top
             if switches.decomposition and runs > 1:
                 splits += 1
                 work += count
                 members = _grow(members, members_top + count)
                 bounds = _grow(bounds, bounds_top + 2 * runs)
-                fr.kind[depth] = _SEQUENCE
-                fr.group[depth] = 0
-                fr.groups[depth] = runs
-                fr.begin[depth] = bounds_top
+                frames[depth, _F_KIND] = _SEQUENCE
+                frames[depth, _F_GROUP] = 0
+                frames[depth, _F_GROUPS] = runs
+                frames[depth, _F_BEGIN] = bounds_top
                 members_top, bounds_top = _split_into_runs(members, g_begin, g_end, members_top, bounds, bounds_top,
                                                            buffers, placement)
                 if switches.rerank_groups and switches.restart_groups:
                     rank_trail = _grow_trail(rank_trail, rank_top + count)
                     for grp in range(runs):
-                        first = bounds[fr.begin[depth] + 2 * grp]
-                        last = bounds[fr.begin[depth] + 2 * grp + 1]
+                        first = bounds[frames[depth, _F_BEGIN] + 2 * grp]
+                        last = bounds[frames[depth, _F_BEGIN] + 2 * grp + 1]
                         rank_top, da, db = _rerank(members, first, last, preorder, buffers, placement, sections,
                                                    rank_trail, rank_top)
                         hash_a ^= da
                         hash_b ^= db
                 depth += 1
-                g_begin = bounds[fr.begin[depth - 1]]
-                g_end = bounds[fr.begin[depth - 1] + 1]
+                g_begin = bounds[frames[depth - 1, _F_BEGIN]]
+                g_end = bounds[frames[depth - 1, _F_BEGIN] + 1]
                 omax, imax = _group_bounds(omax, imax, switches.restart_groups)
                 continue  # open the first group; it is one run, so it becomes a normal frame
             # A normal frame: record the node's bounds once; they hold for every candidate.
-            fr.kind[depth] = _NORMAL
-            fr.begin[depth] = g_begin
-            fr.end[depth] = g_end
-            fr.last_pos[depth] = -1
-            fr.last_rank[depth] = -1
-            fr.hatless[depth] = False
-            fr.klo[depth] = klo
-            fr.khi[depth] = khi
-            fr.hmin[depth] = hmin
-            fr.fmin[depth] = fmin
-            fr.ceiling[depth] = _ceiling(switches.offset_ceiling, capacity, sections.free, klo, khi)
+            frames[depth, _F_KIND] = _NORMAL
+            frames[depth, _F_BEGIN] = g_begin
+            frames[depth, _F_END] = g_end
+            frames[depth, _F_LAST_POS] = -1
+            frames[depth, _F_LAST_RANK] = -1
+            frames[depth, _F_HATLESS] = 0
+            frames[depth, _F_KLO] = klo
+            frames[depth, _F_KHI] = khi
+            frames[depth, _F_HMIN] = hmin
+            frames[depth, _F_FMIN] = fmin
+            frames[depth, _F_CEILING] = _ceiling(switches.offset_ceiling, capacity, sections.free, klo, khi)
             depth += 1
             state = _NEXT
 
@@ -896,32 +958,34 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
             # Hatless pruning: when the candidate just refuted overlaps no unplaced buffer, any
             # completion of this node could move it down to its floor and place it first; it
             # had none, so neither has the node: look at no further candidate.
-            node = _Node(begin=fr.begin[d], end=fr.end[d], scan_end=fr.begin[d] if fr.hatless[d] else fr.end[d],
-                         omax=fr.omax[d], imax=fr.imax[d], last_pos=fr.last_pos[d], last_rank=fr.last_rank[d],
-                         klo=fr.klo[d], khi=fr.khi[d], hmin=fr.hmin[d], fmin=fr.fmin[d], ceiling=fr.ceiling[d])
+            row = frames[d]
+            node = _Node(begin=row[_F_BEGIN], end=row[_F_END],
+                         scan_end=row[_F_BEGIN] if row[_F_HATLESS] else row[_F_END], omax=row[_F_OMAX],
+                         imax=row[_F_IMAX], last_pos=row[_F_LAST_POS], last_rank=row[_F_LAST_RANK], klo=row[_F_KLO],
+                         khi=row[_F_KHI], hmin=row[_F_HMIN], fmin=row[_F_FMIN], ceiling=row[_F_CEILING])
             work += node.end - node.begin + node.khi - node.klo + 1
             # Undo the previous candidate of this node, if any.
-            section_top = _restore(sections.top, section_trail, section_top, fr.section_mark[d])
-            position_top = _restore(placement.pos, position_trail, position_top, fr.position_mark[d])
-            placed_top = _unplace(placed, placed_top, fr.placed_mark[d], buffers, placement, sections)
-            hash_a = fr.hash_a[d]
-            hash_b = fr.hash_b[d]
+            section_top = _restore(sections.top, section_trail, section_top, frames[d, _F_SECTION_MARK])
+            position_top = _restore(placement.pos, position_trail, position_top, frames[d, _F_POSITION_MARK])
+            placed_top = _unplace(placed, placed_top, frames[d, _F_PLACED_MARK], buffers, placement, sections)
+            hash_a = np.uint64(frames[d, _F_HASH_A])
+            hash_b = np.uint64(frames[d, _F_HASH_B])
             omax = node.omax
             imax = node.imax
             i, p, r = _pick_candidate(node, switches, capacity, members, buffers, placement, preorder.twin_before)
             if i < 0:
                 if use_table:
-                    _remember(table_a, table_b, fr.key_a[d], fr.key_b[d])
+                    _remember(table_a, table_b, np.uint64(frames[d, _F_KEY_A]), np.uint64(frames[d, _F_KEY_B]))
                 depth -= 1
-                members_top = fr.members_mark[d]
-                bounds_top = fr.bounds_mark[d]
+                members_top = frames[d, _F_MEMBERS_MARK]
+                bounds_top = frames[d, _F_BOUNDS_MARK]
                 state = _FAIL
                 continue
             nodes += 1
             if nodes > node_limit:
                 return NODE_LIMIT, offset, nodes, backtracks, splits, hits
-            fr.last_pos[d] = p
-            fr.last_rank[d] = r
+            frames[d, _F_LAST_POS] = p
+            frames[d, _F_LAST_RANK] = r
             # Place it: the buffer, then the sections it spans, then the positions it raises.
             offset[i] = p
             placed[placed_top] = i
@@ -939,7 +1003,7 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
             position_trail = _grow_trail(position_trail, position_top + node.end - node.begin)
             alive, hat, position_top = _raise_overlapping(node, i, members, buffers, placement, position_trail,
                                                           position_top)
-            fr.hatless[d] = switches.hatless and not hat
+            frames[d, _F_HATLESS] = 1 if switches.hatless and not hat else 0
             new_omax = p if switches.canonical else 0
             if alive and switches.canonical and node.fmin < _BIG:
                 alive = _pinned_order_holds(node, i, members, buffers, placement)
@@ -965,36 +1029,36 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
             if depth == 0:
                 return EXHAUSTED, offset, nodes, backtracks, splits, hits
             d = depth - 1
-            if fr.kind[d] == _NORMAL:
+            if frames[d, _F_KIND] == _NORMAL:
                 backtracks += 1
                 state = _NEXT
             else:
                 # One group of a decomposition has no solution: neither has the node.
                 if use_table:
-                    _remember(table_a, table_b, fr.key_a[d], fr.key_b[d])
-                hash_a = fr.hash_a[d]
-                hash_b = fr.hash_b[d]
-                rank_top = _restore(rank, rank_trail, rank_top, fr.rank_mark[d])
-                section_top = _restore(sections.top, section_trail, section_top, fr.section_mark[d])
-                position_top = _restore(placement.pos, position_trail, position_top, fr.position_mark[d])
-                placed_top = _unplace(placed, placed_top, fr.placed_mark[d], buffers, placement, sections)
+                    _remember(table_a, table_b, np.uint64(frames[d, _F_KEY_A]), np.uint64(frames[d, _F_KEY_B]))
+                hash_a = np.uint64(frames[d, _F_HASH_A])
+                hash_b = np.uint64(frames[d, _F_HASH_B])
+                rank_top = _restore(rank, rank_trail, rank_top, frames[d, _F_RANK_MARK])
+                section_top = _restore(sections.top, section_trail, section_top, frames[d, _F_SECTION_MARK])
+                position_top = _restore(placement.pos, position_trail, position_top, frames[d, _F_POSITION_MARK])
+                placed_top = _unplace(placed, placed_top, frames[d, _F_PLACED_MARK], buffers, placement, sections)
                 depth -= 1
-                members_top = fr.members_mark[d]
-                bounds_top = fr.bounds_mark[d]
+                members_top = frames[d, _F_MEMBERS_MARK]
+                bounds_top = frames[d, _F_BOUNDS_MARK]
 
         else:  # _SUCCEED: the group just opened has every member placed
-            while depth > 0 and fr.kind[depth - 1] == _NORMAL:
+            while depth > 0 and frames[depth - 1, _F_KIND] == _NORMAL:
                 depth -= 1
             if depth == 0:
                 return SOLVED, offset, nodes, backtracks, splits, hits
             d = depth - 1
-            fr.group[d] += 1
-            if fr.group[d] < fr.groups[d]:
-                g_begin = bounds[fr.begin[d] + 2 * fr.group[d]]
-                g_end = bounds[fr.begin[d] + 2 * fr.group[d] + 1]
-                omax, imax = _group_bounds(fr.omax[d], fr.imax[d], switches.restart_groups)
+            frames[d, _F_GROUP] += 1
+            if frames[d, _F_GROUP] < frames[d, _F_GROUPS]:
+                g_begin = bounds[frames[d, _F_BEGIN] + 2 * frames[d, _F_GROUP]]
+                g_end = bounds[frames[d, _F_BEGIN] + 2 * frames[d, _F_GROUP] + 1]
+                omax, imax = _group_bounds(frames[d, _F_OMAX], frames[d, _F_IMAX], switches.restart_groups)
                 state = _OPEN
             else:
                 depth -= 1
-                members_top = fr.members_mark[d]
-                bounds_top = fr.bounds_mark[d]
+                members_top = frames[d, _F_MEMBERS_MARK]
+                bounds_top = frames[d, _F_BOUNDS_MARK]

@@ -67,6 +67,7 @@ import numba
 import numpy as np
 from numba import njit
 
+from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
 from allocator.backtrack_model import N_FEATURES, BacktrackModel, score
 from allocator.placement import sort_by_key
 

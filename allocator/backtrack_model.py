@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
+from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
 from allocator.problem import InvalidProblemError
 
 #: the features of one candidate target, in column order (TelaMalloc §6.4; the last two are ours:

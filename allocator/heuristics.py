@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
 from allocator.greedy import size_keys, wide_product
 from allocator.placement import (
     CLOCK_EVERY,

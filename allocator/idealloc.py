@@ -99,6 +99,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
 from allocator.placement import clock, deadline_passed, lexsort_order, place, timeout_reason
 from allocator.problem import Problem
 from allocator.registry import MethodOutput

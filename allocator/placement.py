@@ -50,6 +50,7 @@ import numba
 import numpy as np
 from numba import njit
 
+from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
 from allocator.problem import Problem
 from allocator.registry import MethodOutput
 from allocator.sweep import compress_times
@@ -96,7 +97,47 @@ def sort_by_key(keys, m, packed, order):  # pragma: no cover - compiled
         for k in range(m):
             order[k] = sorted_keys[k] & (_PACK_COUNT - 1)
     else:
-        order[:m] = np.argsort(keys[:m], kind="mergesort")
+        stable_argsort(keys, m, packed, order)
+
+
+@njit(cache=True)
+def stable_argsort(keys, m, scratch, order):  # pragma: no cover - compiled
+    """``order[:m]`` = the positions ``0 .. m-1`` sorted by ``keys``, ties by position (what
+    ``np.argsort(keys[:m], kind="stable")`` gives): a bottom-up merge sort, written out because
+    numba's own argsort costs more to compile than the rest of a kernel. ``scratch`` is space of
+    at least ``m`` entries, overwritten."""
+    for k in range(m):
+        order[k] = k
+    source, target = order, scratch
+    in_scratch = False
+    width = 1
+    while width < m:
+        for lo in range(0, m, 2 * width):
+            mid = min(lo + width, m)
+            hi = min(lo + 2 * width, m)
+            i, j, out = lo, mid, lo
+            while i < mid and j < hi:
+                if keys[source[j]] < keys[source[i]]:
+                    target[out] = source[j]
+                    j += 1
+                else:
+                    target[out] = source[i]
+                    i += 1
+                out += 1
+            while i < mid:
+                target[out] = source[i]
+                i += 1
+                out += 1
+            while j < hi:
+                target[out] = source[j]
+                j += 1
+                out += 1
+        source, target = target, source
+        in_scratch = not in_scratch
+        width *= 2
+    if in_scratch:
+        for k in range(m):
+            order[k] = scratch[k]
 
 
 class _TimeIndex(NamedTuple):
@@ -253,7 +294,8 @@ def _radix_sort(keys, m, scratch, bits):  # pragma: no cover - compiled
         source, target = target, source
         shift += _RADIX_BITS
     if (bits + _RADIX_BITS - 1) // _RADIX_BITS % 2:  # an odd number of passes left the keys in scratch
-        keys[:m] = scratch[:m]
+        for k in range(m):
+            keys[k] = scratch[k]
 
 
 @njit(cache=True)
@@ -288,12 +330,15 @@ def _sort_ranges(lows, highs, m, packed, by_low):  # pragma: no cover - compiled
             lows[k] = packed[k] >> bits
             by_low[k] = highs[packed[k] & mask]
     else:
-        order = np.argsort(lows[:m], kind="mergesort")
+        order = np.empty(m, np.int64)
+        stable_argsort(lows, m, packed, order)  # packed is free until the loop below
         for k in range(m):
             packed[k] = lows[order[k]]
             by_low[k] = highs[order[k]]
-        lows[:m] = packed[:m]
-    highs[:m] = by_low[:m]
+        for k in range(m):
+            lows[k] = packed[k]
+    for k in range(m):  # loops, not slice assignments: those compile numba's shape-mismatch errors
+        highs[k] = by_low[k]
 
 
 @njit(cache=True)

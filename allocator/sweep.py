@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
 from allocator.problem import Problem
 
 
@@ -108,7 +109,12 @@ def _section_totals(first, last, sizes, n_sections):  # pragma: no cover - compi
     for i in range(first.shape[0]):
         delta[first[i]] += sizes[i]
         delta[last[i]] -= sizes[i]
-    return np.cumsum(delta)[:n_sections]
+    totals = np.empty(n_sections, np.int64)
+    running = np.int64(0)
+    for k in range(n_sections):  # loops, not np.cumsum and a slice: less for numba to compile
+        running += delta[k]
+        totals[k] = running
+    return totals
 
 
 def range_max(values: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
@@ -129,7 +135,8 @@ def range_max(values: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.nda
 def _range_max(values, first, last):  # pragma: no cover - compiled
     n = values.shape[0]
     tree = np.empty(2 * n, np.int64)
-    tree[n:] = values
+    for k in range(n):  # a loop, not a slice assignment: that would compile numba's shape errors
+        tree[n + k] = values[k]
     for node in range(n - 1, 0, -1):
         tree[node] = max(tree[2 * node], tree[2 * node + 1])
     result = np.empty(first.shape[0], np.int64)
