@@ -274,13 +274,13 @@ def compile_kernels(scheduler_name: str, allocator_name: str | None) -> float:
 
     Called before any stage's clock starts, so compiling is never counted in a stage's time. The
     kernels are those of the run's allocator (``allocator_name``, or ``DEFAULT_ALLOCATOR`` for the
-    program / min-peak schedulers; none for a cosma* schedule that keeps its own addresses), of
-    the spill loop's overflow locator (``scheduler.spill_loop.LOCATOR``), and of the validator
-    every run calls. They run on tiny problems (``accelsim.bench.warm_up``), which make every
-    code path a placement may take load.
+    program / min-peak schedulers; none for a cosma* schedule that keeps its own addresses) and
+    of the spill loop's overflow locator (``scheduler.spill_loop.LOCATOR``), each fitted on tiny
+    problems as a placement runs (``allocator.warmup.warm_up`` in ``"fit"`` mode: no time limit,
+    no minimisation), and those of the validator every run calls.
     """
     import allocator
-    from accelsim.bench import warm_up
+    from allocator.warmup import warm_up
     from scheduler.spill_loop import LOCATOR
 
     began = time.perf_counter()
@@ -291,12 +291,11 @@ def compile_kernels(scheduler_name: str, allocator_name: str | None) -> float:
             methods = [chosen, LOCATOR]
     elif allocator_name is not None:
         methods = [allocator_name]
-    if methods:
-        warm_up(list(dict.fromkeys(methods)))
-    # the validator's kernels (every run validates its placement)
+    for method in dict.fromkeys(methods):
+        warm_up(method, "fit")
+    # the validator's kernels (every run validates its placement), with an overlap: the listing kernel too
     tiny = allocator.Problem([allocator.Buffer("a", 0, 2, 4), allocator.Buffer("b", 1, 3, 4)], capacity=8)
-    allocator.validate(tiny, allocator.Solution({"a": 0, "b": 4}))
-    allocator.validate(tiny, allocator.Solution({"a": 0, "b": 2}))  # an overlap: the listing kernel too
+    allocator.validate(tiny, allocator.Solution({"a": 0, "b": 2}))
     return time.perf_counter() - began
 
 
