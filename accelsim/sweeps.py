@@ -20,6 +20,9 @@ Decisions (recorded here and in the README):
   ``DIR/points/HASH.json``. When the sweep ends, ``results.csv`` is rewritten in grid order.
   A failing point (below M_R, allocator failed, timeout) is a row whose ``status`` is the
   one-line reason; it never stops the others.
+* **Budgets** are work, as in ``accelsim run``, so a point gives the same row on any worker
+  and machine; its ``deterministic`` column is False when a wall-clock safety net among the
+  base options (``timeout``, ``time_limit``) ended one of its searches.
 * **Resume**: the points whose hash is already in ``results.csv`` are not run again (failed
   ones included: a point fails the same way twice; delete its row to retry it).
 * **Tracing**: each (model, dtype) is traced once through the trace cache
@@ -64,10 +67,13 @@ if TYPE_CHECKING:
 
 #: grid keys that are run options rather than hardware fields
 RUN_KEYS = ("sram", "scheduler", "allocator", "budget", "dtype", "weights")
-#: the measured columns of ``results.csv``, after ``model``, ``hw`` and the grid keys
+#: the measured columns of ``results.csv``, after ``model``, ``hw`` and the grid keys.
+#: ``deterministic`` is the report's: False when a wall-clock safety net (``timeout``,
+#: ``time_limit`` among the base options) ended a search, so the point's numbers may differ on
+#: another machine (empty for a point that failed)
 METRICS = ("status", "cycles", "seconds", "utilization", "dram_read_bytes", "dram_write_bytes",
-           "noncompulsory_bytes", "energy_j", "peak_bytes", "min_capacity_bytes", "scheduler_status", "wall_s",
-           "hash")
+           "noncompulsory_bytes", "energy_j", "peak_bytes", "min_capacity_bytes", "scheduler_status", "deterministic",
+           "wall_s", "hash")
 #: ``allocator`` grid value for the program / min-peak schedulers' online first-fit arena
 #: (short for ``online-first-fit``, which is accepted too)
 ONLINE = "online"
@@ -322,7 +328,7 @@ def run_point(task: Task) -> tuple[dict[str, Any], dict[str, Any] | None]:
                    dram_read_bytes=result.dram_read_bytes, dram_write_bytes=result.dram_write_bytes,
                    noncompulsory_bytes=result.noncompulsory_bytes, energy_j=result.energy.get("total"),
                    peak_bytes=result.peak_bytes, min_capacity_bytes=result.min_capacity_bytes,
-                   scheduler_status=result.scheduler_status)
+                   scheduler_status=result.scheduler_status, deterministic=result.deterministic)
     except (ValueError, CompileError, SimulationError) as exc:
         row["status"] = _one_line(exc)
     row["wall_s"] = round(time.perf_counter() - began, 4)
@@ -672,6 +678,7 @@ def _write_json(path: Path, data: Mapping[str, Any]) -> None:
 
 _INTS = {"cycles", "dram_read_bytes", "dram_write_bytes", "noncompulsory_bytes", "peak_bytes", "min_capacity_bytes"}
 _FLOATS = {"seconds", "utilization", "energy_j", "wall_s"}
+_BOOLS = {"deterministic"}
 
 
 def _typed(row: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
@@ -685,6 +692,8 @@ def _typed(row: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
             out[name] = int(float(value))
         elif name in _FLOATS:
             out[name] = float(value)
+        elif name in _BOOLS:
+            out[name] = value if isinstance(value, bool) else value == "True"
         elif name in keys and isinstance(value, str):
             out[name] = _number_or_text(value)
         else:

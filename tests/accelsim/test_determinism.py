@@ -128,6 +128,21 @@ def test_a_timeout_that_fires_exits_3_and_says_so(dag_json, tmp_path, capsys):
     assert report["deterministic"] is False and report["clock_stopped"] == ["allocate"]
 
 
+def test_a_sweep_row_says_whether_its_point_is_deterministic(dag_json, tmp_path):
+    from accelsim.sweeps import run_sweep
+
+    grid = [f"sram={SRAM}"]
+    quiet = run_sweep([str(dag_json)], "tpuv4", grid, tmp_path / "quiet", jobs=1, plots=False).results
+    cut = run_sweep([str(dag_json)], "tpuv4", grid, tmp_path / "cut", jobs=1, plots=False,
+                    options={"timeout": 1e-9}).results
+    assert list(quiet["status"]) == list(cut["status"]) == ["ok"]
+    assert list(quiet["deterministic"]) == [True] and list(cut["deterministic"]) == [False]
+    # read back on resume, the column keeps its meaning
+    again = run_sweep([str(dag_json)], "tpuv4", grid, tmp_path / "cut", jobs=1, plots=False,
+                      options={"timeout": 1e-9})
+    assert again.skipped == 1 and list(again.results["deterministic"]) == [False]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("hw", ["pixel6", "tpuv4"])
 def test_resnet50_cold_warm_and_under_a_cpu_hog_give_one_report(hw, tmp_path):
