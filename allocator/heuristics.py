@@ -310,7 +310,7 @@ def _skyline_rows(first, last, n_sections, sizes, aligns, fixed, order, deadline
             placed += 1
     # every free buffer at floor 0, by rank: already a heap (entries in (floor, rank) order)
     heap_rank = np.empty(n, np.int64)
-    size = 0
+    size = np.int64(0)  # not 0: a literal 0 would compile _sift_down twice
     for rank in range(n):
         if fixed[order[rank]] < 0:
             heap_rank[size] = rank

@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 from allocator import Buffer, Problem, Solution, validate
 from allocator.generators import generate
 from allocator.heuristics import conflict_counts
-from allocator.placement import Placement, greedy_method, lexsort_order, place, verdict
+from allocator.placement import (
+    Placement,
+    greedy_method,
+    lexsort_order,
+    place,
+    sort_in_place,
+    stable_argsort,
+    verdict,
+)
 from allocator.sweep import compress_times, range_max, sweep_arrays
 
 
@@ -226,3 +234,20 @@ def test_section_totals_are_exact_near_2_to_the_62():
     cross = sweep_arrays(starts, ends, sizes)
     assert cross.section_total.tolist() == [2**61, 2**61 + 2**60, 2**62 - 1, 2**61 - 1, 2**60 - 1]
     assert cross.span_total().tolist() == [2**62 - 1] * 3
+
+
+@given(st.lists(st.integers(0, 2**62), max_size=400), st.integers(0, 3), st.integers(0, 8))
+def test_the_written_out_sorts_agree_with_numpy(values, modulus_choice, tail):
+    """``sort_in_place`` (the gap walk's and ``sort_by_key``'s sort) sorts like ``np.sort`` and
+    ``stable_argsort`` (their fallback) orders like a stable ``np.argsort``, duplicates included,
+    and neither touches the entries past ``m``."""
+    modulus = (2, 17, 2**20, 2**62 + 1)[modulus_choice]
+    keys = np.array([v % modulus for v in values] + [-1] * tail, np.int64)
+    m = len(values)
+    sorted_keys = keys.copy()
+    sort_in_place(sorted_keys, m)
+    assert sorted_keys[:m].tolist() == sorted(keys[:m].tolist())
+    assert sorted_keys[m:].tolist() == [-1] * tail
+    order, scratch = np.empty(m, np.int64), np.empty(m, np.int64)
+    stable_argsort(keys, m, scratch, order)
+    assert order.tolist() == np.argsort(keys[:m], kind="stable").tolist()
