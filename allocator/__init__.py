@@ -3,7 +3,7 @@
 Public surface::
 
     from allocator import Buffer, Problem, Solution, solve, validate, lower_bound
-    result = solve(problem, method="greedy-by-size", timeout=10)
+    result = solve(problem)                      # DEFAULT_METHOD, "auto": heuristics, then the exact search
 
 Every method is registered by name in ``METHODS``, with its ``Capabilities`` and its options
 record (``METHODS[name].options``, see ``allocator.registry``); ``solve`` checks its input,
@@ -31,6 +31,7 @@ from allocator.problem import (
     UnknownMethodError,
 )
 from allocator.registry import (
+    DEFAULT_METHOD,
     METHODS,
     Capabilities,
     InvalidOptionError,
@@ -54,10 +55,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "MAX_VALUE", "AllocationResult", "Buffer", "Capabilities", "CPSATOptions", "CSVFormatError", "ExplainOptions",
-    "Explanation", "FeasibleProblemError", "HillClimbOptions", "IdeallocOptions", "InvalidOptionError",
-    "InvalidProblemError", "InvalidSolutionError", "METHODS", "MIPOptions", "MethodEntry", "MinimizeResult",
-    "NoOptions", "minimize", "Problem", "Solution", "UnknownMethodError", "ValidationReport", "Violation", "check",
-    "describe_options", "explain_infeasible", "lower_bound", "read_csv", "register", "solve", "validate",
-    "write_csv",
+    "DEFAULT_METHOD", "MAX_VALUE", "AllocationResult", "Buffer", "Capabilities", "CPSATOptions", "CSVFormatError",
+    "ExplainOptions", "Explanation", "FeasibleProblemError", "HillClimbOptions", "IdeallocOptions",
+    "InvalidOptionError", "InvalidProblemError", "InvalidSolutionError", "METHODS", "MIPOptions", "MethodEntry",
+    "MinimizeResult", "NoOptions", "minimize", "Problem", "Solution", "UnknownMethodError", "ValidationReport",
+    "Violation", "check", "describe_options", "explain_infeasible", "lower_bound", "read_csv", "register", "solve",
+    "validate", "write_csv",
 ]

@@ -416,7 +416,13 @@ def method_entry(method: object) -> MethodEntry:
     return METHODS[method]
 
 
-def solve(problem: Problem, method: str = "greedy-by-size", timeout: float | None = None, options: object = None,
+#: the method of ``solve`` when none is named; also the default of ``accelsim alloc``, ``accelsim run``,
+#: ``accelsim.compile_and_simulate`` and ``scheduler.make_schedule``, so that the library and the command line
+#: give the same answer by default
+DEFAULT_METHOD = "auto"
+
+
+def solve(problem: Problem, method: str = DEFAULT_METHOD, timeout: float | None = None, options: object = None,
           **fields: Any) -> AllocationResult:
     """Place every buffer of ``problem`` with ``method``; the result is validated.
 
@@ -424,7 +430,11 @@ def solve(problem: Problem, method: str = "greedy-by-size", timeout: float | Non
     ----------
     problem : a ``Problem``: the buffers and the capacity (``None`` capacity: place without a
         limit and report the peak).
-    method : a name in ``METHODS`` (``accelsim alloc --methods`` lists them).
+    method : a name in ``METHODS`` (``accelsim alloc --methods`` lists them); ``DEFAULT_METHOD``,
+        ``"auto"``: the greedy heuristics, which answer in milliseconds when one fits, then the
+        exact search, which proves the capacity infeasible or finds a placement. The exact stage
+        has no budget of its own: bound it in work with ``node_limit=N`` (the same answer on every
+        machine) or in seconds with ``timeout``.
     timeout : seconds, or ``None`` for no limit. A method that runs out of time returns
         status ``"timeout"`` with the best complete placement it has, if any.
     options : the method's options record, an instance of ``METHODS[method].options``

@@ -74,10 +74,13 @@ def test_an_empty_compile_cache_gives_the_report_of_a_warm_one(dag_json, tmp_pat
 def test_one_default_allocator_across_the_cli_the_flow_and_the_scheduler(dag_json):
     import inspect
 
+    import allocator
     import scheduler.spill_loop
     from accelsim import cli, compile_and_simulate, pipeline
 
-    assert cli.DEFAULT_METHOD == pipeline.DEFAULT_ALLOCATOR == scheduler.spill_loop.DEFAULT_ALLOCATOR == "auto"
+    assert (cli.DEFAULT_METHOD == pipeline.DEFAULT_ALLOCATOR == scheduler.spill_loop.DEFAULT_ALLOCATOR
+            == allocator.DEFAULT_METHOD == "auto")
+    assert inspect.signature(allocator.solve).parameters["method"].default == "auto"
     assert inspect.signature(scheduler.make_schedule).parameters["allocator"].default is None  # None: auto
     assert inspect.signature(scheduler.allocation_aware).parameters["allocator"].default == "auto"
     # the Python API and the command line give the same answer by default
