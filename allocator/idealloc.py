@@ -100,7 +100,7 @@ import numpy as np
 from numba import njit
 
 from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
-from allocator.placement import clock, deadline_passed, lexsort_order, place, timeout_reason
+from allocator.placement import clock, deadline_passed, lexsort_order, place, stable_argsort, timeout_reason
 from allocator.problem import Problem
 from allocator.registry import MethodOutput
 from allocator.validate import lower_bound
@@ -127,6 +127,7 @@ def _crossing_order(cross, n_cross, item_start, item_end, by_end):  # pragma: no
     first (ties: earlier start first), as positions into ``cross``."""
     primary = np.empty(n_cross, np.int64)
     secondary = np.empty(n_cross, np.int64)
+    primary_then = np.empty(n_cross, np.int64)
     for k in range(n_cross):
         if by_end:
             primary[k] = -item_end[cross[k]]
@@ -134,8 +135,19 @@ def _crossing_order(cross, n_cross, item_start, item_end, by_end):  # pragma: no
         else:
             primary[k] = item_start[cross[k]]
             secondary[k] = -item_end[cross[k]]
-    by_secondary = np.argsort(secondary, kind="mergesort")
-    return by_secondary[np.argsort(primary[by_secondary], kind="mergesort")]
+    # two stable sorts, the secondary key first (placement's merge sort: numba's argsort costs
+    # more to compile than this whole kernel)
+    scratch = np.empty(n_cross, np.int64)
+    by_secondary = np.empty(n_cross, np.int64)
+    stable_argsort(secondary, n_cross, scratch, by_secondary)
+    for k in range(n_cross):
+        primary_then[k] = primary[by_secondary[k]]
+    by_primary = np.empty(n_cross, np.int64)
+    stable_argsort(primary_then, n_cross, scratch, by_primary)
+    order = np.empty(n_cross, np.int64)
+    for k in range(n_cross):
+        order[k] = by_secondary[by_primary[k]]
+    return order
 
 
 @njit(cache=True)
@@ -175,8 +187,9 @@ def _box_crossing(cross, n_cross, item_start, item_end, item_height, parent, rel
     ``relative`` (height in the box) are set. Items alone in their group are appended to
     ``unboxed``. Returns (new count, new n_unboxed)."""
     if sort_rule == 3:
-        order = _crossing_order(cross, n_cross, item_start, item_end, False)
-        other = _crossing_order(cross, n_cross, item_start, item_end, True)
+        # the flags as bool values, not the literals False and True: numba would compile one copy for each
+        order = _crossing_order(cross, n_cross, item_start, item_end, sort_rule != 3)
+        other = _crossing_order(cross, n_cross, item_start, item_end, sort_rule == 3)
         if (_grouping_waste(cross, other, n_cross, item_start, item_end, item_height, height_limit)
                 < _grouping_waste(cross, order, n_cross, item_start, item_end, item_height, height_limit)):
             order = other
@@ -233,7 +246,7 @@ def _box_level(work, m, item_start, item_end, item_height, parent, relative, cou
     stack_low[0] = 0
     stack_high[0] = m
     depth = 1
-    n_out = 0
+    n_out = np.int64(0)
     steps = 0
     while depth > 0:
         depth -= 1
@@ -251,9 +264,9 @@ def _box_level(work, m, item_start, item_end, item_height, parent, relative, cou
         chosen = work[lo + min(int(np.random.random() * (hi - lo)), hi - lo - 1)]
         width = item_end[chosen] - item_start[chosen]
         point = item_start[chosen] + min(int(np.random.random() * width), width - 1)
-        n_left = 0
-        n_right = 0
-        n_cross = 0
+        n_left = np.int64(0)
+        n_right = np.int64(0)
+        n_cross = np.int64(0)
         for k in range(lo, hi):
             item = work[k]
             if item_end[item] <= point:
@@ -297,9 +310,10 @@ def _box_all(starts, ends, heights, ratio, first_factor, seed, deadline, sort_ru
     item_height = np.empty(capacity, np.int64)
     parent = np.full(capacity, -1, np.int64)
     relative = np.zeros(capacity, np.int64)
-    item_start[:n] = starts
-    item_end[:n] = ends
-    item_height[:n] = heights
+    for i in range(n):  # loops, not slice assignments: those compile numba's shape-mismatch errors
+        item_start[i] = starts[i]
+        item_end[i] = ends[i]
+        item_height[i] = heights[i]
     count = n
     top = np.arange(n).astype(np.int64)
     n_top = n
@@ -313,8 +327,8 @@ def _box_all(starts, ends, heights, ratio, first_factor, seed, deadline, sort_ru
         if clock() > deadline:
             return item_start, item_end, item_height, parent, relative, count, top, n_top, True
         height_limit = np.int64(min(limit, 4.6e18))
-        m = 0
-        n_next = 0
+        m = np.int64(0)
+        n_next = np.int64(0)
         for k in range(n_top):
             if item_height[top[k]] < height_limit:
                 work[m] = top[k]
