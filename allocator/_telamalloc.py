@@ -69,7 +69,7 @@ from numba import njit
 
 from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
 from allocator.backtrack_model import N_FEATURES, BacktrackModel, score
-from allocator.placement import sort_by_key
+from allocator.placement import sort_by_key, sort_in_place, stable_argsort
 
 #: ``RECORDED``: oracle data collection stopped at the requested major backtrack (``Learning``)
 SOLVED, EXHAUSTED, STEP_LIMIT, TIME_LIMIT, INFEASIBLE, RECORDED = 0, 1, 2, 3, 4, 5
@@ -267,7 +267,8 @@ def neighbours(starts, ends, deadline):  # pragma: no cover - compiled
     lists are empty. Returns ``(ptr, idx, complete)``.
     """
     n = starts.shape[0]
-    order = np.argsort(starts, kind="mergesort")
+    order = np.empty(n, np.int64)
+    stable_argsort(starts, n, np.empty(n, np.int64), order)  # np.argsort(starts, kind="stable"), cheaper to compile
     degree = np.zeros(n + 1, np.int64)
     work = 0
     for a in range(n):
@@ -621,7 +622,7 @@ def _crowded_section(x, sections, dom, sizes, capacity, scratch):  # pragma: no 
                 need += sizes[z]
         if items == 0:
             continue
-        scratch.items[:items].sort()
+        sort_in_place(scratch.items, items)
         run = 0
         for k in range(items):
             run += scratch.items[k]
@@ -898,7 +899,8 @@ def _learned_target(d, t, bt, stats, conf, levels, phase_of, learning, switches,
         elif k == learning.stop_at:
             for r in range(n):
                 learning.record_levels[r] = targets[r]
-                learning.record_features[r, :] = features[r, :]
+                for c in range(features.shape[1]):  # a loop: a slice assignment compiles numba's shape errors
+                    learning.record_features[r, c] = features[r, c]
             for v in range(d):
                 learning.record_path[v] = levels.candidates[v, levels.tried[v]]
             learning.record_info[0] = n
@@ -1140,7 +1142,8 @@ def search(instance, phases, sections, switches, learning):  # pragma: no cover 
         if limit > 0 and d > 0 and bt - levels.stamp[0] > limit and levels.tried[d] > 0:
             t = _stuck_level(levels, d, bt, limit)
             stats[ST_STUCK] += 1
-            levels.stamp[:t] = bt
+            for v in range(t):
+                levels.stamp[v] = bt
             first_live = _undo_to(levels.mark[t], top, trail, dom, reasons, phases.phase_of, ph_left, first_live)
             top = levels.mark[t]
             d = t
