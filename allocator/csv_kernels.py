@@ -11,6 +11,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
+
 __all__ = ["join_cells", "line_bounds", "parse_integers", "split_rows"]
 
 
