@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -83,3 +84,13 @@ print(json.dumps({{"hits": sum(stats.cache_hits.values()), "misses": sum(stats.c
     assert _run(code, env) == {"hits": 1, "misses": 0}
     module.write_text(source.replace("2 * x", "x + x"))
     assert _run(code, env) == {"hits": 0, "misses": 1}
+
+
+def test_every_kernel_module_imports_the_cache_module() -> None:
+    """A kernel decorated before ``allocator.kernel_cache`` ran would be cached beside its source."""
+    sources = sorted((ROOT / "allocator").glob("*.py"))
+    decorated = re.compile(r"^@(numba\.)?(njit|jit)\b|^_helper = njit", re.M)
+    with_kernels = [p for p in sources if decorated.search(p.read_text())]
+    assert len(with_kernels) >= 8
+    missing = [p.name for p in with_kernels if "from allocator import kernel_cache" not in p.read_text()]
+    assert not missing, f"kernel modules without 'from allocator import kernel_cache': {missing}"
