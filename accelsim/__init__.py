@@ -17,19 +17,37 @@ torch nor torchvision. ``out_dir=`` writes report.json, trace.json and the SVG p
 layout.svg, memory.svg and roofline.svg (``plots=False``: the JSON files only).
 """
 
-from accelsim import compute
-from accelsim.hw import HardwareConfig, HardwareConfigError, list_configs, load_hw, parse_bytes
-from accelsim.pipeline import (
-    AllocationFailedError,
-    CompileError,
-    InvalidPlacementError,
-    RunOptions,
-    SimReport,
-    compile_and_simulate,
-)
-from accelsim.sim import MemoryViolation, Scratchpad, SimResult, SimulationError, simulate
-from accelsim.sizing import SizeReport, size
-from accelsim.sweeps import sweep
+from typing import Any
+
+from accelsim.errors import AllocationFailedError, CompileError, InvalidPlacementError
+
+#: the public names and the module each is loaded from on first use: ``import accelsim`` stays
+#: cheap (the command line's ``alloc``, ``models`` and ``configs`` need neither the simulator
+#: nor the pipeline), and ``accelsim.run_name`` still works as an attribute
+_LAZY = {
+    "compute": None, "HardwareConfig": "hw", "HardwareConfigError": "hw", "list_configs": "hw", "load_hw": "hw",
+    "parse_bytes": "hw", "RunOptions": "pipeline", "SimReport": "pipeline", "compile_and_simulate": "pipeline",
+    "MemoryViolation": "sim", "Scratchpad": "sim", "SimResult": "sim", "SimulationError": "sim", "simulate": "sim",
+    "SizeReport": "sizing", "size": "sizing", "sweep": "sweeps",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'accelsim' has no attribute {name!r}")
+    import importlib
+
+    module = _LAZY[name]
+    value = importlib.import_module(f"accelsim.{name}" if module is None else f"accelsim.{module}")
+    if module is not None:
+        value = getattr(value, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "AllocationFailedError", "CompileError", "HardwareConfig", "HardwareConfigError", "InvalidPlacementError",

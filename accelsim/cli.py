@@ -33,9 +33,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from accelsim.errors import CompileError
 from accelsim.hw import describe_fields, format_bytes, list_configs, load_hw, parse_bytes, parse_overrides
 from accelsim.outputs import PLOT_SUFFIXES, check_output_file, check_output_folder
-from accelsim.pipeline import CompileError
 
 #: exit status of ``run`` and ``size`` when a wall-clock limit ended a search (see the module docstring)
 EXIT_NOT_DETERMINISTIC = 3

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from accelsim.errors import AllocationFailedError, CompileError, InvalidPlacementError  # noqa: F401  (re-exported)
 from accelsim.hw import HardwareConfig, load_hw
 from accelsim.sim import SimResult, simulate
 
@@ -63,18 +64,6 @@ ONLINE_ALLOCATOR = "online-first-fit"
 #: across the flow (``scheduler.make_schedule`` and ``allocation_aware``, ``accelsim run`` and
 #: ``accelsim alloc``), repeated here so that ``import accelsim`` does not import the scheduler
 DEFAULT_ALLOCATOR = "auto"
-
-
-class CompileError(Exception):
-    """The flow could not produce a correct program for valid input (exit status 1 in the CLI)."""
-
-
-class AllocationFailedError(CompileError):
-    """The chosen allocator could not place the schedule's residencies in the capacity."""
-
-
-class InvalidPlacementError(CompileError):
-    """The offsets break a constraint of the allocation problem (overlap, capacity, alignment)."""
 
 
 @dataclass

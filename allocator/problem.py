@@ -22,7 +22,6 @@ import bisect
 import gc
 import math
 import operator
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -42,20 +41,22 @@ import numpy as np
 #: it meets, and so any peak such a method reports, is at most ``MAX_VALUE`` too.
 MAX_VALUE = 2**62 - 1
 
-#: Inputs of at least this many buffers go through the compiled kernels of the input checks and
-#: the validator (``invalid_buffers``, ``first_overlap``, ``validate.lower_bound``; they live in
-#: ``allocator.problem_kernels``); smaller ones too once numba is loaded anyway (a method ran),
-#: else numpy and Python, which compute the same answer (``compiled_for``). Importing numba and
-#: loading its first cached kernel cost about half a second of CPU, more than a small problem
-#: takes in Python, so a user who builds a small problem and validates a placement of their own
-#: never loads numba; once a method has loaded it, the kernels are the faster path at every size.
+#: Inputs of at least this many buffers (or CSV rows, ``allocator.csv_io``) go through the
+#: compiled kernels of the input checks and the validator (``invalid_buffers``, ``first_overlap``,
+#: ``validate.lower_bound``; they live in ``allocator.problem_kernels``); smaller ones through
+#: numpy and Python, which compute the same answer (``compiled_for``; a test compares them).
+#: Below this size the Python path takes milliseconds, less than loading the kernels, and far
+#: less than compiling them: with an empty compile cache they cost about 2.5 s of CPU, which a
+#: first ``accelsim alloc`` of a small instance would otherwise pay. So a small problem never
+#: compiles them, and a user who builds one and validates a placement of their own never loads
+#: numba at all.
 COMPILED_FROM = 2048
 
 
 def compiled_for(n: int) -> bool:
     """Whether the input checks and the validator run their compiled kernels on ``n`` records
     (see ``COMPILED_FROM``); either path gives the same answer."""
-    return n >= COMPILED_FROM or "numba" in sys.modules
+    return n >= COMPILED_FROM
 
 
 class InvalidProblemError(ValueError):

@@ -1,6 +1,6 @@
 """Small inputs skip the compiled kernels of the input checks and the validator, with the same answers.
 
-Below ``problem.COMPILED_FROM`` buffers, and until numba is loaded anyway, ``invalid_buffers``,
+Below ``problem.COMPILED_FROM`` buffers ``invalid_buffers``,
 ``first_overlap`` and ``lower_bound`` run in numpy and Python, so that building a small problem
 and validating a placement never loads numba. Each pair of paths is compared here on random
 inputs (``problem.compiled_for`` replaced so that either path runs), edge values included.
