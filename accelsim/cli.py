@@ -445,7 +445,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if capacity == 0:
         raise ValueError("--capacity must be positive")
     fractions = _fractions(args.load_fraction) if args.load_fraction is not None else []
-    warm = bench.warm_up(methods)
+    warm = bench.warm_up(methods, "minimize" if args.minimize else "fit")  # only what the timed runs use
     print("warm-up (code loading / numba compilation, not in the times below): "
           + ", ".join(f"{m} {s:.2f} s" for m, s in warm.items()), flush=True)
     table = bench.RowPrinter(files, methods)
