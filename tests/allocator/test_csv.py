@@ -2,17 +2,10 @@
 
 import pytest
 
-import allocator.problem
 from allocator import Buffer, CSVFormatError, Problem, Solution, lower_bound, read_csv, solve, write_csv
 
-
-@pytest.fixture(autouse=True, params=["python", "compiled"])
-def reader(request, monkeypatch):
-    """Every test here reads through both parsers: Python's csv module (files under
-    ``COMPILED_FROM`` lines) and the compiled scan (``COMPILED_FROM`` set to 0)."""
-    if request.param == "compiled":
-        monkeypatch.setattr(allocator.problem, "COMPILED_FROM", 0)
-    return request.param
+#: every test here reads through both CSV parsers (the ``csv_reader`` fixture of tests/allocator/conftest.py)
+pytestmark = pytest.mark.usefixtures("csv_reader")
 
 CHALLENGING_LOAD = {c: 1048576 for c in "ABCDEFGHIJK"} | {"C": 1039360, "D": 986112, "J": 989184}
 
