@@ -9,10 +9,12 @@ at a fresh folder for the cold one. Nothing here compares times.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -146,6 +148,17 @@ def test_a_sweep_row_says_whether_its_point_is_deterministic(dag_json, tmp_path)
     assert again.skipped == 1 and list(again.results["deterministic"]) == [False]
 
 
+@contextlib.contextmanager
+def cpu_hog() -> Iterator[None]:
+    """A second process that keeps a core busy for as long as the block runs."""
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        hog.kill()
+        hog.wait()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("hw", ["pixel6", "tpuv4"])
 def test_resnet50_cold_warm_and_under_a_cpu_hog_give_one_report(hw, tmp_path):
@@ -155,12 +168,8 @@ def test_resnet50_cold_warm_and_under_a_cpu_hog_give_one_report(hw, tmp_path):
     assert cold.returncode == 0, cold.stderr
     warm = run_cli([*args, "--out", str(tmp_path / "warm")], cache)
     assert warm.returncode == 0, warm.stderr
-    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
+    with cpu_hog():
         loaded = run_cli([*args, "--out", str(tmp_path / "loaded")], cache)
-    finally:
-        hog.kill()
-        hog.wait()
     assert loaded.returncode == 0, loaded.stderr
     reports = [timing_free(report_of(tmp_path / name)) for name in ("cold", "warm", "loaded")]
     assert reports[0]["deterministic"] and reports[0]["allocator"] == "auto"
@@ -174,11 +183,7 @@ def test_a_small_sram_run_under_a_cpu_hog_matches_a_quiet_one(dag_json, tmp_path
     args = ["run", str(dag_json), "--hw", "tpuv4", "--sram", str(SRAM), "--no-plots"]
     quiet = run_cli([*args, "--out", str(tmp_path / "quiet")], cache)
     assert quiet.returncode == 0, quiet.stderr
-    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
+    with cpu_hog():
         loaded = run_cli([*args, "--out", str(tmp_path / "loaded")], cache)
-    finally:
-        hog.kill()
-        hog.wait()
     assert loaded.returncode == 0, loaded.stderr
     assert timing_free(report_of(tmp_path / "quiet")) == timing_free(report_of(tmp_path / "loaded"))
