@@ -265,8 +265,12 @@ def _cmd_alloc(args: argparse.Namespace) -> int:
     # what this run reaches: a fit loads neither the minimisation's heuristics nor other methods.
     loading = warm_up([method], "minimize" if args.minimize else "fit")[method]
     if args.minimize:
+        if args.threads is not None:
+            raise ValueError("--threads applies to a fit under --capacity; --minimize runs its own schedule of probes")
         return _minimize(args, problem, capacity, method, loading)
     name, extra = parse_method(method)
+    if args.threads is not None:
+        extra = {**extra, **_threads_option(name, args.threads)}
     result = allocator.solve(problem, name, args.timeout, **extra)
     load = int(result.stats["lower_bound"])
     rows = [
@@ -361,6 +365,23 @@ def _print_rows(rows: list[tuple[str, str]]) -> None:
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
         print(f"{label:<{width}}  {value}", flush=True)
+
+
+def _threads_option(method: str, threads: int) -> dict[str, int]:
+    """``--threads``: the ``workers`` field of the method's options record (``minimalloc`` and
+    ``auto``: threads of the portfolio, whose answer does not depend on them; ``cpsat``: CP-SAT
+    workers). Refused for a method without one."""
+    from dataclasses import fields
+
+    import allocator
+
+    record = allocator.METHODS[method].options
+    if "workers" not in {f.name for f in fields(record)}:
+        with_workers = [name for name, entry in allocator.METHODS.items()
+                        if "workers" in {f.name for f in fields(entry.options)}]
+        raise ValueError(f"--threads applies to the methods with a workers option ({', '.join(with_workers)}), "
+                         f"not to {method!r}")
+    return {"workers": threads}
 
 
 def _minimize(args: argparse.Namespace, problem: allocator.Problem, capacity: int | None, method: str,
@@ -623,6 +644,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="when no placement fits --capacity, write a minimal set of buffers that cannot be "
                             "placed together (infeasible, and feasible without any one of them) to this CSV; "
                             "the exact search decides, in --timeout seconds of its own (default 60)")
+    alloc.add_argument("--threads", type=_count, help="threads of the method (its options' workers: minimalloc's "
+                       "and auto's portfolio, CP-SAT's workers; default: the method's, one per core for the "
+                       "portfolio, whose placement is the same with any number)")
     alloc.add_argument("--methods", action="store_true", help="list the allocation methods and exit")
     alloc.add_argument("--minimize", action="store_true",
                        help="minimise the peak (anytime; default timeout 10 s); "

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                     statuses.add(status)
             words = ["accelsim", *command[len(ACCELSIM):]] if command[:len(ACCELSIM)] == ACCELSIM \
                 else ["python", *command[1:]]
-            row = {"key": key, "command": shlex.join(words).replace(str(REPO) + "/", ""),
+            row = {"key": key, "command": shlex.join(words).replace(str(REPO) + "/", "").replace("'{tmp}/run'", "OUT"),
                    "cpu_s": f"{statistics.median(cpu):.2f}", "wall_s": f"{statistics.median(wall):.2f}",
                    "runs": len(cpu), "exit": ",".join(map(str, sorted(statuses))),
                    "date": datetime.date.today().isoformat()}

@@ -61,6 +61,21 @@ def test_alloc_accepts_unit_capacities_and_writes_the_placement(example_12, tmp_
     assert "offset" in header
 
 
+def test_alloc_threads_sets_the_portfolio_workers_and_the_placement_does_not_change(benchmarks, tmp_path, capsys):
+    instance = benchmarks / "minimalloc" / "challenging" / "K.1048576.csv"
+    outputs = []
+    for threads in ("1", "2"):
+        out = tmp_path / f"k{threads}.csv"
+        assert main(["alloc", str(instance), "--capacity", "1048576", "--method", "minimalloc",
+                     "--threads", threads, "--output", str(out)]) == 0
+        outputs.append(out.read_text())
+    assert outputs[0] == outputs[1]
+    capsys.readouterr()
+    assert main(["alloc", str(instance), "--capacity", "1048576", "--method", "best-fit", "--threads", "1"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("error: --threads") and "'best-fit'" in error and "minimalloc" in error
+
+
 def test_alloc_malformed_csv_names_the_line(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     bad.write_text("id,lower,upper,size\nb1,0,3,4\nb2,3,x,4\n")
