@@ -55,6 +55,19 @@ def benchmarks() -> Path:
     return BENCHMARKS
 
 
+@pytest.fixture(params=["python", "compiled"])
+def csv_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test once through each CSV parser of ``allocator.csv_io``: Python's csv module (what
+    files under ``allocator.problem.COMPILED_FROM`` lines take) and the compiled scan
+    (``COMPILED_FROM`` set to 0, so that every file takes it). Use it as
+    ``pytest.mark.usefixtures("csv_reader")``."""
+    import allocator.problem
+
+    if request.param == "compiled":
+        monkeypatch.setattr(allocator.problem, "COMPILED_FROM", 0)
+    return str(request.param)
+
+
 #: the example scripts (a folder of scripts, not a package)
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 

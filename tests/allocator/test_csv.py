@@ -4,7 +4,7 @@ import pytest
 
 from allocator import Buffer, CSVFormatError, Problem, Solution, lower_bound, read_csv, solve, write_csv
 
-#: every test here reads through both CSV parsers (the ``csv_reader`` fixture of tests/allocator/conftest.py)
+#: every test here reads through both CSV parsers (the ``csv_reader`` fixture of the root conftest.py)
 pytestmark = pytest.mark.usefixtures("csv_reader")
 
 CHALLENGING_LOAD = {c: 1048576 for c in "ABCDEFGHIJK"} | {"C": 1039360, "D": 986112, "J": 989184}

@@ -4,7 +4,7 @@ import pytest
 
 from allocator import CSVFormatError, read_csv
 
-#: every test here reads through both CSV parsers (the ``csv_reader`` fixture of tests/allocator/conftest.py)
+#: every test here reads through both CSV parsers (the ``csv_reader`` fixture of the root conftest.py)
 pytestmark = pytest.mark.usefixtures("csv_reader")
 
 HEADER = "id,lower,upper,size\n"
