@@ -233,6 +233,12 @@ def _read_problem(args: argparse.Namespace) -> tuple[allocator.Problem, int | No
         raise ValueError("--capacity must be positive")
     if args.output is not None:
         check_output_file(args.output, "--output")
+    for option, written in (("--output", args.output), ("--explain", args.explain)):
+        # the input is read whole before anything is written, but a file written over its own input
+        # loses the input: refused
+        if written is not None and args.file is not None and Path(written).resolve() == Path(args.file).resolve():
+            raise ValueError(f"{option} {written!r} is the input file {args.file!r}: it would be overwritten; "
+                             "write to another file")
     if args.method is not None:
         from accelsim.bench import parse_method
 

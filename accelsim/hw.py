@@ -66,7 +66,8 @@ _UNITS = {
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
 }
-_SIZE_RE = re.compile(r"^\s*(\d[\d_]*(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+#: ASCII digits only (``re.ASCII``): ``\d`` alone would accept any Unicode digit ("٣" as 3)
+_SIZE_RE = re.compile(r"^\s*(\d[\d_]*(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", re.ASCII)
 
 
 def parse_bytes(value: int | str, what: str = "size") -> int:
@@ -399,6 +400,8 @@ def parse_value(name: str, f: Any, value: Any) -> Any:
     elif kind == "int":
         if isinstance(value, str):
             try:
+                if not value.isascii():  # int() would read any Unicode digit ("٣" as 3)
+                    raise ValueError(value)
                 value = int(value.replace("_", ""))
             except ValueError:
                 raise ValueError(f"field {name!r} must be an integer, got {value!r}") from None
@@ -407,7 +410,7 @@ def parse_value(name: str, f: Any, value: Any) -> Any:
         number = value
     else:
         # YAML reads 1.2e12 (no sign in the exponent) as a string; accept any float literal
-        if isinstance(value, str):
+        if isinstance(value, str) and value.isascii():  # float() would read any Unicode digit
             try:
                 value = float(value.replace("_", ""))
             except ValueError:
@@ -541,13 +544,16 @@ class _DuplicateKey(Exception):
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key written twice in one mapping (PyYAML keeps the last silently)."""
+    """SafeLoader that refuses a key written twice in one mapping (PyYAML keeps the last silently)
+    and a key that is not a scalar (a list or a mapping as a key would fail later, unhashable)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
             line = key_node.start_mark.line + 1
+            if not isinstance(key, str | int | float | bool) and key is not None:  # `? [a, b]`: a list as a key
+                raise _DuplicateKey(f"the key at line {line} is a {type(key).__name__}, not a field name")
             if key in seen:
                 raise _DuplicateKey(f"duplicate key {key!r} at line {line} (first at line {seen[key]})")
             seen[key] = line

@@ -76,6 +76,17 @@ def test_alloc_threads_sets_the_portfolio_workers_and_the_placement_does_not_cha
     assert error.startswith("error: --threads") and "'best-fit'" in error and "minimalloc" in error
 
 
+@pytest.mark.parametrize("option", ["--output", "--explain"])
+def test_alloc_never_writes_over_its_own_input(example_12, tmp_path, capsys, option):
+    path = tmp_path / "in.csv"
+    path.write_bytes(example_12.read_bytes())
+    # the same file, named another way
+    assert main(["alloc", str(path), "--capacity", "11", option, str(tmp_path / "." / "in.csv")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"error: {option}") and "is the input file" in error
+    assert path.read_bytes() == example_12.read_bytes()
+
+
 def test_alloc_malformed_csv_names_the_line(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     bad.write_text("id,lower,upper,size\nb1,0,3,4\nb2,3,x,4\n")

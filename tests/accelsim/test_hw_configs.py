@@ -350,3 +350,19 @@ def test_parse_overrides_from_the_command_line():
         parse_overrides(["compute.rows"])
     with pytest.raises(HardwareConfigError, match="--set compute.rows: given twice"):
         parse_overrides(["compute.rows=1", "compute.rows=2"])
+
+
+@pytest.mark.parametrize("key, value", [("dram_latency_cycles", "٣"), ("dram_latency_cycles", "１２"),
+                                        ("sram_bytes_per_pe", "٣MiB"), ("clock_hz", "１e9")])
+def test_a_number_in_other_digits_than_ascii_is_refused_naming_the_field(key, value):
+    # int(), float() and an unflagged \d read any Unicode digit ("٣" as 3): every numeric field refuses them
+    with pytest.raises(HardwareConfigError, match=key):
+        load_hw("pixel6", {key: value})
+
+
+@pytest.mark.parametrize("key", ["? [a, b]\n: 1\n", "? {a: 1}\n: 1\n"])
+def test_a_yaml_key_that_is_a_list_or_a_mapping_is_one_error_naming_the_line(tmp_path, key):
+    path = tmp_path / "odd.yaml"
+    path.write_text(key + (BUNDLED / "pixel6.yaml").read_text())
+    with pytest.raises(HardwareConfigError, match=r"odd.yaml: the key at line 1 is a (list|dict), not a field name"):
+        load_hw(path)
