@@ -66,6 +66,8 @@ _UNITS = {
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
 }
+#: what a config's ``name`` may be: it becomes part of folder names, so no separator, no ``..``
+_CONFIG_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*", re.ASCII)
 #: ASCII digits only (``re.ASCII``): ``\d`` alone would accept any Unicode digit ("٣" as 3)
 _SIZE_RE = re.compile(r"^\s*(\d[\d_]*(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", re.ASCII)
 
@@ -384,6 +386,10 @@ def parse_value(name: str, f: Any, value: Any) -> Any:
             raise ValueError(f"field {name!r} must be a non-empty string, got {value!r}")
         if m["choices"] and value not in m["choices"]:
             raise ValueError(f"field {name!r} must be one of {', '.join(m['choices'])}, got {value!r}")
+        if name == "name" and not _CONFIG_NAME.fullmatch(value):
+            # the name becomes part of report folder names (accelsim-out/MODEL-NAME): no path in it
+            raise ValueError(f"field 'name' must be letters, digits and . _ + - (not starting with .), got {value!r}: "
+                             "it names report folders")
         return value
     if kind == "bool":
         if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:

@@ -366,3 +366,11 @@ def test_a_yaml_key_that_is_a_list_or_a_mapping_is_one_error_naming_the_line(tmp
     path.write_text(key + (BUNDLED / "pixel6.yaml").read_text())
     with pytest.raises(HardwareConfigError, match=r"odd.yaml: the key at line 1 is a (list|dict), not a field name"):
         load_hw(path)
+
+
+@pytest.mark.parametrize("name", ["../../../../esc", "a/b", ".hidden", "..", "pixel 6"])
+def test_a_config_name_that_is_not_a_plain_folder_name_is_refused(name):
+    # the name becomes part of report folders (accelsim-out/MODEL-NAME): a path in it would escape
+    with pytest.raises(HardwareConfigError, match="field 'name' must be letters"):
+        load_hw("pixel6", {"name": name})
+    assert load_hw("pixel6", {"name": "pixel6-8MiB_v2.1"}).name == "pixel6-8MiB_v2.1"
