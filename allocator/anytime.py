@@ -41,6 +41,7 @@ method whose routine declares it (``Capabilities.node_limit``) takes one.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -250,6 +251,14 @@ def _run_once(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
     insurance = None
     if method != FALLBACK_HEURISTIC:  # half of the time at most: the method gets the other half
         insurance = solve(progress.free, FALLBACK_HEURISTIC, timeout=timeout / 2)
+        if insurance.solution is not None and request.on_improve is not None:
+            # reported at once, so that a caller interrupted during the method's run (Ctrl-C) keeps a
+            # placement; it stands in for the answer only if the method returns none (below)
+            interim = copy.copy(progress)  # the same problem and bound, its own best and history
+            interim.history = []
+            interim.keep(insurance)
+            interim.reason = f"{method} still running; the placement is {FALLBACK_HEURISTIC}'s, made first as insurance"
+            interim.improved()
     solved = solve(progress.free, method, timeout=max(request.deadline - time.perf_counter(), 1e-3),
                    options=request.options)
     progress.keep(solved)

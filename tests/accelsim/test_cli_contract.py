@@ -254,6 +254,20 @@ def _interrupt_after(argv: list[str], marker: str, cwd: Path) -> subprocess.Comp
     return subprocess.CompletedProcess(process.args, process.returncode, "".join(seen) + out, err)
 
 
+def test_ctrl_c_in_a_method_without_its_own_minimisation_keeps_the_insurance_placement(benchmarks, tmp_path):
+    # idealloc has no anytime routine: minimize runs it once, after greedy-by-size's insurance placement,
+    # which is reported at once (issue 22: an interrupt used to keep nothing)
+    hard = benchmarks / "minimalloc" / "challenging" / "D.1048576.csv"
+    placed = tmp_path / "placed.csv"
+    done = _interrupt_after(["alloc", str(hard), "--minimize", "--method", "idealloc", "--timeout", "120",
+                             "--output", str(placed)], "best so far", tmp_path)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "interrupted (Ctrl-C): best found so far" in done.stdout and "insurance" in done.stdout
+    rows = placed.read_text().splitlines()
+    assert rows[0].endswith("offset") and len(rows) == sum(1 for _ in hard.open())
+
+
 def test_ctrl_c_in_bench_keeps_the_rows_already_measured(tiny_csv, benchmarks, tmp_path):
     slow = benchmarks / "minimalloc" / "challenging" / "D.1048576.csv"  # no placement at 1,000,000 in seconds
     rows_csv = tmp_path / "rows.csv"
