@@ -124,6 +124,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         time_limit=args.time_limit, fixed_order=args.order, cache=args.cache_traces, cache_dir=args.cache,
     )
     options.check(traced=not args.model.endswith(".json"))
+    _check_named_cache(args.cache)
     hw = load_hw(args.hw, overrides)
     model_label = Path(args.model).stem if args.model.endswith(".json") else args.model
     out = Path(args.out) if args.out is not None else Path("accelsim-out") / f"{model_label}-{hw.name}"
@@ -162,6 +163,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         options["weights"] = False
     if not args.grid:
         raise ValueError("give at least one --grid KEY=V1,V2,... (e.g. --grid sram=256KiB,1MiB)")
+    _check_named_cache(args.cache)
     out = Path(args.out)
     try:
         outcome = run_sweep(args.models, args.hw, args.grid, out, executor=args.executor, jobs=args.jobs,
@@ -185,8 +187,8 @@ def _cmd_size(args: argparse.Namespace) -> int:
     """``accelsim size``: M_R and the smallest spill-free SRAM per scheduler/allocator pair; see ``accelsim.sizing``."""
     from accelsim.sizing import DEFAULT_PAIRS, check_pairs, size
 
-    schedulers = _names(args.scheduler, "--scheduler", "scheduler") if args.scheduler else None
-    allocators = _names(args.allocator, "--allocator", "allocator") if args.allocator else None
+    schedulers = _names(args.scheduler, "--scheduler", "scheduler") if args.scheduler is not None else None
+    allocators = _names(args.allocator, "--allocator", "allocator") if args.allocator is not None else None
     if allocators is not None:  # every name checked, also those a cosma* scheduler will not use
         check_pairs([("program", a) for a in allocators if a != "own"])
     if schedulers is None and allocators is None:
@@ -212,6 +214,21 @@ def _cmd_size(args: argparse.Namespace) -> int:
     if not all(p.no_spill_bytes is not None for p in report.pairs):
         return 1
     return EXIT_NOT_DETERMINISTIC if any(p.clock_stopped for p in report.pairs) else 0
+
+
+def _check_named_cache(path: str | None) -> None:
+    """A ``--cache`` folder the user named is input: one that cannot be used (a file, a folder
+    that cannot be created or written) is bad input, exit 2, refused before any work or output
+    folder. (The default folder is not input: ``run`` goes on without saving when it cannot be
+    written.)"""
+    if path is None:
+        return
+    from frontend.cache import CacheDirError, check_cache_dir
+
+    try:
+        check_cache_dir(path)
+    except CacheDirError as exc:
+        raise ValueError(f"--cache: {exc}") from None
 
 
 def _names(text: str, option: str, noun: str, hint: str = "") -> list[str]:

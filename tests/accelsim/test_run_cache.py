@@ -123,10 +123,12 @@ def test_a_default_cache_folder_that_cannot_be_written_is_skipped_a_named_one_is
     assert main(args) == 0
     assert counted_traces == [MODEL]
     capsys.readouterr()
-    assert main([*args, "--cache", str(unwritable)]) == 1
+    out = tmp_path / "refused"
+    assert main([*args[:-1], str(out), "--cache", str(unwritable)]) == 2  # a folder the user named: bad input
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "trace cache folder" in err[0] and "cannot create it" in err[0]
+    assert len(err) == 1 and err[0].startswith("error: --cache: trace cache folder") and "cannot create it" in err[0]
     assert counted_traces == [MODEL]  # refused before tracing
+    assert not out.exists()  # and before the output folder
 
 
 def test_the_python_api_gives_the_same_report_from_the_cache_as_from_a_fresh_trace(filled_cache, counted_traces):
