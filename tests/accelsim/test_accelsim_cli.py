@@ -259,3 +259,14 @@ def test_configs_lists_every_field(capsys):
     out = capsys.readouterr().out
     for key in ("compute.rows", "compute.dataflow", "dma.channels", "energy.pj_per_mac", "sram_bytes_per_pe"):
         assert key in out
+
+
+@pytest.mark.parametrize("option", ["--scheduler", "--allocator"])
+def test_size_refuses_an_empty_name_list_instead_of_using_the_defaults(tmp_path, capsys, option):
+    from frontend.synthetic import chain
+
+    graph = tmp_path / "tiny.json"
+    save_graph(chain(4, size=4096), graph)
+    assert main(["size", str(graph), "--hw", "pixel6", option, ""]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"error: {option} ''") and "empty" in error
