@@ -122,6 +122,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         timeout=args.timeout, scheduler=args.scheduler, replacement=args.replacement,
         budget=_parse_budget(args.budget) if args.budget is not None else None, weights=args.weights,
         time_limit=args.time_limit, fixed_order=args.order, cache=args.cache_traces, cache_dir=args.cache,
+        overrides=overrides,  # applied below already; the pipeline checks them against the options and the graph
     )
     options.check(traced=not args.model.endswith(".json"))
     _check_named_cache(args.cache)
@@ -191,6 +192,9 @@ def _cmd_size(args: argparse.Namespace) -> int:
     allocators = _names(args.allocator, "--allocator", "allocator") if args.allocator is not None else None
     if allocators is not None:  # every name checked, also those a cosma* scheduler will not use
         check_pairs([("program", a) for a in allocators if a != "own"])
+        if schedulers is not None and all(s.startswith("cosma") for s in schedulers):
+            raise ValueError(f"--allocator {args.allocator!r} places the program / min-peak schedulers' tensors; "
+                             f"--scheduler {args.scheduler!r} places them itself (its CP-SAT addresses)")
     if schedulers is None and allocators is None:
         pairs = list(DEFAULT_PAIRS)
     else:

@@ -377,10 +377,27 @@ _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
 
+class QuotedStr(str):
+    """A YAML scalar written in quotes (``n_pe: "16"``): text, never a number.
+
+    ``read_yaml`` returns quoted scalars as this ``str`` subclass, so ``parse_value`` can refuse
+    a quoted number in a file (YAML says it is a string) while it still parses the text of a
+    ``--set`` value, which is always a string.
+    """
+
+
 def parse_value(name: str, f: Any, value: Any) -> Any:
-    """``value`` as field ``name`` wants it (type, units, range); raises ``ValueError`` saying why."""
+    """``value`` as field ``name`` wants it (type, units, range); raises ``ValueError`` saying why.
+
+    Text is parsed for numeric and boolean fields (``--set`` values are text, and YAML reads
+    ``1.2e12`` as text), except a ``QuotedStr``: a value quoted in a YAML file is a string,
+    and a field that wants a number or true/false refuses it.
+    """
     m = f.metadata
     kind = m["kind"]
+    if isinstance(value, QuotedStr) and kind not in ("str", "choice"):
+        raise ValueError(f"field {name!r} is the quoted string {str(value)!r}; write the {kind_noun(kind)} without "
+                         "quotes")
     if kind in ("str", "choice"):
         if not isinstance(value, str) or (not value and name != "description"):
             raise ValueError(f"field {name!r} must be a non-empty string, got {value!r}")
@@ -390,7 +407,7 @@ def parse_value(name: str, f: Any, value: Any) -> Any:
             # the name becomes part of report folder names (accelsim-out/MODEL-NAME): no path in it
             raise ValueError(f"field 'name' must be letters, digits and . _ + - (not starting with .), got {value!r}: "
                              "it names report folders")
-        return value
+        return str(value)
     if kind == "bool":
         if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
             return value.strip().lower() in _TRUE
@@ -431,6 +448,11 @@ def parse_value(name: str, f: Any, value: Any) -> Any:
     if high is not None and number > high:
         raise ValueError(f"field {name!r} must be at most {_bound(high)} (a physically sensible value), got {value!r}")
     return number
+
+
+def kind_noun(kind: str) -> str:
+    """What a field of ``kind`` holds, for error messages: ``"integer"``, ``"byte count"``, ..."""
+    return {"int": "integer", "bytes": "byte count", "number": "number", "bool": "true or false"}.get(kind, "value")
 
 
 def _build(record_type: type, data: Any, where: str, prefix: str) -> Any:
@@ -564,6 +586,13 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 raise _DuplicateKey(f"duplicate key {key!r} at line {line} (first at line {seen[key]})")
             seen[key] = line
         return super().construct_mapping(node, deep)
+
+    def construct_quoted_aware_str(self, node: yaml.ScalarNode) -> str:
+        text = self.construct_scalar(node)
+        return QuotedStr(text) if node.style in ("'", '"') else str(text)
+
+
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:str", _UniqueKeyLoader.construct_quoted_aware_str)
 
 
 def _bundled_dir() -> Path:

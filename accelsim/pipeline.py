@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelsim.errors import AllocationFailedError, CompileError, InvalidPlacementError  # noqa: F401  (re-exported)
-from accelsim.hw import HardwareConfig, load_hw
+from accelsim.hw import HardwareConfig, format_bytes, load_hw
 from accelsim.sim import SimResult, simulate
 
 if TYPE_CHECKING:
@@ -94,6 +94,9 @@ class SimReport:
     compulsory_bytes: int
     noncompulsory_bytes: int
     dram_bytes_by_kind: dict[str, int]  #: load / store (compulsory), spill / retrieve (not)
+    #: bytes the run keeps in DRAM: every tensor moved, once, at full size (``dram_footprint_bytes``);
+    #: at most the config's ``dram_bytes``, or the run is refused
+    dram_footprint_bytes: int
     weight_bytes: int  #: sum of the graph's weight tensors (chip total)
     input_bytes: int  #: sum of the graph's input tensors
     output_bytes: int  #: sum of the graph's output tensors
@@ -222,6 +225,36 @@ def on_chip_graph(
         sizes = dict(sizes or {name: rec["nbytes"] for name, rec in graph.graph["tensors"].items()})
         sizes.update({name: 0 for name, rec in graph.graph["tensors"].items() if rec["kind"] == "weight"})
     return graph, sizes, tiled
+
+
+def dram_footprint_bytes(graph: nx.DiGraph, schedule: Schedule | None, hw: HardwareConfig,
+                         weights: bool = True) -> int:
+    """Bytes a run keeps in DRAM (whole chip): every tensor it loads, stores, spills or retrieves,
+    once, at its full size. The DRAM holds them all at once in this accounting (a model's
+    weights, inputs and outputs stay for the whole run; a spilled tensor's copy is not reused
+    for another), so ``hw.dram_bytes`` must be at least this much.
+
+    Without a ``schedule`` (before scheduling): the compulsory part alone, the graph's inputs,
+    outputs and (with ``weights``) weights, which every schedule keeps there.
+    """
+    tensors = graph.graph["tensors"]
+    if schedule is None:
+        kinds = ("input", "output", "weight") if weights else ("input", "output")
+        outputs = set(graph.graph.get("outputs", ()))
+        return sum(int(rec["nbytes"]) for name, rec in tensors.items() if rec["kind"] in kinds or name in outputs)
+    held: dict[str, int] = {}
+    for transfer in schedule.transfers:
+        rec = tensors.get(transfer.tensor)
+        size = int(rec["nbytes"]) if rec is not None else hw.chip_bytes(transfer.nbytes)
+        held[transfer.tensor] = max(held.get(transfer.tensor, 0), size)
+    return sum(held.values())
+
+
+def check_dram(need: int, hw: HardwareConfig, what: str) -> None:
+    """Refuse a run whose DRAM footprint ``need`` exceeds ``hw.dram_bytes`` (``ValueError``, exit 2)."""
+    if need > hw.dram_bytes:
+        raise ValueError(f"dram_bytes={hw.dram_bytes:,} B cannot hold the {need:,} B ({format_bytes(need)}) this "
+                         f"run keeps in DRAM ({what}); raise it with --set dram_bytes=...")
 
 
 def place(schedule: Schedule, method: str | None, timeout: float | None = None) -> tuple[str, dict[str, int], bool]:
@@ -381,15 +414,27 @@ class RunOptions:
         if self.cache_dir is not None and not traced:
             raise ValueError(f"cache_dir={str(self.cache_dir)!r} applies to a zoo model name; a graph that is "
                              "already traced is not cached")
+        if self.sram is not None and "sram_bytes_per_pe" in self.overrides:
+            raise ValueError(f"sram={self.sram!r} (--sram) and sram_bytes_per_pe="
+                             f"{self.overrides['sram_bytes_per_pe']!r} (--set) name one field; give it once")
+        if self.dtype is not None and "dtype" in self.overrides:
+            raise ValueError(f"dtype={self.dtype!r} (--dtype) and dtype={self.overrides['dtype']!r} (--set) name one "
+                             "setting, the storage dtype; give it once")
         if not traced and self.input_shape is not None:
             raise ValueError(f"input_shape={self.input_shape!r} cannot apply to a graph that is already traced "
                              "(its shapes were fixed when it was traced); trace the model again")
 
     def check_graph_dtype(self, graph_dtype: str) -> None:
-        """A traced graph's dtype is fixed: ``dtype`` may only repeat it (raises ``ValueError``)."""
+        """A traced graph's dtype is fixed: ``dtype``, and a ``dtype`` among the hardware
+        ``overrides`` (``--set dtype=bf16``), may only repeat it (raises ``ValueError``)."""
         if self.dtype is not None and self.dtype != graph_dtype:
             raise ValueError(f"dtype={self.dtype!r} cannot apply to a graph already traced in {graph_dtype!r}; "
                              "trace the model again in that dtype")
+        wanted = self.overrides.get("dtype")
+        if wanted is not None and str(wanted).strip() != graph_dtype:
+            raise ValueError(f"--set dtype={wanted} cannot apply to a graph already traced in {graph_dtype!r} "
+                             "(the hardware's dtype is the one a model is traced in); trace the model again in "
+                             "that dtype")
 
     @classmethod
     def build(cls, options: RunOptions | None = None, **changes: Any) -> RunOptions:
@@ -469,6 +514,8 @@ def compile_and_simulate(
 
     clock = time.perf_counter()
     graph, sizes, tiled = on_chip_graph(graph, config, opts.weights)
+    check_dram(dram_footprint_bytes(graph, None, config, opts.weights), config,
+               "the model's inputs, outputs" + (" and weights" if opts.weights else ""))
     capacity = config.sram_bytes_per_pe
     cosma_options = (scheduler.CosmaOptions() if opts.time_limit is None
                      else scheduler.CosmaOptions(time_limit=opts.time_limit))
@@ -515,6 +562,9 @@ def compile_and_simulate(
         if placement_stopped:
             stopped.append("allocate")
 
+    dram_need = dram_footprint_bytes(graph, sched, config, opts.weights)
+    check_dram(dram_need, config, "every tensor it loads, stores, spills or retrieves")
+
     clock = time.perf_counter()
     placed = sched.problem()  # the residencies as buffers: validated here, listed in the report
     verdict = alloc.validate(placed, alloc.Solution(offsets))
@@ -557,6 +607,7 @@ def compile_and_simulate(
         compulsory_bytes=result.compulsory_bytes,
         noncompulsory_bytes=result.noncompulsory_bytes,
         dram_bytes_by_kind=result.bytes_by_kind,
+        dram_footprint_bytes=dram_need,
         weight_bytes=kind_bytes("weight"),
         input_bytes=kind_bytes("input"),
         output_bytes=sum(tensors[t]["nbytes"] for t in graph.graph["outputs"]),

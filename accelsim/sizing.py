@@ -151,18 +151,32 @@ def size(
 
     import frontend
     import scheduler
-    from accelsim.pipeline import compile_kernels, on_chip_graph
+    from accelsim.pipeline import check_dram, compile_kernels, dram_footprint_bytes, on_chip_graph
     from frontend.cache import cached_trace
 
     config = load_hw(hw, overrides or {})
     chosen = check_pairs(pairs)
+    # options that no chosen pair would read are refused, as ``accelsim run`` refuses them
+    if time_limit is not None and not any(s.startswith("cosma") for s, _ in chosen):
+        raise ValueError(f"time_limit={time_limit!r} (--time-limit) applies to the solver-based schedulers (cosma, "
+                         "cosma-fs, cosma-dnc); none of the chosen pairs uses one")
+    if timeout is not None and not any(not s.startswith("cosma") and a != "online-first-fit" for s, a in chosen):
+        raise ValueError(f"timeout={timeout!r} (--timeout) limits a placing allocator of the program / min-peak "
+                         "schedulers; none of the chosen pairs uses one (cosma* keep their own addresses, "
+                         "online-first-fit has no time limit)")
     if isinstance(model, nx.DiGraph):
         graph = model
     elif str(model).endswith(".json"):
         graph = frontend.load_graph(str(model))
     else:
         graph = cached_trace(str(model), dtype=config.dtype).graph
+    wanted = (overrides or {}).get("dtype")
+    if wanted is not None and "dtype" in graph.graph and str(wanted).strip() != graph.graph["dtype"]:
+        raise ValueError(f"--set dtype={wanted} cannot apply to a graph already traced in {graph.graph['dtype']!r}; "
+                         "trace the model again in that dtype")
     graph, sizes, _ = on_chip_graph(graph, config, weights)
+    check_dram(dram_footprint_bytes(graph, None, config, weights), config,
+               "the model's inputs, outputs" + (" and weights" if weights else ""))
     align = config.alignment
     need, need_op = scheduler.min_capacity(graph, sizes, align)
     options = scheduler.CosmaOptions() if time_limit is None else scheduler.CosmaOptions(time_limit=time_limit)

@@ -7,6 +7,7 @@ a result that does not exist. Each parametrized case is one class of input the i
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -82,12 +83,48 @@ def test_alloc_meaningless_options_exit_2(tiny_csv, capsys, extra, needle):
     (["--input-shape", "1,3,8,8"], "input_shape=(1, 3, 8, 8) cannot apply"),
     (["--hw", "pixel7"], "pixel7"),
     (["--set", "compute.rowz=4"], "compute.rowz"),
+    # one name per field (issue 22): two spellings of one field are refused naming both, never one dropped
+    (["--sram", "4MiB", "--set", "sram_bytes_per_pe=8MiB"], "(--sram) and sram_bytes_per_pe='8MiB' (--set)"),
+    (["--sram", "4MiB", "--set", "sram_bytes_per_pe=4MiB"], "name one field"),
+    (["--dtype", "int8", "--set", "dtype=bf16"], "(--dtype) and dtype='bf16' (--set)"),
+    # a --set of the dtype is honoured for a zoo model; a traced graph's dtype is fixed
+    (["--set", "dtype=bf16"], "--set dtype=bf16 cannot apply to a graph already traced in 'int8'"),
+    # numbers are ASCII digits; the DRAM must hold what the run keeps there
+    (["--set", "dram_latency_cycles=٣"], "dram_latency_cycles"),
+    (["--set", "dram_bytes=1"], "dram_bytes=1 B cannot hold the"),
 ])
 def test_run_meaningless_options_exit_2_before_any_work(chain_json, tmp_path, capsys, extra, needle):
     out = tmp_path / "report"
     assert main(["run", str(chain_json), "--out", str(out), *extra]) == 2
     _one_error_line(capsys, needle)
     assert not out.exists()
+
+
+def test_run_refuses_a_dram_too_small_for_its_spills(chain_graph, tmp_path, capsys):
+    """The DRAM check counts what the schedule adds: a DRAM that holds the model's inputs,
+    outputs and weights but not the tensors the run spills is refused, naming both numbers."""
+    path = tmp_path / "chain.json"
+    save_graph(chain_graph(), path)
+    base = tmp_path / "base"
+    assert main(["run", str(path), "--hw", "pixel6", "--out", str(base), "--no-plots"]) == 0
+    capsys.readouterr()
+    report = json.loads((base / "report.json").read_text())
+    compulsory = report["weight_bytes"] + report["input_bytes"] + report["output_bytes"]
+    assert report["dram_footprint_bytes"] >= compulsory
+    # a scratchpad at M_R makes the chain spill: its footprint grows past the compulsory bytes
+    small = tmp_path / "small"
+    need = report["min_capacity_bytes"]
+    args = ["run", str(path), "--hw", "pixel6", "--sram", str(need), "--no-plots"]
+    assert main([*args, "--out", str(small)]) == 0
+    capsys.readouterr()
+    spilled = json.loads((small / "report.json").read_text())
+    assert spilled["spills"] > 0 and spilled["dram_footprint_bytes"] > compulsory
+    refused = tmp_path / "refused"
+    assert main([*args, "--set", f"dram_bytes={spilled['dram_footprint_bytes'] - 1}", "--out", str(refused)]) == 2
+    _one_error_line(capsys, "cannot hold", f"{spilled['dram_footprint_bytes']:,} B", "spills")
+    assert not refused.exists()
+    fits = tmp_path / "fits"
+    assert main([*args, "--set", f"dram_bytes={spilled['dram_footprint_bytes']}", "--out", str(fits)]) == 0
 
 
 @pytest.mark.parametrize("text", ["1,3,x", "1,3,,224", "1,3,224,224,", "", "1;3", "1,-3", "1,3,2.5", "١,٣"])

@@ -27,6 +27,13 @@ VALUES = st.sampled_from([
 ])
 
 
+#: YAML keys of every type a file can hold
+KEYS = st.sampled_from([
+    "? [a, b]\n", "? {a: 1}\n", "1", "1.5", "null", "~", "true", "'n_pe'", '"n_pe"', "? !!binary aGk=\n",
+    "!!set {a}", "2001-01-01", "? [n_pe]\n", "n_pe", "compute", "&k n_pe", "? - x\n  - y\n",
+])
+
+
 def _check_contract(path: Path) -> None:
     try:
         hw = load_hw(path)
@@ -54,7 +61,7 @@ def _values(hw: HardwareConfig):
 
 
 def _mutate(lines: list[str], data: st.DataObject) -> str:
-    edits = data.draw(st.lists(st.sampled_from(["drop", "duplicate", "value", "indent", "garbage", "truncate"]),
+    edits = data.draw(st.lists(st.sampled_from(["drop", "duplicate", "value", "indent", "garbage", "truncate", "key"]),
                                min_size=1, max_size=3))
     lines = list(lines)
     for edit in edits:
@@ -72,6 +79,8 @@ def _mutate(lines: list[str], data: st.DataObject) -> str:
             lines.insert(at, data.draw(st.text(min_size=1, max_size=20)))
         elif edit == "truncate":
             lines = lines[:at]
+        elif edit == "key":  # a key of another YAML type: a list, a mapping, a number, null, a bool, binary
+            lines.insert(at, f"{data.draw(KEYS)}: 1")
         if not lines:
             lines = [""]
     return "\n".join(lines) + "\n"
@@ -96,3 +105,72 @@ def test_the_unmutated_config_loads_and_equals_the_bundled_one(tmp_path):
     path.write_text("\n".join(LINES) + "\n")
     same = {"name": "pixel6", "source": "bundled"}
     assert dataclasses.asdict(load_hw(path)) | same == dataclasses.asdict(load_hw("pixel6")) | same
+
+
+#: text a user could give ``--set``: numbers with Unicode digits, units, signs, blanks, garbage
+SET_TEXT = st.one_of(
+    st.text(alphabet=st.sampled_from("0123456789٠١٢٣٤٥٦٧٨٩０１２３４５６７８９۳߃.e+-_ kKMGiBb"),
+            min_size=1, max_size=12),
+    st.text(min_size=1, max_size=12),
+)
+FIELDS = sorted(schema_fields())
+
+
+@given(key=st.sampled_from(FIELDS), text=SET_TEXT)
+def test_set_values_are_parsed_in_range_or_refused_in_one_line(key, text):
+    """A ``--set KEY=TEXT`` either gives a config whose field is in range or is refused in one
+    line naming the key; a number is never read from anything but ASCII digits."""
+    try:
+        hw = load_hw("pixel6", overrides={key: text})
+    except ValueError as exc:
+        assert "\n" not in str(exc) and key in str(exc), str(exc)
+        return
+    kind = schema_fields()[key].metadata["kind"]
+    if kind in ("int", "bytes", "number"):
+        assert text.isascii(), (key, text)
+    _check_ranges(hw)
+
+
+NUMERIC = [k for k, f in schema_fields().items() if f.metadata["kind"] in ("int", "bytes", "number", "bool")]
+
+
+@given(key=st.sampled_from(NUMERIC),
+       quote=st.sampled_from(["'", '"']))
+def test_a_quoted_number_in_yaml_is_refused_naming_the_field(tmp_path_factory, key, quote):
+    """YAML numbers must be YAML numbers: the same value quoted is a string and is refused."""
+    hw = load_hw("pixel6")
+    value = _values_by_key(hw)[key]
+    if value is None:
+        return  # a field of another compute kind
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    *blocks, leaf = key.split(".")
+    lines, inside = [], None
+    for line in LINES:
+        stripped = line.strip()
+        if not line.startswith(" ") and stripped.endswith(":"):
+            inside = stripped[:-1]
+        owner = inside if line.startswith(" ") else None
+        if stripped.startswith(f"{leaf}:") and owner == (blocks[0] if blocks else None):
+            indent = line[: len(line) - len(line.lstrip())]
+            line = f"{indent}{leaf}: {quote}{text}{quote}"
+        lines.append(line)
+    path = tmp_path_factory.mktemp("hw") / "quoted.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    try:
+        load_hw(path)
+    except ValueError as exc:
+        assert "quoted string" in str(exc) and repr(key) in str(exc), str(exc)
+    else:
+        raise AssertionError(f"{key}: a quoted {text!r} was accepted")
+
+
+def _values_by_key(hw: HardwareConfig) -> dict:
+    return {key: value for key, _, value in _values(hw)}
+
+
+def _check_ranges(hw: HardwareConfig) -> None:
+    for key, meta, value in _values(hw):
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            assert math.isfinite(value), key
+            assert meta.get("low") is None or value >= meta["low"], (key, value)
+            assert meta.get("high") is None or value <= meta["high"], (key, value)

@@ -88,6 +88,15 @@ def test_cli_prints_the_table_and_writes_csv(chain_graph, tmp_path, capsys):
     (["--scheduler", "fast"], "unknown scheduler 'fast'"),
     (["--allocator", "best-fit,best-fit"], "names an allocator twice"),
     (["--set", "nofield=1"], "nofield"),
+    # options no chosen pair would read are refused, as `run` refuses them (issue 22)
+    (["--scheduler", "program", "--time-limit", "5"], "--time-limit"),
+    (["--time-limit", "5"], "--time-limit"),
+    (["--scheduler", "cosma", "--timeout", "5"], "--timeout"),
+    (["--allocator", "online-first-fit", "--timeout", "5"], "--timeout"),
+    (["--scheduler", "cosma", "--allocator", "auto"], "--allocator 'auto'"),
+    (["--scheduler", "cosma,cosma-fs", "--allocator", "best-fit"], "places them itself"),
+    (["--set", "dtype=bf16"], "--set dtype=bf16 cannot apply to a graph already traced"),
+    (["--set", "dram_bytes=1"], "dram_bytes=1 B cannot hold"),
 ])
 def test_cli_bad_input_is_one_line_exit_2(chain_graph, tmp_path, capsys, args, message):
     path = tmp_path / "chain.json"
