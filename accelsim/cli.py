@@ -61,8 +61,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _positive_seconds(text: str) -> float:
-    """An argparse type: a positive, finite number of seconds (``0``, ``-1``, ``nan``, ``inf`` refused)."""
+    """An argparse type: a positive, finite number of seconds (``0``, ``-1``, ``nan``, ``inf`` refused;
+    ASCII digits only: ``float`` alone would read ``"５"`` as 5)."""
     try:
+        if not text.isascii():
+            raise ValueError(text)
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
@@ -537,6 +540,8 @@ def _fractions(text: str) -> list[float]:
     values = []
     for part in text.split(","):
         try:
+            if not part.isascii():  # float() would read any Unicode digit
+                raise ValueError(part)
             value = float(part)
         except ValueError:
             raise ValueError(f"--load-fraction: {part.strip()!r} is not a number (e.g. 1.0,1.05,1.1)") from None

@@ -58,6 +58,7 @@ def _one_error_line(capsys: pytest.CaptureFixture[str], *needles: str) -> str:
     (["--minimize", "--timeout", "-1"], "--timeout"),
     (["--timeout", "nan"], "--timeout"),
     (["--timeout", "inf"], "--timeout"),
+    (["--timeout", "５"], "--timeout"),  # a fullwidth digit is not read as 5 (issue 22)
     (["--method", "nope"], "nope"),
     (["--capacity", "0"], "--capacity"),
     (["--capacity", "lots"], "--capacity"),
