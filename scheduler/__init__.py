@@ -22,7 +22,7 @@ every machine; wall-clock limits are opt-in safety nets that set ``stats["clock_
 when they fire.
 """
 
-from scheduler.baseline import REPLACEMENTS, no_spill_capacity, plan_residencies, schedule
+from scheduler.baseline import REPLACEMENTS, DeadlineReached, Planner, no_spill_capacity, plan_residencies, schedule
 from scheduler.budget import min_capacity, onchip_sizes
 from scheduler.check import check_schedule
 from scheduler.cosma import CosmaOptions, MinPeak, break_nodes, budgets, cosma, cosma_dnc, footprint, min_peak
@@ -46,6 +46,7 @@ from scheduler.tiling import tile_weights
 
 __all__ = [
     "BUDGETS", "ORDERS", "Round", "WORK_BUDGETS", "WorkBudget", "allocation_aware", "plan_residencies",
+    "Planner", "DeadlineReached",
     "REPLACEMENTS", "SCHEDULERS", "TRANSFER_KINDS", "CapacityError", "CosmaOptions", "MinPeak",
     "OverlapAnalysis", "Residency", "Schedule", "ScheduleError", "Transfer", "break_nodes", "budgets",
     "bytes_by_kind", "check_schedule", "cosma", "cosma_dnc", "footprint", "live_bytes_over_time", "make_schedule",

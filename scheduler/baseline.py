@@ -54,6 +54,7 @@ to at most M_R, so at any budget >= M_R the schedule always completes.
 from __future__ import annotations
 
 import sys
+import time
 from bisect import bisect_left, insort
 from collections.abc import Mapping, Sequence
 
@@ -173,6 +174,14 @@ def schedule(
     return result
 
 
+class DeadlineReached(Exception):
+    """``plan_residencies`` passed its ``deadline`` before the plan was complete (no plan)."""
+
+
+#: steps between two looks at the clock in ``plan_residencies`` (a step costs microseconds)
+DEADLINE_STRIDE = 256
+
+
 def plan_residencies(
     graph: nx.DiGraph,
     budgets: Sequence[int],
@@ -180,6 +189,8 @@ def plan_residencies(
     replacement: str = "belady",
     sizes: Mapping[str, int] | None = None,
     alignment: int = 1,
+    *,
+    deadline: float | None = None,
 ) -> Schedule:
     """Residencies and transfers that keep the *live bytes* of step ``t`` within ``budgets[t]``; no addresses.
 
@@ -196,7 +207,10 @@ def plan_residencies(
     where an allocator could not place the plan, and tries again.
 
     Returns a ``Schedule`` without offsets (``offsets`` None), whose peak live bytes are at
-    most ``max(budgets)``; ``stats`` holds ``evictions`` and ``peak_live_bytes``.
+    most ``max(budgets)``; ``stats`` holds ``evictions`` and ``peak_live_bytes``. With a
+    ``deadline`` (a ``time.perf_counter()`` value) the plan raises ``DeadlineReached`` once the
+    clock passes it (looked at every ``DEADLINE_STRIDE`` steps): on graphs of 100,000
+    operators a plan takes seconds, and the spill loop's ``timeout`` covers it.
 
     >>> from frontend.synthetic import chain
     >>> g = chain(4, size=10)
@@ -204,21 +218,42 @@ def plan_residencies(
     >>> plan.offsets is None, plan.noncompulsory_bytes, plan.stats["peak_live_bytes"]
     (True, 0, 30)
     """
-    if replacement not in ("belady", "greedy"):
-        raise ScheduleError(f"unknown replacement {replacement!r}; valid values: 'belady', 'greedy'")
-    check_alignment(alignment)
-    names = resolve_order(graph, order)
-    if len(budgets) != len(names):
-        raise ScheduleError(f"budgets has {len(budgets)} entries for {len(names)} steps")
-    onchip = onchip_sizes(graph, sizes, alignment)
-    floors = step_footprints(graph, names, onchip)
-    steps = [max(int(b), f) for b, f in zip(budgets, floors, strict=True)]
-    capacity = max(max(steps, default=1), sum(onchip.values()), 1)
-    arena = _Arena(graph, names, capacity, onchip, data_bytes(graph, sizes), replacement, steps)
-    arena.run()
-    result = arena.schedule(order, max(steps, default=0), alignment, None)
-    result.stats = {"evictions": arena.evictions, "peak_live_bytes": peak_live_bytes(result)}
-    return result
+    return Planner(graph, order, replacement, sizes, alignment).plan(budgets, deadline=deadline)
+
+
+class Planner:
+    """``plan_residencies`` for one graph, order, replacement and sizes, with the work every plan
+    shares (the order, on-chip and transfer sizes, step floors, ``ArenaTables``) done once, at
+    construction: the spill loop plans the same graph many times under new budgets, and on a
+    graph of 100,000 operators that shared work takes longer than a plan's own run.
+
+    ``plan(budgets, deadline=None)`` gives what ``plan_residencies`` gives for those budgets.
+    """
+
+    def __init__(self, graph: nx.DiGraph, order: str | Sequence[str] = "program", replacement: str = "belady",
+                 sizes: Mapping[str, int] | None = None, alignment: int = 1) -> None:
+        if replacement not in ("belady", "greedy"):
+            raise ScheduleError(f"unknown replacement {replacement!r}; valid values: 'belady', 'greedy'")
+        check_alignment(alignment)
+        self.graph, self.order, self.replacement, self.alignment = graph, order, replacement, alignment
+        self.names = resolve_order(graph, order)
+        self.onchip = onchip_sizes(graph, sizes, alignment)
+        self.data = data_bytes(graph, sizes)
+        self.floors = step_footprints(graph, self.names, self.onchip)
+        self.total = sum(self.onchip.values())
+        self.tables = ArenaTables(graph, self.names, self.onchip)
+
+    def plan(self, budgets: Sequence[int], *, deadline: float | None = None) -> Schedule:
+        """Residencies and transfers under ``budgets`` (see ``plan_residencies``)."""
+        if len(budgets) != len(self.names):
+            raise ScheduleError(f"budgets has {len(budgets)} entries for {len(self.names)} steps")
+        steps = [max(int(b), f) for b, f in zip(budgets, self.floors, strict=True)]
+        capacity = max(max(steps, default=1), self.total, 1)
+        arena = _Arena(self.graph, self.names, capacity, self.onchip, self.data, self.replacement, steps, self.tables)
+        arena.run(deadline)
+        result = arena.schedule(self.order, max(steps, default=0), self.alignment, None)
+        result.stats = {"evictions": arena.evictions, "peak_live_bytes": peak_live_bytes(result)}
+        return result
 
 
 def step_footprints(graph: nx.DiGraph, order: Sequence[str], onchip: Mapping[str, int]) -> list[int]:
@@ -253,12 +288,45 @@ def no_spill_capacity(
     return peak_address(result)
 
 
+class ArenaTables:
+    """What every online run over one graph, order and sizes reads and never changes: the steps
+    that use each tensor, the tensors each step reads and writes (those with on-chip bytes),
+    the tensors that die at each step, the graph's outputs. Built once per ``Planner``, so the
+    spill loop's repeated plans pay only for their own run."""
+
+    def __init__(self, graph: nx.DiGraph, order: Sequence[str], onchip: Mapping[str, int]) -> None:
+        tensors = graph.graph["tensors"]
+        final = set(graph.graph["outputs"])
+        self.uses: dict[str, list[int]] = {}
+        self.produced: set[str] = set()
+        self.step_inputs: list[list[str]] = []
+        self.step_outputs: list[list[str]] = []
+        last_use: dict[str, int] = {}
+        for step, op in enumerate(order):
+            node = graph.nodes[op]
+            inputs = [t for t in node["in_tensors"] if onchip[t]]
+            outputs = [t for t in node["out_tensors"] if onchip[t]]
+            self.step_inputs.append(inputs)
+            self.step_outputs.append(outputs)
+            for t in inputs:
+                self.uses.setdefault(t, []).append(step)
+                last_use[t] = step
+            for t in outputs:
+                self.produced.add(t)
+                last_use[t] = step
+        self.dying: list[list[str]] = [[] for _ in order]
+        for t, step in last_use.items():
+            self.dying[step].append(t)
+        self.final = {t for t in self.produced if tensors[t]["kind"] == "output" or t in final}
+        self.in_dram = frozenset(t for t in self.uses if t not in self.produced)
+
+
 class _Arena:
     """The state of one online run: the resident tensors by address, and what has happened."""
 
     def __init__(
         self, graph: nx.DiGraph, order: list[str], capacity: int, onchip: dict[str, int], data: dict[str, int],
-        replacement: str, budgets: Sequence[int] | None = None,
+        replacement: str, budgets: Sequence[int] | None = None, static: ArenaTables | None = None,
     ) -> None:
         self.graph = graph
         #: per step, the most bytes that may be live (``plan_residencies``); None: first fit by address
@@ -269,26 +337,13 @@ class _Arena:
         self.onchip = onchip  # tensor -> aligned on-chip bytes
         self.data = data  # tensor -> bytes a transfer moves
         self.replacement = replacement  # one of REPLACEMENTS
-        tensors = graph.graph["tensors"]
-        final = set(graph.graph["outputs"])
-        self.uses: dict[str, list[int]] = {}  # tensor -> steps that read it, ascending
-        self.produced: set[str] = set()  # tensors written by an operator (no DRAM copy at first)
-        last_use: dict[str, int] = {}
-        for step, op in enumerate(order):
-            node = graph.nodes[op]
-            for t in node["in_tensors"]:
-                if onchip[t]:
-                    self.uses.setdefault(t, []).append(step)
-                    last_use[t] = step
-            for t in node["out_tensors"]:
-                if onchip[t]:
-                    self.produced.add(t)
-                    last_use[t] = step
-        self.dying: list[list[str]] = [[] for _ in order]  # step -> tensors last used there
-        for t, step in last_use.items():
-            self.dying[step].append(t)
-        self.final = {t for t in self.produced if tensors[t]["kind"] == "output" or t in final}
-        self.in_dram = {t for t in self.uses if t not in self.produced}  # tensors with a DRAM copy
+        tables = static if static is not None else ArenaTables(graph, order, onchip)
+        self.uses = tables.uses  # tensor -> steps that read it, ascending (read only)
+        self.produced = tables.produced  # tensors written by an operator (no DRAM copy at first)
+        self.dying = tables.dying  # step -> tensors last used there
+        self.final = tables.final
+        self.step_inputs, self.step_outputs = tables.step_inputs, tables.step_outputs
+        self.in_dram = set(tables.in_dram)  # tensors with a DRAM copy (grows as the run stores and spills)
         self.loaded: set[str] = set()  # graph inputs and weights read once already
 
         self.resident: list[tuple[int, str]] = []  # (offset, tensor), sorted by offset
@@ -301,20 +356,21 @@ class _Arena:
         self.evictions = 0
         self.compactions = 0
 
-    def run(self) -> None:
-        for step, op in enumerate(self.order):
+    def run(self, deadline: float | None = None) -> None:
+        for step in range(len(self.order)):
+            if deadline is not None and step % DEADLINE_STRIDE == 0 and time.perf_counter() >= deadline:
+                raise DeadlineReached(f"the plan passed its deadline at step {step:,} of {len(self.order):,}")
             self.step = step
             if step:
                 self._free_dead(step)
-            node = self.graph.nodes[op]
-            inputs = [t for t in node["in_tensors"] if self.onchip[t]]
+            inputs = self.step_inputs[step]
             protected = set(inputs)
             if self.budgets is not None:
                 self._shed(step, protected)
             for t in inputs:
                 if t not in self.open:
                     self._fetch(t, step, protected)
-            outputs = [t for t in node["out_tensors"] if self.onchip[t]]
+            outputs = self.step_outputs[step]
             protected.update(outputs)
             for t in outputs:
                 self._place(t, step, protected)

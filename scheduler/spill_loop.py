@@ -60,7 +60,11 @@ limit is). The others are deterministic already: the greedy heuristics, ``hill-c
 wrapper has only a time limit): it runs to its verdict unless a ``timeout`` is given.
 
 A ``timeout`` adds a wall-clock limit as a safety net, off by default: each placement then
-also gets half (a relaxation a quarter) of the time left. When the clock ends a placement or
+also gets half (a relaxation a quarter) of the time left. The clock covers the whole loop,
+plans included (``plan_residencies`` looks at it every ``DEADLINE_STRIDE`` steps: on a graph of
+100,000 operators one plan takes seconds), so the loop ends within the timeout plus one
+placement's overrun; the online arena's schedule, the safety net below, is made before the
+clock starts (``loop_seconds``, the flow's allocate stage, does not include it). When the clock ends a placement or
 the loop before its work budget does, the answer depends on the machine, and
 ``stats["clock_stopped"]`` is 1 (``Round.clock_stopped`` says which placement).
 
@@ -88,9 +92,8 @@ from typing import Any
 
 import networkx as nx
 
-from scheduler.baseline import plan_residencies, schedule, step_footprints
-from scheduler.budget import check_alignment, check_capacity, onchip_sizes
-from scheduler.order import resolve_order
+from scheduler.baseline import DeadlineReached, Planner, schedule
+from scheduler.budget import check_alignment, check_capacity
 from scheduler.schedule import Schedule, ScheduleError, live_bytes_over_time, peak_address, peak_live_bytes
 
 #: the allocator ``allocation_aware`` uses when none is named
@@ -249,10 +252,13 @@ def allocation_aware(
         raise ScheduleError(f"budget must be a positive amount of work (math.inf: none), got {budget!r}")
     check_alignment(alignment)
     need = check_capacity(graph, capacity_bytes, sizes, alignment)
+    planner = Planner(graph, order, replacement, sizes, alignment)  # what every plan shares, made once
+    names, floors = planner.names, planner.floors
+    # the online arena's schedule, the safety net kept when it moves fewer bytes: a schedule of
+    # its own (milliseconds per thousand operators), made before the loop's clock starts
+    online = schedule(graph, capacity_bytes, names, replacement, sizes, alignment)
     began = time.perf_counter()
     deadline = None if timeout is None else began + timeout
-    names = resolve_order(graph, order)
-    floors = step_footprints(graph, names, onchip_sizes(graph, sizes, alignment))
     budgets = [capacity_bytes] * len(names)
     options = dict(allocator_options or {})
     work = None if user_limit(allocator, options) else WORK_BUDGETS.get(allocator)
@@ -309,7 +315,14 @@ def allocation_aware(
             break
         if out_of_work():
             break
-        plan = plan_residencies(graph, budgets, names, replacement, sizes, alignment)
+        try:
+            plan = planner.plan(budgets, deadline=deadline)
+        except DeadlineReached:
+            clock_stopped = True
+            break
+        if clock_out():  # planning took what was left: no placement can start
+            clock_stopped = True
+            break
         result, limit, stopped = place(plan, 0.5)
         clock_stopped = clock_stopped or stopped
         if result.solved and result.solution is not None:
@@ -348,7 +361,11 @@ def allocation_aware(
             clock_stopped = True
             break
         relaxed += 1
-        plan = plan_residencies(graph, trial, names, replacement, sizes, alignment)
+        try:
+            plan = planner.plan(trial, deadline=deadline)
+        except DeadlineReached:
+            clock_stopped = True
+            break
         if plan.noncompulsory_bytes >= fitted.noncompulsory_bytes:
             record(plan, "no gain", None, 0, "relax", clock)  # not placed: it would not move fewer bytes
             high = trial
@@ -364,7 +381,7 @@ def allocation_aware(
             high = trial
     if fitted is not None:
         fitted.capacity = capacity_bytes
-    online = schedule(graph, capacity_bytes, names, replacement, sizes, alignment)
+    loop_seconds = time.perf_counter() - began
     order_name = order if isinstance(order, str) else "custom"
     keep_online = fitted is None or online.noncompulsory_bytes < fitted.noncompulsory_bytes
     chosen = online if keep_online else fitted
@@ -380,7 +397,7 @@ def allocation_aware(
         "online_noncompulsory_bytes": online.noncompulsory_bytes,
         "online_kept": float(keep_online),
         "clock_stopped": float(clock_stopped),
-        "loop_seconds": time.perf_counter() - began,
+        "loop_seconds": loop_seconds,
         "evictions": int(online.stats["evictions"]) if keep_online else fitted_evictions,
         "peak_live_bytes": peak_live_bytes(chosen),
         "peak_address": peak_address(chosen),
