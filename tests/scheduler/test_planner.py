@@ -1,0 +1,37 @@
+"""``Planner``: the spill loop's repeated plans share their set-up, and a plan honours a deadline."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from frontend.synthetic import chain, random_dag
+from scheduler import DeadlineReached, Planner, plan_residencies
+from scheduler.baseline import DEADLINE_STRIDE
+
+
+def _plan_key(plan):
+    return ([(r.id, r.start, r.end, r.size) for r in plan.residencies],
+            [(t.kind, t.tensor, t.step, t.nbytes) for t in plan.transfers], plan.stats)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_planner_plans_what_plan_residencies_plans(seed):
+    rng = random.Random(seed)
+    graph = random_dag(40, seed=seed)
+    planner = Planner(graph, "program", rng.choice(["belady", "greedy"]), None, 4)
+    for _ in range(4):  # the same planner, many budgets: its shared tables are never changed by a plan
+        budgets = [rng.randrange(1, 20_000) for _ in planner.names]
+        expected = plan_residencies(graph, budgets, "program", planner.replacement, None, 4)
+        assert _plan_key(planner.plan(budgets)) == _plan_key(expected)
+
+
+def test_a_plan_past_its_deadline_raises_and_one_without_completes():
+    graph = chain(3 * DEADLINE_STRIDE, size=64)
+    planner = Planner(graph)
+    budgets = [1 << 20] * len(planner.names)
+    with pytest.raises(DeadlineReached, match="deadline at step 0 of 768"):
+        planner.plan(budgets, deadline=time.perf_counter() - 1)
+    assert len(planner.plan(budgets, deadline=time.perf_counter() + 3600).residencies) > 0
