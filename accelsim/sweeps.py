@@ -9,8 +9,23 @@ Decisions (recorded here and in the README):
 * **A point** is a model, a hardware config with overrides (any field ``--set`` accepts, dotted:
   ``compute.rows``, ``dram_bandwidth_bytes_per_s``, ``sram_bytes_per_pe``) and run options
   (``RUN_KEYS``: ``sram``, ``scheduler``, ``allocator``, ``budget``, ``dtype``, ``weights``).
-  Values are parsed as ``--set`` parses them (units: ``256KiB``, ``25.6e9``), all of them
-  before any work: an unknown key or a bad value raises ``ValueError`` naming it (exit 2).
+  Values are parsed as ``--set`` parses them (units: ``256KiB``, ``25.6e9``; ASCII digits only),
+  all of them before any work: an unknown key or a bad value raises ``ValueError`` naming it
+  (exit 2).
+* **One name per field**: a run key that sets a hardware field is the same field
+  (``FIELD_ALIASES``: ``sram`` is ``sram_bytes_per_pe``). A field given twice, under either
+  name, on the grid or once on the grid and once in ``--set`` or a run option (``--dtype``
+  and ``--set dtype``), is refused naming both spellings: one would silently win, and the
+  rows would be labelled with values never used. Two points that are one configuration
+  (``allocator=online,online-first-fit``) are refused too.
+* **A limit on the grid**: a sweep of more than ``MAX_POINTS`` (100,000) points, counted as
+  models x the product of the value counts before any value is parsed or any point made, is
+  refused naming the count, the limit and ``--max-points`` (``max_points=``), which raises it.
+* **Nothing half-made**: every check that can refuse a sweep runs before ``DIR`` is created:
+  the options and grid, every ``.json`` graph loaded and checked, the folder, ``points/`` (a
+  folder) and ``results.csv`` (UTF-8 CSV of this grid, every row complete with a hash and
+  numbers in ASCII: otherwise an error naming the file and line), the trace cache, Dask (the
+  address answers, the cluster starts) and the tracing of every model.
 * **Its hash** (``point_hash``) is over the effective configuration: the model, the storage
   dtype, the complete hardware config after the overrides (``HardwareConfig.to_dict``) and
   every run option. Two spellings of the same point (``256KiB`` and ``262144``) have one
@@ -24,7 +39,9 @@ Decisions (recorded here and in the README):
   and machine; its ``deterministic`` column is False when a wall-clock safety net among the
   base options (``timeout``, ``time_limit``) ended one of its searches.
 * **Resume**: the points whose hash is already in ``results.csv`` are not run again (failed
-  ones included: a point fails the same way twice; delete its row to retry it).
+  ones included: a point fails the same way twice; delete its row to retry it), except those
+  whose worker died (``WORKER_DIED``), which depends on the machine. Rows of other points
+  (an earlier sweep of other values into the same folder) are kept, after this grid's.
 * **Tracing**: each (model, dtype) is traced once through the trace cache
   (``frontend.cache``), in the parent process, before the points run; workers get the graph
   as JSON (with the task on Dask, from the cache file locally) and keep it per process, so a
@@ -34,19 +51,39 @@ Decisions (recorded here and in the README):
   process. ``dask`` uses a ``distributed.LocalCluster`` of ``jobs`` single-threaded worker
   processes, or the scheduler at ``dask_address``. Both run the same ``run_point``, so they
   give identical numbers.
+* **Dask fails fast**: ``dask_address`` is checked before anything is made
+  (``check_dask_address``): a malformed address at once; then a plain TCP connection (a
+  closed port is refused at once) and Dask's ``identity`` request, both within
+  ``DASK_CONNECT_TIMEOUT`` (10 s), so a service that is not a Dask scheduler (an HTTP server,
+  the dashboard's port 8787), which accepts the connection and never answers, is refused
+  naming ``--dask-address`` instead of hanging.
+* **Dask stops quietly**: the local cluster's threads and worker processes start with Ctrl-C
+  held back (SIGINT blocked, which they inherit), so Ctrl-C reaches this process only; the
+  sweep stops with every finished point in ``results.csv`` (``SweepInterrupted``: one line,
+  exit 130) and the cluster is shut down with logging off (a worker stopped mid-task logs
+  warnings that say nothing a user needs). The local cluster's own log lines are silenced at
+  all times: every failure is in a point's row.
+* **Dead workers** are reported per point: a task that ends with ``KilledWorker`` (its worker
+  process died ``allowed-failures`` + 1 times, e.g. out of memory), a closed connection to its
+  worker or a cancellation by Dask is a row whose status begins ``worker died`` and says
+  which; the other points go on, and a re-run runs it again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import itertools
 import json
+import logging
 import math
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,6 +115,20 @@ METRICS = ("status", "cycles", "seconds", "utilization", "dram_read_bytes", "dra
 #: (short for ``online-first-fit``, which is accepted too)
 ONLINE = "online"
 EXECUTORS = ("local", "dask")
+#: one field, two names: a grid key or run option -> the hardware field it sets. A sweep takes
+#: each field under one name, in one place (``--grid``, ``--set`` or a run option)
+FIELD_ALIASES: dict[str, str] = {"sram": "sram_bytes_per_pe"}
+#: the most points (models x the grid's combinations) a sweep runs unless ``max_points``
+#: (``--max-points``) raises it; counted before any point is made
+MAX_POINTS = 100_000
+#: seconds a Dask scheduler at ``dask_address`` has to answer (connect and handshake)
+DASK_CONNECT_TIMEOUT = 10.0
+#: how the status of a point whose Dask worker died (or whose task Dask lost) begins; unlike a
+#: point that failed by itself, a re-run runs it again
+WORKER_DIED = "worker died"
+#: the run options ``accelsim sweep`` sets with a flag, for messages
+_OPTION_FLAGS = {"scheduler": "--scheduler", "allocator": "--allocator", "timeout": "--timeout",
+                 "time_limit": "--time-limit", "dtype": "--dtype", "budget": "--budget", "weights": "--no-weights"}
 
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
@@ -100,88 +151,167 @@ def parse_grid_value(key: str, value: Any) -> Any:
     (262144, 25600000000.0)
     """
     text = value.strip() if isinstance(value, str) else value
+    shown = _shown(value)
     if key == "sram":
-        size = parse_bytes(text, "sram")
+        try:
+            size = parse_bytes(text, "sram")
+        except ValueError as exc:
+            raise ValueError(f"--grid sram={shown}: {exc}") from None
         if size <= 0:
-            raise ValueError(f"--grid sram={value}: must be positive")
+            raise ValueError(f"--grid sram={shown}: must be positive")
         return size
     if key == "scheduler":
         from scheduler import SCHEDULERS
 
-        if text not in SCHEDULERS:
-            raise ValueError(f"--grid scheduler={value}: unknown scheduler; valid: {', '.join(SCHEDULERS)}")
+        if not isinstance(text, str) or text not in SCHEDULERS:
+            raise ValueError(f"--grid scheduler={shown}: unknown scheduler; valid: {', '.join(SCHEDULERS)}")
         return text
     if key == "allocator":
         import allocator
 
-        if text not in (ONLINE, ONLINE_ALLOCATOR) and text not in allocator.METHODS:
-            raise ValueError(f"--grid allocator={value}: unknown allocator method; valid: {ONLINE} (the "
+        if not isinstance(text, str) or (text not in (ONLINE, ONLINE_ALLOCATOR) and text not in allocator.METHODS):
+            raise ValueError(f"--grid allocator={shown}: unknown allocator method; valid: {ONLINE} (the "
                              f"scheduler's own first fit), {', '.join(sorted(allocator.METHODS))}")
         return text
     if key == "budget":
         if isinstance(text, str) and text.upper() in ("MR", "MH", "MP"):
             return text.upper()
-        size = parse_bytes(text, "budget")
+        try:
+            size = parse_bytes(text, "budget")
+        except ValueError as exc:
+            raise ValueError(f"--grid budget={shown}: {exc}") from None
         if size <= 0:
-            raise ValueError(f"--grid budget={value}: must be MR, MH, MP or a positive number of bytes")
+            raise ValueError(f"--grid budget={shown}: must be MR, MH, MP or a positive number of bytes")
         return size
     if key == "dtype":
         from frontend import DTYPE_BYTES
 
-        if text not in DTYPE_BYTES:
-            raise ValueError(f"--grid dtype={value}: unknown dtype; valid: {', '.join(sorted(DTYPE_BYTES))}")
+        if not isinstance(text, str) or text not in DTYPE_BYTES:
+            raise ValueError(f"--grid dtype={shown}: unknown dtype; valid: {', '.join(sorted(DTYPE_BYTES))}")
         return text
     if key == "weights":
         if isinstance(text, bool):
             return text
         if isinstance(text, str) and text.lower() in _TRUE | _FALSE:
             return text.lower() in _TRUE
-        raise ValueError(f"--grid weights={value}: must be true or false")
+        raise ValueError(f"--grid weights={shown}: must be true or false")
     known = schema_fields()
     if key not in known:
-        raise ValueError(f"--grid {key}: unknown key; a hardware field (see `accelsim configs --fields`) or one "
-                         f"of the run options {', '.join(RUN_KEYS)}")
+        raise ValueError(f"--grid {_shown(key)}: unknown key; a hardware field (see `accelsim configs --fields`) or "
+                         f"one of the run options {', '.join(RUN_KEYS)}")
     try:
         return parse_value(key, known[key], text)
     except ValueError as exc:
-        raise ValueError(f"--grid {key}={value}: {exc}") from None
+        raise ValueError(f"--grid {_shown(key)}={shown}: {exc}") from None
 
 
-def parse_grid(items: Sequence[str] | Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
+def parse_grid(items: Sequence[str] | Mapping[str, Sequence[Any]], *, models: int = 1,
+               max_points: int | None = None) -> dict[str, list[Any]]:
     """The grid as ``{key: [parsed values]}``, from ``--grid KEY=V1,V2`` texts or a mapping.
 
-    Keys keep the order given; a key given twice, a key without values, a value given twice
-    (after parsing: ``256KiB`` and ``262144`` are one value) or any bad value raises
-    ``ValueError`` naming it.
+    Keys keep the order given; a key given twice (also under another name, ``FIELD_ALIASES``:
+    ``sram`` and ``sram_bytes_per_pe``), a key without values, a value given twice (after
+    parsing: ``256KiB`` and ``262144`` are one value) or any bad value raises ``ValueError``
+    naming it. With ``max_points``, a grid whose points (``models`` x the product of the value
+    counts) are more is refused before any value is parsed.
 
     >>> parse_grid(["sram=1MiB,256KiB", "scheduler=program"])
     {'sram': [1048576, 262144], 'scheduler': ['program']}
+    >>> parse_grid(["sram=1MiB", "sram_bytes_per_pe=2MiB"])
+    Traceback (most recent call last):
+    ...
+    ValueError: --grid sram and --grid sram_bytes_per_pe set the same field (sram_bytes_per_pe): give it once
     """
+    raw = _split_grid(items)
+    check_one_name({"--grid": list(raw)})
+    if max_points is not None:
+        check_grid_size(models, {key: len(values) for key, values in raw.items()}, max_points)
+    grid: dict[str, list[Any]] = {}
+    for key, values in raw.items():
+        if not values or any(isinstance(v, str) and not v.strip() for v in values):
+            raise ValueError(f"--grid {_shown(key)}: empty value (give KEY=V1,V2,...)")
+        parsed = [parse_grid_value(key, v) for v in values]
+        first: dict[Any, int] = {}
+        for i, v in enumerate(parsed):
+            if v in first:
+                raise ValueError(f"--grid {_shown(key)}: value {values[i]!r} given twice")
+            first[v] = i
+        grid[key] = parsed
+    return grid
+
+
+def _shown(value: Any) -> str:
+    """``value`` for an error message: as written when it is plain printable text, else its repr
+    (a newline or a control character in it would break the one-line message)."""
+    return value if isinstance(value, str) and value.isprintable() else repr(value)
+
+
+def _split_grid(items: Sequence[str] | Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
+    """``{key: [values as given]}``: the ``--grid`` texts split, or the mapping's lists."""
     raw: dict[str, list[Any]] = {}
     if isinstance(items, Mapping):
         for key, values in items.items():
             if isinstance(values, str | bytes) or not isinstance(values, Iterable):
                 raise ValueError(f"grid {key!r}: give a list of values, got {values!r}")
+            if str(key) in raw:
+                raise ValueError(f"grid {key!r}: given twice")
             raw[str(key)] = list(values)
-    else:
-        for item in items:
-            key, sep, rest = item.partition("=")
-            key = key.strip()
-            if not sep or not key:
-                raise ValueError(f"--grid {item!r}: expected KEY=V1,V2,..., e.g. sram=256KiB,1MiB")
-            if key in raw:
-                raise ValueError(f"--grid {key}: given twice")
-            raw[key] = [v for v in rest.split(",")]
-    grid: dict[str, list[Any]] = {}
-    for key, values in raw.items():
-        if not values or any(isinstance(v, str) and not v.strip() for v in values):
-            raise ValueError(f"--grid {key}: empty value (give KEY=V1,V2,...)")
-        parsed = [parse_grid_value(key, v) for v in values]
-        for i, v in enumerate(parsed):
-            if v in parsed[:i]:
-                raise ValueError(f"--grid {key}: value {values[i]!r} given twice")
-        grid[key] = parsed
-    return grid
+        return raw
+    if isinstance(items, str):
+        items = [items]
+    for item in items:
+        if not isinstance(item, str):
+            raise ValueError(f"--grid {item!r}: expected text KEY=V1,V2,..., e.g. sram=256KiB,1MiB")
+        key, sep, rest = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--grid {item!r}: expected KEY=V1,V2,..., e.g. sram=256KiB,1MiB")
+        if key in raw:
+            raise ValueError(f"--grid {_shown(key)}: given twice")
+        raw[key] = rest.split(",")
+    return raw
+
+
+def field_name(key: str) -> str:
+    """The field a grid key, ``--set`` key or run option sets: its own name, or the hardware
+    field it is another name for (``FIELD_ALIASES``)."""
+    return FIELD_ALIASES.get(key, key)
+
+
+def check_one_name(given: Mapping[str, Iterable[str]]) -> None:
+    """Refuse a field given twice: under two names (``sram``, ``sram_bytes_per_pe``) or in two
+    places. ``given`` maps a place (``"--grid"``, ``"--set"``, ``"options"``: the run options,
+    named by their ``accelsim sweep`` flag) to the keys given there. The later one would
+    silently win over the other, so the points would be labelled with a value they never used.
+
+    >>> check_one_name({"--grid": ["sram"], "--set": ["sram_bytes_per_pe"]})
+    Traceback (most recent call last):
+    ...
+    ValueError: --grid sram and --set sram_bytes_per_pe set the same field (sram_bytes_per_pe): give it once
+    """
+    seen: dict[str, str] = {}
+    for place, keys in given.items():
+        for key in keys:
+            label = _OPTION_FLAGS.get(key, f"option {_shown(key)}") if place == "options" else f"{place} {_shown(key)}"
+            name = field_name(key)
+            if name in seen:
+                raise ValueError(f"{seen[name]} and {label} set the same field ({name}): give it once")
+            seen[name] = label
+
+
+def check_grid_size(models: int, counts: Mapping[str, int], max_points: int) -> int:
+    """The number of points, ``models`` x the product of the value ``counts``; refused with
+    ``ValueError`` naming the count, the limit and ``--max-points`` when above ``max_points``.
+    Nothing is made: a grid of 10 keys x 10 values is refused at once, not after 10^10 points."""
+    if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 1:
+        raise ValueError(f"--max-points must be a positive integer, got {max_points!r}")
+    count = models * math.prod(counts.values())
+    if count > max_points:
+        models_text = f"{models} model{'s' if models != 1 else ''}"
+        factors = " x ".join([models_text, *(f"{n} {_shown(key)}" for key, n in counts.items())])
+        raise ValueError(f"the sweep has {count:,} points ({factors}), more than the limit of {max_points:,}; "
+                         f"raise it with --max-points {count} (max_points= in Python) if you mean it")
+    return count
 
 
 # --------------------------------------------------------------------------------------------
@@ -373,32 +503,198 @@ def _worker_setup() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _dask(tasks: Sequence[Task], jobs: int, address: str | None,
-          ) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
-    try:
-        from distributed import Client, LocalCluster, as_completed
-    except ImportError:  # pragma: no cover - dask is a dependency
-        raise ValueError("--executor dask needs dask[distributed] installed (pip install 'dask[distributed]')"
-                         ) from None
-    cluster = None
-    if address is None:
-        cluster = LocalCluster(n_workers=max(jobs, 1), threads_per_worker=1, processes=True,
-                               dashboard_address=None)
-        client = Client(cluster)
-    else:
+def check_dask_address(address: str, timeout: float = DASK_CONNECT_TIMEOUT) -> None:
+    """Refuse ``address`` unless a Dask scheduler answers there within ``timeout`` seconds.
+
+    A malformed address, a host that cannot be resolved, a closed port, a host that never
+    answers, and a service that is not a Dask scheduler (an HTTP server such as the dashboard's
+    port 8787 accepts the connection and then never completes Dask's handshake) all raise
+    ``ValueError`` naming ``--dask-address``. The check opens a plain TCP connection first (a
+    closed port is refused at once), then asks the scheduler who it is, all within ``timeout``.
+    """
+    _, host, port = parse_dask_address(address)
+
+    def refuse(reason: str) -> ValueError:
+        return ValueError(f"--dask-address {address}: {reason}")
+
+    deadline = time.monotonic() + timeout
+    if host is not None:
+        import socket
+
         try:
-            client = Client(address, timeout="10s")
-        except (OSError, TimeoutError) as exc:
-            raise ValueError(f"--dask-address {address}: cannot connect to a Dask scheduler: "
-                             f"{_one_line(exc)}") from None
+            socket.create_connection((host, port), timeout=timeout).close()
+        except socket.gaierror as exc:
+            raise refuse(f"cannot resolve the host {host!r} ({exc.strerror})") from None
+        except TimeoutError:
+            raise refuse(f"no answer within {timeout:g} s") from None
+        except OSError as exc:
+            raise refuse(f"cannot connect ({exc.strerror or _one_line(exc)})") from None
+    reply = _ask_identity(address.strip(), max(deadline - time.monotonic(), 0.1))
+    if isinstance(reply, BaseException):
+        if isinstance(reply, TimeoutError):  # asyncio's too, since Python 3.11
+            raise refuse(f"no Dask scheduler answered within {timeout:g} s (another service listens there, e.g. "
+                         "the dashboard's port 8787? a scheduler listens on 8786 by default)")
+        raise refuse(f"cannot connect to a Dask scheduler ({_one_line(reply)})")
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        what = reply.get("type") if isinstance(reply, dict) else type(reply).__name__
+        raise refuse(f"the service there is not a Dask scheduler (it is a {what})")
+
+
+def _ask_identity(address: str, timeout: float) -> Any:
+    """The reply of the scheduler at ``address`` to Dask's ``identity`` request, or the exception
+    that stopped it, within ``timeout`` seconds. It runs on its own thread and event loop, so it
+    works from inside a running loop too (a notebook)."""
+    import asyncio
+    import threading
+
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    async def ask() -> Any:
+        comm = await connect(address, timeout=timeout, **Security().get_connection_args("client"))
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(asyncio.run(asyncio.wait_for(ask(), timeout)))
+        except Exception as exc:  # handed to the caller, which names the option
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, name="accelsim dask address check", daemon=True)
+    thread.start()
+    thread.join(timeout + 5)  # wait_for ends it at timeout; the margin is for a loop slow to stop
+    return outcome[0] if outcome else TimeoutError()
+
+
+@contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Hold Ctrl-C back (SIGINT blocked) while Dask starts its threads and worker processes.
+
+    Both inherit the blocked signal, so a later Ctrl-C reaches this process only, which stops
+    the sweep and closes the cluster; otherwise every worker gets it too and prints its own
+    tracebacks while the cluster shuts down. A Ctrl-C pressed meanwhile arrives on release.
+
+    multiprocessing's resource tracker is started first: starting it unblocks SIGINT in the
+    thread that does it, which would otherwise be Dask's, the one that spawns the workers."""
+    import signal
+    import threading
+    from multiprocessing import resource_tracker
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    resource_tracker.ensure_running()
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        futures = [client.submit(run_point, task, pure=False) for task in tasks]
-        for future in as_completed(futures):
-            yield future.result()
+        yield
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+class DaskExecutor:
+    """Dask for one sweep: a ``LocalCluster`` of ``jobs`` single-threaded worker processes, or
+    the scheduler at ``address`` (checked first, ``check_dask_address``). Made before the
+    sweep's folder, so a sweep Dask refuses leaves nothing behind; ``close`` ends it."""
+
+    def __init__(self, jobs: int, address: str | None) -> None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:  # pragma: no cover - dask is a dependency
+            raise ValueError("--executor dask needs dask[distributed] installed (pip install 'dask[distributed]')"
+                             ) from None
+        self.cluster: Any = None
+        self.client: Any = None
+        try:
+            if address is None:
+                with _ctrl_c_held():
+                    # Dask's own log lines are silenced: every failure is in a point's row
+                    self.cluster = LocalCluster(n_workers=max(jobs, 1), threads_per_worker=1, processes=True,
+                                                dashboard_address=None, silence_logs=logging.CRITICAL)
+                    self.client = Client(self.cluster)
+            else:
+                check_dask_address(address)
+                try:
+                    self.client = Client(address, timeout=f"{DASK_CONNECT_TIMEOUT:g}s")
+                except (OSError, TimeoutError, ValueError) as exc:
+                    raise ValueError(f"--dask-address {address}: cannot connect to a Dask scheduler: "
+                                     f"{_one_line(exc)}") from None
+        except BaseException:
+            self.close(quiet=True)
+            raise
+
+    def run(self, tasks: Sequence[Task]) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
+        """Each task's ``run_point`` result as it finishes; a task whose worker died (or that Dask
+        lost) is a row whose status says so (``WORKER_DIED``), and the others go on."""
+        from asyncio import CancelledError
+
+        from distributed import as_completed
+
+        futures = {self.client.submit(run_point, task, pure=False): task for task in tasks}
+        for future in as_completed(futures):
+            try:
+                result = future.result()
+            except (Exception, CancelledError) as exc:  # asyncio's CancelledError is no Exception
+                reason = dead_worker_reason(exc)
+                if reason is None:
+                    raise
+                yield dead_worker_row(futures[future], reason), None
+            else:
+                yield result
+
+    def close(self, quiet: bool = False) -> None:
+        """End the client (and the cluster this sweep started). ``quiet`` (after Ctrl-C): the
+        shutdown of workers stopped mid-task logs warnings and tracebacks that say nothing a user
+        needs, so logging is off until it is done."""
+        if quiet:
+            logging.disable(logging.CRITICAL)
+        try:
+            with _ctrl_c_held():  # a second Ctrl-C waits for the cluster to be down
+                for part in (self.client, self.cluster):
+                    if part is not None:
+                        with contextlib.suppress(Exception):
+                            part.close()
+        finally:
+            self.client = self.cluster = None
+            if quiet:
+                logging.disable(logging.NOTSET)
+
+
+def dead_worker_reason(exc: BaseException) -> str | None:
+    """The status of a point whose Dask task ended by ``exc`` without ``run_point`` returning:
+    its worker died (``KilledWorker``: Dask retried it on ``allowed-failures`` + 1 workers that
+    all died), the connection to it closed, or Dask cancelled it (a lost scheduler). None for
+    any other exception, which is a bug and propagates."""
+    import asyncio
+    import concurrent.futures
+
+    from distributed import KilledWorker
+    from distributed.comm import CommClosedError
+
+    if isinstance(exc, KilledWorker):
+        tries = exc.allowed_failures + 1
+        why = f"the Dask worker running it died ({tries} time{'s' if tries > 1 else ''}, KilledWorker: out of memory " \
+              "or a crash in the worker process)"
+    elif isinstance(exc, CommClosedError):
+        why = f"the connection to its Dask worker closed ({type(exc).__name__}: {_one_line(exc)})"
+    elif isinstance(exc, concurrent.futures.CancelledError | asyncio.CancelledError):  # Dask's is the first
+        why = f"Dask cancelled it ({_one_line(exc)})"
+    else:
+        return None
+    return f"{WORKER_DIED}: {why}; a re-run runs it again"
+
+
+def dead_worker_row(task: Task, reason: str) -> dict[str, Any]:
+    """The ``results.csv`` row of a point that did not come back from its worker."""
+    row: dict[str, Any] = {"model": model_label(task.point.model), "hw": task.base.hw}
+    row.update({k: _cell(v) for k, v in task.point.settings})
+    row.update(status=reason, wall_s=0.0, hash=task.hash)
+    return row
 
 
 # --------------------------------------------------------------------------------------------
@@ -463,17 +759,6 @@ def _columns(keys: Sequence[str]) -> list[str]:
     return ["model", "hw", *keys, *METRICS]
 
 
-def read_results(path: Path, keys: Sequence[str]) -> list[dict[str, str]]:
-    """The rows of an earlier run's ``results.csv``; its columns must be this grid's."""
-    with open(path, newline="") as handle:
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
-        if header != _columns(keys):
-            raise ValueError(f"{path}: its columns ({', '.join(header)}) are not this sweep's "
-                             f"({', '.join(_columns(keys))}); use another --out folder")
-        return list(reader)
-
-
 def sweep(
     models: Sequence[str],
     hw: str = "pixel6",
@@ -489,6 +774,7 @@ def sweep(
     plots: bool = True,
     progress: bool = False,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    max_points: int = MAX_POINTS,
 ) -> pandas.DataFrame:
     """Run ``models`` × ``grid`` on ``hw`` and return one row per point (see the module docstring).
 
@@ -496,11 +782,218 @@ def sweep(
     ``overrides`` are hardware fields every point shares (``--set``), ``options`` fixed
     ``RunOptions`` fields (e.g. ``{"scheduler": "min-peak"}``). With ``out_dir`` the results
     are kept (and resumed) there, with plots unless ``plots=False``. ``jobs`` defaults to the
-    number of cores. Raises ``ValueError`` for bad input before any point runs.
+    number of cores. A grid of more than ``max_points`` points is refused. Raises ``ValueError``
+    for bad input before any point runs and before ``out_dir`` is made.
     """
     return run_sweep(models, hw, grid, out_dir, executor=executor, jobs=jobs, dask_address=dask_address,
                      cache_dir=cache_dir, overrides=overrides, options=options, plots=plots, progress=progress,
-                     on_row=on_row).results
+                     on_row=on_row, max_points=max_points).results
+
+
+def read_results(path: Path, keys: Sequence[str]) -> list[dict[str, str]]:
+    """The rows of an earlier run's ``results.csv``, each checked; its columns must be this grid's.
+
+    A file that is not UTF-8 CSV text, whose header is another grid's, or with a row that is
+    cut short, has a field too many, no status, a hash that is not one, or a number that is
+    not one (ASCII digits only) raises ``ValueError`` naming the file and the line. An empty
+    file has no rows.
+    """
+    rows: list[dict[str, str]] = []
+    line = 1
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            header = reader.fieldnames
+            if header is None:
+                return rows
+            if header != _columns(keys):
+                raise ValueError(f"{path}: its columns ({', '.join(header)}) are not this sweep's "
+                                 f"({', '.join(_columns(keys))}); use another --out folder")
+            for row in reader:
+                line = reader.line_num
+                problem = _row_problem(row, keys)
+                if problem:
+                    raise ValueError(f"{path}, line {line}: {problem}; correct or delete the row (a re-run then runs "
+                                     "its point again)")
+                rows.append(row)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a sweep's results file (byte {exc.start} is not UTF-8 text); move it away "
+                         "or use another --out folder") from None
+    except csv.Error as exc:
+        raise ValueError(f"{path}, line {line + 1}: not CSV ({exc}); move it away or use another --out folder"
+                         ) from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot be read ({exc.strerror or _one_line(exc)})") from None
+    return rows
+
+
+_HASH = re.compile(r"[0-9a-f]{16}", re.ASCII)
+
+
+def _row_problem(row: Mapping[str | None, Any], keys: Sequence[str]) -> str | None:
+    """Why a row read from ``results.csv`` cannot be used, or None."""
+    if None in row:
+        return f"{len(row) - 1 + len(row[None])} fields, the header has {len(row) - 1}"
+    missing = [name for name, value in row.items() if value is None]
+    if missing:
+        return f"the row is cut short (no {', '.join(str(m) for m in missing[:3])} field)"
+    if not _HASH.fullmatch(row["hash"] or ""):
+        return f"hash {row['hash']!r} is not a point's hash (16 hex digits)"
+    if not row["status"]:
+        return "no status"
+    try:
+        _typed(row, keys)  # type: ignore[arg-type]
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def check_results_folder(out: Path, keys: Sequence[str]) -> list[dict[str, str]]:
+    """Check that ``out`` can hold this sweep's results, before anything is made there: it is
+    (or can become) a writable folder, ``points`` in it is a folder, ``results.csv`` a readable
+    file of this grid (``read_results``). Returns the rows already there; raises ``ValueError``
+    naming the path."""
+    from accelsim.outputs import check_output_folder
+
+    check_output_folder(out, "--out")
+    points = out / "points"
+    if points.exists() and not points.is_dir():
+        raise ValueError(f"{points}: a file where the sweep keeps one report per point (a folder); move it away "
+                         "or use another --out folder")
+    if points.is_dir() and not os.access(points, os.W_OK | os.X_OK):
+        raise ValueError(f"{points}: the folder is not writable")
+    results = out / "results.csv"
+    staging = results.with_suffix(".csv.tmp")
+    if staging.is_dir():
+        raise ValueError(f"{staging}: a folder where the sweep writes results.csv before moving it in place; "
+                         "move it away")
+    if not results.exists():
+        if results.is_symlink():
+            raise ValueError(f"{results}: a link to nothing; move it away or use another --out folder")
+        return []
+    if not results.is_file():
+        what = "a folder" if results.is_dir() else "not a regular file"
+        raise ValueError(f"{results}: {what}, where the sweep keeps its results table; move it away or use another "
+                         "--out folder")
+    if not os.access(results, os.R_OK | os.W_OK):
+        raise ValueError(f"{results}: cannot be read and written")
+    return read_results(results, keys)
+
+
+@dataclass
+class SweepPlan:
+    """A sweep checked before any work (``check_sweep``): every point, its hash and the dtype
+    its graph is traced in, and the graphs of the ``.json`` models (each loaded and checked)."""
+
+    keys: list[str]
+    base: Base
+    points: list[Point]
+    hashes: list[str]
+    dtypes: list[str]
+    graphs: dict[str, Any]  #: ``.json`` model -> its graph
+    workers: int
+
+
+def check_sweep(
+    models: Sequence[str],
+    hw: str = "pixel6",
+    grid: Sequence[str] | Mapping[str, Sequence[Any]] = (),
+    *,
+    executor: str = "local",
+    jobs: int | None = None,
+    dask_address: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
+    max_points: int = MAX_POINTS,
+) -> SweepPlan:
+    """Every check of ``run_sweep`` that needs neither its folder nor Dask nor tracing: the
+    options, the grid (its size before any point is made), one name per field, the config with
+    every point's values, the models (a ``.json`` graph is loaded and checked) and that no two
+    points are one configuration. Raises ``ValueError`` naming the item."""
+    from accelsim.pipeline import RunOptions
+
+    if isinstance(models, str):
+        models = [models]
+    if not models:
+        raise ValueError("give at least one model")
+    if len(set(models)) != len(models):
+        raise ValueError("a model is named twice")
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
+    if dask_address is not None:
+        if executor != "dask":
+            raise ValueError("--dask-address applies to --executor dask only")
+        parse_dask_address(dask_address)
+    workers = (os.cpu_count() or 1) if jobs is None else jobs
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    parsed = parse_grid(grid, models=len(models), max_points=max_points)
+    keys = list(parsed)
+    base_options = dict(options or {})
+    fixed = dict(overrides or {})
+    if "overrides" in base_options:
+        raise ValueError("give hardware fields as overrides= (--set), not as the run option 'overrides'")
+    check_one_name({"--grid": keys, "--set": list(fixed), "options": list(base_options)})
+    RunOptions.build(None, **base_options)  # unknown option names raise here
+    base = Base(str(hw), fixed, base_options)
+    apply_overrides(config_of(base.hw), base.overrides)  # an unknown config or bad --set fails now, naming it
+    graphs: dict[str, Any] = {}
+    for model in models:
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model {model!r}: give a zoo name or a graph saved as .json")
+        if model.endswith(".json"):
+            if any("dtype" in place for place in (keys, base_options, fixed)):
+                raise ValueError(f"{model}: dtype cannot apply to a graph already traced (its dtype was fixed then); "
+                                 "sweep the zoo model's name instead")
+            if not Path(model).is_file():
+                raise ValueError(f"{model}: no such graph file")
+            import frontend
+
+            graphs[model] = frontend.load_graph(model)  # a bad graph (a cycle, a bad field) is refused now
+        else:
+            from frontend.zoo import check_model_name
+
+            check_model_name(model)
+    points = grid_points(models, parsed)
+    hashes: list[str] = []
+    dtypes: list[str] = []
+    first: dict[str, Point] = {}
+    for point in points:
+        config, opts = effective(point, base)  # every point's config is checked before any work
+        RunOptions(**opts).check()
+        digest = config_hash(point, config, opts)
+        if digest in first:
+            raise ValueError(f"the points {first[digest].label()!r} and {point.label()!r} are one configuration; "
+                             "give each value once")
+        first[digest] = point
+        hashes.append(digest)
+        dtypes.append(str(opts["dtype"]))
+    return SweepPlan(keys, base, points, hashes, dtypes, graphs, workers)
+
+
+def parse_dask_address(address: Any) -> tuple[str, str | None, int | None]:
+    """(scheme, host, port) of a ``--dask-address``; ``ValueError`` naming the option when it is
+    not an address (``host`` and ``port`` are None for schemes other than tcp and tls)."""
+    from distributed.comm import parse_address
+    from distributed.comm.addressing import parse_host_port
+    from distributed.comm.registry import backends
+
+    if not isinstance(address, str) or not address.strip():
+        raise ValueError(f"--dask-address {address!r}: give a Dask scheduler's address, e.g. tcp://host:8786")
+    try:
+        scheme, location = parse_address(address.strip())
+        if scheme not in backends:
+            raise ValueError(f"unknown scheme {scheme!r}: use {', '.join(sorted(backends))}")
+        if scheme not in ("tcp", "tls"):
+            return scheme, None, None
+        host, port = parse_host_port(location)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"--dask-address {address}: not an address ({_one_line(exc)}); e.g. tcp://host:8786"
+                         ) from None
+    if not host or not isinstance(port, int) or not 0 < port < 65536:
+        raise ValueError(f"--dask-address {address}: not an address (host {host!r}, port {port!r}); "
+                         "e.g. tcp://host:8786")
+    return scheme, host, port
 
 
 def run_sweep(
@@ -518,122 +1011,93 @@ def run_sweep(
     plots: bool = True,
     progress: bool = False,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    max_points: int = MAX_POINTS,
 ) -> SweepOutcome:
-    """``sweep`` with the counts of what it did (``SweepOutcome``)."""
+    """``sweep`` with the counts of what it did (``SweepOutcome``).
+
+    Everything that can refuse the sweep happens before its folder is made: ``check_sweep``,
+    the folder and its ``results.csv`` (``check_results_folder``), the trace cache, Dask (the
+    address answers, the cluster starts) and the tracing of every model.
+    """
     import pandas as pd
 
-    from accelsim.pipeline import RunOptions
-
     began = time.perf_counter()
-    if not models:
-        raise ValueError("give at least one model")
-    if len(set(models)) != len(models):
-        raise ValueError("a model is named twice")
-    if executor not in EXECUTORS:
-        raise ValueError(f"unknown executor {executor!r}; valid: {', '.join(EXECUTORS)}")
-    if dask_address is not None and executor != "dask":
-        raise ValueError("--dask-address applies to --executor dask only")
-    workers = (os.cpu_count() or 1) if jobs is None else jobs
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
-    parsed = parse_grid(grid)
-    keys = list(parsed)
-    base_options = dict(options or {})
-    RunOptions.build(None, **base_options)  # unknown option names raise here
-    clash = sorted(set(keys) & (set(base_options) | set(overrides or {})))
-    if clash:
-        raise ValueError(f"--grid {clash[0]}: also fixed by --set or a run option; vary it in one place")
-    base = Base(str(hw), dict(overrides or {}), base_options)
-    apply_overrides(config_of(base.hw), base.overrides)  # an unknown config or bad --set fails now, naming it
-    points = grid_points(models, parsed)
-    hashes = []
-    run_dtype: dict[Point, str] = {}
-    for point in points:
-        config, opts = effective(point, base)  # every point's config is checked before any work
-        RunOptions(**opts).check()
-        hashes.append(config_hash(point, config, opts))
-        run_dtype[point] = str(opts["dtype"])
-    for model in models:
-        _check_model(model)
-        if model.endswith(".json") and ("dtype" in keys or "dtype" in base_options):
-            raise ValueError(f"{model}: dtype cannot apply to a graph already traced (its dtype was fixed then); "
-                             "sweep the zoo model's name instead")
-
+    plan = check_sweep(models, hw, grid, executor=executor, jobs=jobs, dask_address=dask_address,
+                       overrides=overrides, options=options, max_points=max_points)
+    keys = plan.keys
     out = Path(out_dir) if out_dir is not None else None
     done: dict[str, dict[str, Any]] = {}
+    others: list[dict[str, Any]] = []  # rows of results.csv that are not this grid's points: kept
     results_csv = None
     if out is not None:
-        from accelsim.outputs import check_output_folder
-
-        check_output_folder(out, "--out")
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "points").mkdir(exist_ok=True)
         results_csv = out / "results.csv"
-        if results_csv.exists():
-            for row in read_results(results_csv, keys):
+        ours = set(plan.hashes)
+        for row in check_results_folder(out, keys):
+            if row["hash"] not in ours:
+                others.append(row)
+            elif not row["status"].startswith(WORKER_DIED):  # that point runs again
                 done[row["hash"]] = row
+    others = list({row["hash"]: row for row in others}.values())
 
-    todo = [(p, h) for p, h in zip(points, hashes, strict=True) if h not in done]
-    skipped = len(points) - len(todo)
-    if any(not p.model.endswith(".json") for p, _ in todo):
+    todo = [i for i, h in enumerate(plan.hashes) if h not in done]
+    skipped = len(plan.points) - len(todo)
+    if any(not plan.points[i].model.endswith(".json") for i in todo):
         from frontend.cache import check_cache_dir, default_cache_dir
 
         check_cache_dir(cache_dir if cache_dir is not None else default_cache_dir())
-    # trace what the points need, once each, before they run
-    graphs: dict[tuple[str, str], str] = {}
-    traced = 0
-    inline = executor == "dask" and dask_address is not None
-    graph_json: dict[str, dict[str, Any]] = {}
-    shape = base_options.get("input_shape")
-    for point, _ in todo:
-        key = (point.model, run_dtype[point])
-        if key in graphs:
-            continue
-        source, hit, data = _trace(point.model, run_dtype[point], shape, cache_dir, inline)
-        graphs[key] = source
-        traced += 0 if hit else 1
-        if data is not None:
-            graph_json[source] = data
-    tasks = []
-    for point, digest in todo:
-        source = graphs[(point.model, run_dtype[point])]
-        tasks.append(Task(point, base, digest, source, graph_json.get(source)))
-
-    bar = Progress(len(tasks), enabled=progress)
-    labels = {t.hash: t.point.label() for t in tasks}
     ran = 0
-    handle = None
-    writer = None
+    dask = None
+    interrupted = False
     try:
-        if results_csv is not None:
-            fresh = not results_csv.exists()
-            handle = open(results_csv, "a", newline="")
-            writer = csv.DictWriter(handle, fieldnames=_columns(keys), lineterminator="\n")
-            if fresh:
-                writer.writeheader()
+        if todo and executor == "dask":
+            dask = DaskExecutor(plan.workers, dask_address)
+        tasks, traced = _tasks(plan, todo, cache_dir, inline=executor == "dask" and dask_address is not None)
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "points").mkdir(exist_ok=True)
+        bar = Progress(len(tasks), enabled=progress)
+        labels = {t.hash: t.point.label() for t in tasks}
+        handle = None
+        try:
+            if results_csv is not None:
+                fresh = not results_csv.exists() or results_csv.stat().st_size == 0
+                handle = open(results_csv, "w" if fresh else "a", newline="", encoding="utf-8")
+                writer = csv.DictWriter(handle, fieldnames=_columns(keys), lineterminator="\n")
+                if fresh:
+                    writer.writeheader()
+                elif not _ends_with_newline(results_csv):
+                    handle.write("\n")  # a file edited by hand: the next row starts on its own line
                 handle.flush()
-        stream = _local(tasks, workers) if executor == "local" else _dask(tasks, workers, dask_address)
-        for row, report in stream:
-            ran += 1
-            if out is not None and report is not None:
-                _write_json(out / "points" / f"{row['hash']}.json", report)
-            if writer is not None and handle is not None:
-                writer.writerow(row)
-                handle.flush()
-            done[row["hash"]] = row
-            bar.update(row, labels.get(row["hash"], row["hash"]))
-            if on_row is not None:
-                on_row(row)
+            stream = dask.run(tasks) if dask is not None else _local(tasks, plan.workers)
+            for row, report in stream:
+                ran += 1
+                if out is not None and report is not None:
+                    _write_json(out / "points" / f"{row['hash']}.json", report)
+                if handle is not None:
+                    writer.writerow(row)
+                    handle.flush()
+                done[row["hash"]] = row
+                bar.update(row, labels.get(row["hash"], row["hash"]))
+                if on_row is not None:
+                    on_row(row)
+        except KeyboardInterrupt:
+            raise SweepInterrupted(ran, len(tasks), skipped) from None
+        finally:
+            bar.close()
+            if handle is not None:
+                handle.close()
     except KeyboardInterrupt:
-        raise SweepInterrupted(ran, len(tasks), skipped) from None
+        interrupted = True
+        raise
     finally:
-        bar.close()
-        if handle is not None:
-            handle.close()
-    table = pd.DataFrame([_typed(done[h], keys) for h in hashes if h in done], columns=_columns(keys))
+        if dask is not None:
+            dask.close(quiet=interrupted)
+    table = pd.DataFrame([_typed(done[h], keys) for h in plan.hashes if h in done], columns=_columns(keys))
     if results_csv is not None:
         staging = results_csv.with_suffix(".csv.tmp")
-        table.to_csv(staging, index=False)
+        whole = pd.concat([table, pd.DataFrame([_typed(r, keys) for r in others], columns=_columns(keys))]) \
+            if others else table
+        whole.to_csv(staging, index=False)
         os.replace(staging, results_csv)
     written: list[Path] = []
     if out is not None and plots:
@@ -644,30 +1108,41 @@ def run_sweep(
     return SweepOutcome(table, ran, skipped, failed, traced, written, time.perf_counter() - began)
 
 
-def _check_model(model: str) -> None:
-    if model.endswith(".json"):
-        if not Path(model).is_file():
-            raise ValueError(f"{model}: no such graph file")
-        return
-    from frontend.zoo import check_model_name
-
-    check_model_name(model)
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
 
 
-def _trace(model: str, dtype: str, input_shape: Any, cache_dir: str | Path | None,
-           inline: bool) -> tuple[str, bool, dict[str, Any] | None]:
-    """(graph source for the workers, cache hit, the graph as JSON when it travels with the tasks)."""
+def _tasks(plan: SweepPlan, todo: Sequence[int], cache_dir: str | Path | None,
+           inline: bool) -> tuple[list[Task], int]:
+    """The tasks of the points ``todo`` (indices into the plan) and how many graphs were traced
+    now: each (model, dtype) is traced once (through the trace cache) or loaded, before any runs."""
     from frontend.graph import graph_to_json
 
-    if model.endswith(".json"):
-        import frontend
+    sources: dict[tuple[str, str], str] = {}
+    graph_json: dict[str, dict[str, Any]] = {}
+    traced = 0
+    shape = plan.base.options.get("input_shape")
+    tasks = []
+    for i in todo:
+        point, dtype = plan.points[i], plan.dtypes[i]
+        key = (point.model, dtype)
+        if key not in sources:
+            if point.model in plan.graphs:
+                source, graph = str(Path(point.model).resolve()), plan.graphs[point.model]
+            else:
+                from frontend.cache import cached_trace
 
-        graph = frontend.load_graph(model)
-        return str(Path(model).resolve()), True, graph_to_json(graph) if inline else None
-    from frontend.cache import cached_trace
-
-    cached = cached_trace(model, dtype, tuple(input_shape) if input_shape else None, cache_dir)
-    return str(cached.path), cached.hit, graph_to_json(cached.graph) if inline else None
+                cached = cached_trace(point.model, dtype, tuple(shape) if shape else None, cache_dir)
+                source, graph = str(cached.path), cached.graph
+                traced += 0 if cached.hit else 1
+            sources[key] = source
+            if inline:
+                graph_json[source] = graph_to_json(graph)
+        source = sources[key]
+        tasks.append(Task(point, plan.base, plan.hashes[i], source, graph_json.get(source)))
+    return tasks, traced
 
 
 def _write_json(path: Path, data: Mapping[str, Any]) -> None:
@@ -682,18 +1157,19 @@ _BOOLS = {"deterministic"}
 
 
 def _typed(row: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
-    """A row with numbers as numbers (rows read back from results.csv are text)."""
+    """A row with numbers as numbers (rows read back from results.csv are text). A measured
+    column whose text is not its type (ASCII digits only) raises ``ValueError`` naming it."""
     out: dict[str, Any] = {}
     for name in _columns(keys):
         value = row.get(name)
         if value in ("", None):
             out[name] = None
+        elif isinstance(value, str) and name in _INTS | _FLOATS | _BOOLS:
+            out[name] = _measured(name, value)
         elif name in _INTS:
-            out[name] = int(float(value))
+            out[name] = int(value)
         elif name in _FLOATS:
             out[name] = float(value)
-        elif name in _BOOLS:
-            out[name] = value if isinstance(value, bool) else value == "True"
         elif name in keys and isinstance(value, str):
             out[name] = _number_or_text(value)
         else:
@@ -701,13 +1177,35 @@ def _typed(row: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def _number_or_text(text: str) -> Any:
+def _measured(name: str, text: str) -> Any:
+    """A measured column's value from its text in results.csv."""
+    if name in _BOOLS:
+        if text not in ("True", "False"):
+            raise ValueError(f"column {name}: {text!r} is not True or False")
+        return text == "True"
+    number = _ascii_number(text)
+    if number is None or not math.isfinite(number) or (name in _INTS and not float(number).is_integer()):
+        raise ValueError(f"column {name}: {text!r} is not {'an integer' if name in _INTS else 'a number'}")
+    return int(number) if name in _INTS else float(number)
+
+
+def _ascii_number(text: str) -> int | float | None:
+    """``text`` as an int or a float, or None; ASCII only (int() and float() read any Unicode
+    digit: '٣' as 3)."""
+    if not text.isascii():
+        return None
     try:
         return int(text)
     except ValueError:
         pass
     try:
-        number = float(text)
+        return float(text)
     except ValueError:
+        return None
+
+
+def _number_or_text(text: str) -> Any:
+    number = _ascii_number(text)
+    if number is None:
         return {"True": True, "False": False}.get(text, text)
     return number if math.isfinite(number) else text
