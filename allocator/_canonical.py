@@ -149,6 +149,9 @@ class SearchSwitches(NamedTuple):
     lowest_offset_first: bool  #: try candidates by (offset, rank); off: by rank only
     hatless: bool  #: a refuted candidate overlapping no unplaced buffer fails its node
     offset_ceiling: bool  #: skip candidates above capacity - the group's most unplaced bytes in a section
+    #: read long lifetimes through segment trees over the sections where that costs less than a
+    #: walk of every section (``_tree_worthwhile``); the same values either way
+    section_trees: bool
     table_bits: int  #: log2 of the slots of the failed-state table; 0: no table
 
 
@@ -329,7 +332,13 @@ def _restore(values, trail, top, mark):  # pragma: no cover - compiled
 
 @_helper
 def _root_state(buffers, rank, n_sections):  # pragma: no cover - compiled
-    """The state at the root: nothing placed; free buffers counted in their sections."""
+    """The state at the root: nothing placed; free buffers counted in their sections.
+
+    The counts are built from differences (+1 where a buffer's sections begin, -1 where they
+    end) and one running sum, in O(buffers + sections): walking every buffer's sections costs
+    the sum of their spans instead, which on two million randomly overlapping buffers is about
+    10**11 steps, minutes before the search could first read the clock.
+    """
     n = buffers.sizes.shape[0]
     # np.empty and loops only: each of np.full, np.zeros and copy() is one more numba overload to compile
     placement = _Placement(offset=np.empty(n, np.int64), pos=np.empty(n, np.int64), rank=np.empty(n, np.int64))
@@ -343,10 +352,20 @@ def _root_state(buffers, rank, n_sections):  # pragma: no cover - compiled
         placement.offset[j] = -1
         placement.pos[j] = buffers.fixed[j] if buffers.fixed[j] >= 0 else 0
         placement.rank[j] = rank[j]
-        for k in range(buffers.first_section[j], buffers.last_section[j]):
-            sections.unplaced[k] += 1
-            if buffers.fixed[j] < 0:
-                sections.free[k] += buffers.sizes[j]
+        first = buffers.first_section[j]
+        last = buffers.last_section[j]
+        if first >= last:
+            continue
+        sections.unplaced[first] += 1
+        if last < n_sections:
+            sections.unplaced[last] -= 1
+        if buffers.fixed[j] < 0:
+            sections.free[first] += buffers.sizes[j]
+            if last < n_sections:
+                sections.free[last] -= buffers.sizes[j]
+    for k in range(1, n_sections):
+        sections.unplaced[k] += sections.unplaced[k - 1]
+        sections.free[k] += sections.free[k - 1]
     return placement, sections
 
 
@@ -541,8 +560,59 @@ def _rank_term(j, r, r0):  # pragma: no cover - compiled
 
 
 @_helper
+def _log2_ceil(w):  # pragma: no cover - compiled
+    """The smallest ``b`` with ``2**b >= w`` (1 for ``w <= 2``): a segment tree's depth over ``w`` leaves."""
+    b = 1
+    while (np.int64(1) << b) < w:
+        b += 1
+    return b
+
+
+@_helper
+def _tree_worthwhile(on, span, count, w):  # pragma: no cover - compiled
+    """Whether a segment tree over ``w`` sections beats walking ``span`` buffer-sections
+    directly, for ``count`` buffers: the tree costs about ``count`` times its depth plus
+    ``w`` to build or read out. The direct walk wins on small instances (the challenging
+    suite); the tree on long-lived buffers over many sections, where the walk is the sum of
+    all lifetimes (about 10**11 steps per node on two million random buffers). ``on``:
+    ``SearchSwitches.section_trees``."""
+    return on and span > 4 * (count * _log2_ceil(w) + w)
+
+
+@_helper
+def _max_tree(values, klo, khi, tree):  # pragma: no cover - compiled
+    """Build in ``tree[1:2w]`` a bottom-up segment tree of the maxima of ``values[klo:khi]``
+    (``w = khi - klo`` leaves at ``tree[w:2w]``, any ``w``): ``_tree_max`` reads a range."""
+    w = khi - klo
+    for x in range(w):
+        tree[w + x] = values[klo + x]
+    for x in range(w - 1, 0, -1):
+        tree[x] = tree[2 * x] if tree[2 * x] > tree[2 * x + 1] else tree[2 * x + 1]
+
+
+@_helper
+def _tree_max(tree, w, lo, hi):  # pragma: no cover - compiled
+    """The largest of the leaves ``[lo, hi)`` (counted from ``klo``) of ``_max_tree``'s tree, 0 for none."""
+    best = np.int64(0)
+    lo += w
+    hi += w
+    while lo < hi:
+        if lo & 1:
+            if tree[lo] > best:
+                best = tree[lo]
+            lo += 1
+        if hi & 1:
+            hi -= 1
+            if tree[hi] > best:
+                best = tree[hi]
+        lo >>= 1
+        hi >>= 1
+    return best
+
+
+@_helper
 def _rerank(members, begin, end, preorder, buffers, placement, sections, rank_trail,
-            rank_top):  # pragma: no cover - compiled
+            rank_top, tree, trees):  # pragma: no cover - compiled
     """Re-rank the buffers ``members[begin:end]`` of one group by the key ``(pre, -T, post)``.
 
     T is the largest total of *unplaced* buffer bytes over the sections a buffer spans, taken
@@ -550,6 +620,10 @@ def _rerank(members, begin, end, preorder, buffers, placement, sections, rank_tr
     longer weigh on it. The group keeps the set of rank values it had, handed out in the new
     order, so ranks stay distinct across groups. Old ranks go on the trail; returns
     ``(new trail top, hash delta a, hash delta b)``.
+
+    T is read section by section, or from a segment tree of the sections' totals (``tree``,
+    scratch of twice the sections) when the group's lifetimes add up to far more sections
+    than that costs (``_tree_worthwhile``): the same values either way.
     """
     rank = placement.rank
     g = end - begin
@@ -557,12 +631,28 @@ def _rerank(members, begin, end, preorder, buffers, placement, sections, rank_tr
     post = np.empty(g, np.int64)
     pre = np.empty(g, np.int64)
     old = np.empty(g, np.int64)
+    klo = sections.free.shape[0]
+    khi = 0
+    span = 0
+    for x in range(g):
+        j = members[begin + x]
+        span += buffers.last_section[j] - buffers.first_section[j]
+        if buffers.first_section[j] < klo:
+            klo = buffers.first_section[j]
+        if buffers.last_section[j] > khi:
+            khi = buffers.last_section[j]
+    by_tree = khi > klo and _tree_worthwhile(trees, span, g, khi - klo)
+    if by_tree:
+        _max_tree(sections.free, klo, khi, tree)
     for x in range(g):
         j = members[begin + x]
         t = 0
-        for k in range(buffers.first_section[j], buffers.last_section[j]):
-            if sections.free[k] > t:
-                t = sections.free[k]
+        if by_tree:
+            t = _tree_max(tree, khi - klo, buffers.first_section[j] - klo, buffers.last_section[j] - klo)
+        else:
+            for k in range(buffers.first_section[j], buffers.last_section[j]):
+                if sections.free[k] > t:
+                    t = sections.free[k]
         t_cur[x] = -t
         post[x] = preorder.rerank_post[j]
         pre[x] = preorder.rerank_pre[j]
@@ -772,26 +862,76 @@ def _staircase_holds(node, floor, capacity, section_start, section_buffers, buff
 
 
 @_helper
+def _lowest_over_spans(node, members, buffers, placement, tree, effective):  # pragma: no cover - compiled
+    """``effective[k]`` for the node's sections ``[klo, khi)``: the lowest position of an unplaced
+    free buffer of its group live in section ``k`` (``_BIG`` for none), in O(buffers x depth +
+    sections): each buffer lowers O(depth) nodes of a segment tree over the sections (any
+    number of leaves, ``tree[w:2w]``), then every node hands its value down to its children."""
+    klo = node.klo
+    w = node.khi - klo
+    for x in range(2 * w):
+        tree[x] = _BIG
+    for m in range(node.begin, node.end):
+        q = members[m]
+        if placement.offset[q] >= 0 or buffers.fixed[q] >= 0:
+            continue
+        v = placement.pos[q]
+        lo = buffers.first_section[q] - klo + w
+        hi = buffers.last_section[q] - klo + w
+        while lo < hi:
+            if lo & 1:
+                if v < tree[lo]:
+                    tree[lo] = v
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                if v < tree[hi]:
+                    tree[hi] = v
+            lo >>= 1
+            hi >>= 1
+    for x in range(1, w):
+        if tree[x] < tree[2 * x]:
+            tree[2 * x] = tree[x]
+        if tree[x] < tree[2 * x + 1]:
+            tree[2 * x + 1] = tree[x]
+    for x in range(w):
+        effective[klo + x] = tree[w + x]
+
+
+@_helper
 def _sections_hold(node, floor, effective_height, capacity, members, buffers, placement, sections,
-                   effective):  # pragma: no cover - compiled
+                   effective, tree, trees):  # pragma: no cover - compiled
     """Section inference (§6.2, eq. 3): in every section of the node the unplaced free
     buffers must stack above its height, ``height + unplaced bytes <= capacity``.
 
     The height is the section's top, raised to ``floor`` (the largest placed offset with
     ``offset_floor``, else 0) and, with ``effective_height``, to the lowest position of an
     unplaced free buffer of the node's group live there (``effective`` is scratch space).
+    Those lowest positions are taken section by section, or through a segment tree (``tree``,
+    scratch of twice the sections) when the group's lifetimes add up to far more sections
+    than that costs (``_tree_worthwhile``): the same values either way.
     """
     if effective_height:
-        for k in range(node.klo, node.khi):
-            effective[k] = _BIG
+        span = 0
+        count = 0
         for m in range(node.begin, node.end):
             q = members[m]
-            if placement.offset[q] >= 0 or buffers.fixed[q] >= 0:
-                continue
-            v = placement.pos[q]
-            for k in range(buffers.first_section[q], buffers.last_section[q]):
-                if v < effective[k]:
-                    effective[k] = v
+            if placement.offset[q] < 0 and buffers.fixed[q] < 0:
+                span += buffers.last_section[q] - buffers.first_section[q]
+                count += 1
+        if node.khi > node.klo and _tree_worthwhile(trees, span, count, node.khi - node.klo):
+            _lowest_over_spans(node, members, buffers, placement, tree, effective)
+        else:
+            for k in range(node.klo, node.khi):
+                effective[k] = _BIG
+            for m in range(node.begin, node.end):
+                q = members[m]
+                if placement.offset[q] >= 0 or buffers.fixed[q] >= 0:
+                    continue
+                v = placement.pos[q]
+                for k in range(buffers.first_section[q], buffers.last_section[q]):
+                    if v < effective[k]:
+                        effective[k] = v
     for k in range(node.klo, node.khi):
         if sections.free[k] == 0:
             continue
@@ -842,6 +982,7 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
     table_a = table[0]
     table_b = table[1]
     effective = np.empty(instance.n_sections, np.int64)
+    tree = np.empty(2 * instance.n_sections + 2, np.int64)  # segment trees over the sections (scratch)
     for k in range(instance.n_sections):
         effective[k] = 0
     stair_pos = np.empty(n + 1, np.int64)
@@ -930,7 +1071,7 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
                         first = bounds[frames[depth, _F_BEGIN] + 2 * grp]
                         last = bounds[frames[depth, _F_BEGIN] + 2 * grp + 1]
                         rank_top, da, db = _rerank(members, first, last, preorder, buffers, placement, sections,
-                                                   rank_trail, rank_top)
+                                                   rank_trail, rank_top, tree, switches.section_trees)
                         hash_a ^= da
                         hash_b ^= db
                 depth += 1
@@ -1015,7 +1156,7 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
                 work += visited
             if alive and switches.section_inference and not switches.staircase:
                 alive = _sections_hold(node, floor, switches.effective_height, capacity, members, buffers, placement,
-                                       sections, effective)
+                                       sections, effective, tree, switches.section_trees)
             if not alive:
                 backtracks += 1
                 continue  # state stays _NEXT: undo and try the next candidate

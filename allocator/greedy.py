@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from allocator.placement import greedy_method, sort_by_key
+from allocator.placement import deadline_passed, greedy_method, sort_by_key, timeout_reason
 from allocator.problem import Problem
 from allocator.registry import MethodOutput
 from allocator.sweep import sweep
@@ -94,7 +94,9 @@ def best_fit(problem: Problem, deadline: float | None = None) -> MethodOutput:
 
 def load_best_fit(problem: Problem, deadline: float | None = None) -> MethodOutput:
     arrays = problem.arrays()
-    starts, ends, sizes, _, _ = arrays
+    starts, ends, sizes, _, fixed = arrays
+    if len(problem) and deadline_passed(deadline):  # its keys need a sweep: half a second on 2,000,000 buffers
+        return MethodOutput("timeout", None, timeout_reason("load-best-fit", int((fixed >= 0).sum()), len(problem)))
     width = ends - starts
     load = sweep(problem).span_total() if len(problem) else np.zeros(0, np.int64)
     area_high, area_low = wide_product(width, sizes)  # width x size passes int64 for large values

@@ -110,6 +110,11 @@ class MiniMallocOptions:
     #: skip, without placing them, candidates above capacity minus the group's most unplaced bytes in
     #: a section (section inference with the offset floor would refute them; ours); needs both
     offset_ceiling: bool = True
+    #: where buffers live over many sections, section inference's effective heights and the groups'
+    #: re-ranking read them through segment trees instead of section by section, when that costs
+    #: less (the same values, so the same search; ours, issue 22: two million random buffers, 15 %
+    #: long-lived, walked about 10**11 sections per node); off: always section by section
+    section_trees: bool = True
     portfolio: bool = True  #: try every preorder key with doubling node limits; off: the first key only
     preorders: tuple[str, ...] = DEFAULT_PREORDERS  #: static preorders (letters of PREORDER_LETTERS), in turn
     initial_node_factor: int = 2  #: first node limit is this times the number of buffers
@@ -179,6 +184,7 @@ def kernel_switches(options: MiniMallocOptions, n_buffers: int) -> SearchSwitche
         hatless=bool(options.hatless and options.lowest_offset_first),
         offset_ceiling=bool(options.offset_ceiling and options.section_inference and options.offset_floor
                             and canonical),
+        section_trees=bool(options.section_trees),
         table_bits=table_bits(n_buffers) if options.failed_state_table else 0,
     )
 
@@ -288,7 +294,11 @@ class PreparedProblem:
         return width * self.sizes
 
     def _order_rank(self, keys: list[np.ndarray]) -> np.ndarray:
-        order = np.lexsort((np.arange(self.n), self.starts) + tuple(reversed(keys)))
+        """Rank under ``keys`` ascending, ties by start then index: the position in ``members``
+        (sorted by start, then index) is that tie-break in one key instead of two."""
+        by_start = np.empty(self.n, np.int64)
+        by_start[self.members] = np.arange(self.n)
+        order = np.lexsort((by_start, *reversed(keys)))
         rank = np.empty(self.n, np.int64)
         rank[order] = np.arange(self.n)
         return rank
@@ -315,14 +325,36 @@ class PreparedProblem:
         pre = _dense_rank(keys[:t]) if t else np.zeros(self.n, np.int64)
         return pre, self._order_rank(keys[t + 1:])
 
-    def preorder(self, key: str, twins: bool, noise: np.ndarray | None = None) -> tuple[Preorder, bool]:
+    def preorder(self, key: str, twins: bool, noise: np.ndarray | None = None,
+                 deadline: float | None = None) -> tuple[Preorder, bool] | None:
         """The kernel's record of the preorder ``key`` (with ``noise``, see :meth:`rank`), and
-        whether it can re-rank groups (it can when the key has T). Cached when ``noise`` is None."""
+        whether it can re-rank groups (it can when the key has T). Cached when ``noise`` is None.
+
+        ``deadline`` (a ``time.perf_counter()`` value) is read between the steps, each a sort
+        of all buffers (about a second each on two million): None when it passed before the
+        record was complete. With T in the key the rank is the order of ``(pre, T, post)``,
+        the re-ranking keys, which give back :meth:`rank` (``post`` is distinct per buffer):
+        a sort of three keys instead of the key's letters, start and index again.
+        """
         cached = self._preorders.get((key, twins)) if noise is None else None
         if cached is not None:
             return cached
-        rank = self.rank(key, noise)
+
+        def late() -> bool:
+            return deadline is not None and time.perf_counter() >= deadline
+
         rerank = self.rerank_keys(key, noise)
+        if late():
+            return None
+        if rerank is None:
+            rank = self.rank(key, noise)
+        else:
+            pre, post = rerank
+            order = np.lexsort((post, self._columns(key, noise)[key.index("T")], pre))
+            rank = np.empty(self.n, np.int64)
+            rank[order] = np.arange(self.n)
+        if twins and late():
+            return None
         none = np.full(self.n, -1, np.int64)
         pre, post = rerank if rerank is not None else (none, none)
         made = Preorder(rank=rank, twin_before=self.twin_before(rank) if twins else none, rerank_pre=pre,
@@ -394,6 +426,8 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
     """
     if not 0 < capacity <= MAX_VALUE:
         raise InvalidProblemError(f"capacity {capacity} is outside 1..MAX_VALUE = 2**62 - 1")
+    if deadline is not None and time.perf_counter() >= deadline:  # preparing takes seconds on millions of buffers
+        return SearchOutcome("timeout", None, 0, 0, 0)
     data = prepared or PreparedProblem(problem)
     if data.n == 0:
         return SearchOutcome("solved", np.zeros(0, np.int64), 0, 0, 0)
@@ -422,9 +456,10 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
 
     fixed_runs = []
     for key in keys:
-        if past_deadline():
+        made = None if past_deadline() else data.preorder(key, options.twins, deadline=deadline)
+        if made is None:
             return outcome("timeout")
-        fixed_runs.append(data.preorder(key, options.twins))
+        fixed_runs.append(made)
     # A state exhausted at this capacity stays exhausted whatever the node limit, so each fixed
     # preorder keeps its table across rounds (a run reads and writes only its own: the answer does
     # not depend on the threads). Perturbed preorders are new every round and start empty.
@@ -439,7 +474,10 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
             perturbed = []
             for r in range(extra):
                 noise = 1.0 + 0.3 * rng.random(data.n)
-                perturbed.append(data.preorder(keys[r % len(keys)], options.twins, noise))
+                made = data.preorder(keys[r % len(keys)], options.twins, noise, deadline)
+                if made is None:
+                    return outcome("timeout")
+                perturbed.append(made)
             round_runs = fixed_runs + perturbed
             if past_deadline():
                 return outcome("timeout")

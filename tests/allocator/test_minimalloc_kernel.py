@@ -32,6 +32,7 @@ OPTION_EFFECTS = {
     "hatless": {"hatless"},
     "offset_ceiling": {"offset_ceiling"},
     "failed_state_table": {"table_bits"},
+    "section_trees": {"section_trees"},
 }
 
 
