@@ -126,6 +126,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         budget=_parse_budget(args.budget) if args.budget is not None else None, weights=args.weights,
         time_limit=args.time_limit, fixed_order=args.order, cache=args.cache_traces, cache_dir=args.cache,
         overrides=overrides,  # applied below already; the pipeline checks them against the options and the graph
+        **({"max_operators": args.max_operators} if args.max_operators is not None else {}),
     )
     options.check(traced=not args.model.endswith(".json"))
     _check_named_cache(args.cache)
@@ -153,7 +154,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     """``accelsim sweep``: the grid's points, resumable, with progress; see ``accelsim.sweeps``."""
-    from accelsim.sweeps import SweepInterrupted, run_sweep
+    from accelsim.sweeps import MAX_POINTS, SweepInterrupted, run_sweep
 
     overrides = parse_overrides(args.set or [])
     options: dict[str, object] = {}
@@ -172,7 +173,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     try:
         outcome = run_sweep(args.models, args.hw, args.grid, out, executor=args.executor, jobs=args.jobs,
                             dask_address=args.dask_address, cache_dir=args.cache, overrides=overrides,
-                            options=options, plots=not args.no_plots, progress=True)
+                            options=options, plots=not args.no_plots, progress=True,
+                            max_points=MAX_POINTS if args.max_points is None else args.max_points)
     except SweepInterrupted as stop:
         print(f"error: interrupted (Ctrl-C): {stop}; every finished point is in {out / 'results.csv'} and a "
               "re-run resumes from there", file=sys.stderr)
@@ -207,7 +209,8 @@ def _cmd_size(args: argparse.Namespace) -> int:
     if args.csv is not None:
         check_output_file(args.csv, "--csv")
     report = size(args.model, args.hw, pairs, overrides=parse_overrides(args.set or []), timeout=args.timeout,
-                  time_limit=args.time_limit, weights=args.weights)
+                  time_limit=args.time_limit, weights=args.weights,
+                  **({"max_operators": args.max_operators} if args.max_operators is not None else {}))
     print(report.format())
     if args.csv is not None:
         import csv
@@ -658,6 +661,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--time-limit", type=_positive_seconds,
                      help="a wall-clock safety net in seconds per solve of a solver-based scheduler (cosma*; "
                           "default: none; its budget is CP-SAT deterministic time); exit status 3 when it fires")
+    run.add_argument("--max-operators", type=_positive_int, default=None, metavar="N",
+                     help="refuse a graph of more than N operators (default 250,000; a run takes about 16 KiB "
+                          "of memory per operator, and one that needs more than the machine has is refused anyway)")
     run.add_argument("--set", action="append", metavar="KEY=VALUE",
                      help="replace a hardware field (repeatable; dotted keys for blocks), e.g. --set compute.rows=256 "
                           "--set dram_bandwidth_bytes_per_s=25.6e9 --set sram_bytes_per_pe=8MiB; "
@@ -713,6 +719,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--weights", action=argparse.BooleanOptionalAction, default=True,
                        help="give weights memory and traffic (default) or consider activations only")
     sweep.add_argument("--no-plots", action="store_true", help="write results.csv and the reports only")
+    sweep.add_argument("--max-points", type=_positive_int,
+                       help="refuse a sweep of more points (models x the grid's combinations) than this "
+                            "(default 100,000)")
     sweep.set_defaults(handler=_cmd_sweep)
 
     sizing = sub.add_parser("size", help="minimum SRAM: M_R and the smallest spill-free SRAM per "
@@ -731,6 +740,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "status 3 when it fires")
     sizing.add_argument("--weights", action=argparse.BooleanOptionalAction, default=True,
                         help="--no-weights gives weights no memory (activations only)")
+    sizing.add_argument("--max-operators", type=_positive_int, default=None, metavar="N",
+                        help="refuse a graph of more than N operators (default 250,000)")
     sizing.add_argument("--set", action="append", metavar="KEY=VALUE", help="replace a hardware field (repeatable)")
     sizing.add_argument("--csv", help="also write the table as CSV")
     sizing.set_defaults(handler=_cmd_size)

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 from accelsim.errors import AllocationFailedError, CompileError, InvalidPlacementError  # noqa: F401  (re-exported)
 from accelsim.hw import HardwareConfig, format_bytes, load_hw
 from accelsim.sim import SimResult, simulate
+from frontend.limits import MAX_OPERATORS
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -186,7 +187,7 @@ def _to_graph(
     if isinstance(model_or_name, str | Path):
         text = str(model_or_name)
         if text.endswith(".json"):
-            return frontend.load_graph(text)
+            return frontend.load_graph(text, opts.max_operators)
         shape = tuple(input_shape) if input_shape else None
         if not opts.cache:
             return frontend.trace_model(text, dtype=dtype, input_shape=shape)
@@ -354,6 +355,10 @@ class RunOptions:
     cache: bool = True
     #: the trace cache folder (``--cache``); None: ``frontend.default_cache_dir()``, skipped when not writable
     cache_dir: str | Path | None = None
+    #: the most operators a graph may have (``--max-operators``; ``frontend.MAX_OPERATORS``); a run's memory
+    #: grows by about 16 KiB per operator, and a graph whose run would need more than the machine has is
+    #: refused whatever this says (``frontend.check_operator_count``); None: that check alone
+    max_operators: int | None = MAX_OPERATORS
 
     def check(self, traced: bool = True) -> None:
         """Refuse options that would be accepted but mean nothing, with one line naming them.
@@ -405,6 +410,9 @@ class RunOptions:
         if self.timeout is not None and self.allocator == ONLINE_ALLOCATOR:
             raise ValueError(f"timeout={self.timeout!r} limits an allocator; the {ONLINE_ALLOCATOR!r} arena has "
                              "no time limit")
+        if self.max_operators is not None and (isinstance(self.max_operators, bool)
+                                               or not isinstance(self.max_operators, int) or self.max_operators < 1):
+            raise ValueError(f"max_operators={self.max_operators!r} must be a positive integer (or None)")
         if self.input_shape is not None:
             shape = tuple(self.input_shape)
             if not shape or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in shape):
@@ -508,6 +516,9 @@ def compile_and_simulate(
 
     clock = time.perf_counter()
     graph = _to_graph(model_or_name, run_dtype, opts.input_shape, example_inputs, name, opts)
+    from frontend.limits import check_operator_count
+
+    check_operator_count(graph.number_of_nodes(), str(graph.graph.get("name", "the graph")), opts.max_operators)
     if "dtype" in graph.graph and (isinstance(model_or_name, nx.DiGraph) or str(model_or_name).endswith(".json")):
         opts.check_graph_dtype(str(graph.graph["dtype"]))
     stage["trace"] = time.perf_counter() - clock

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.hw import HardwareConfig, format_bytes, load_hw
+from frontend.limits import MAX_OPERATORS
 
 #: the pairs ``size`` measures when none are given: the online arena and the default allocator
 DEFAULT_PAIRS = (("program", "online-first-fit"), ("program", "auto"))
@@ -136,6 +137,7 @@ def size(
     timeout: float | None = None,
     time_limit: float | None = None,
     weights: bool = True,
+    max_operators: int | None = MAX_OPERATORS,
 ) -> SizeReport:
     """The minimum SRAM of ``model`` on ``hw`` for each (scheduler, allocator) pair (see the module docstring).
 
@@ -144,8 +146,9 @@ def size(
     ``"online-first-fit"`` for ``program`` / ``min-peak``, ``"own"`` for the cosma*
     schedulers. ``timeout`` is a wall-clock safety net in seconds for each allocation-aware loop
     (``scheduler.allocation_aware``), ``time_limit`` for each cosma* solve; both are off by
-    default (see the module docstring). Raises ``ValueError`` for an unknown model, scheduler,
-    allocator or hardware field.
+    default (see the module docstring). ``max_operators`` is ``RunOptions.max_operators``.
+    Raises ``ValueError`` for an unknown model, scheduler, allocator or hardware field, or a
+    graph too large (``frontend.check_operator_count``).
     """
     import networkx as nx
 
@@ -167,9 +170,10 @@ def size(
     if isinstance(model, nx.DiGraph):
         graph = model
     elif str(model).endswith(".json"):
-        graph = frontend.load_graph(str(model))
+        graph = frontend.load_graph(str(model), max_operators)
     else:
         graph = cached_trace(str(model), dtype=config.dtype).graph
+    frontend.check_operator_count(graph.number_of_nodes(), str(graph.graph.get("name", model)), max_operators)
     wanted = (overrides or {}).get("dtype")
     if wanted is not None and "dtype" in graph.graph and str(wanted).strip() != graph.graph["dtype"]:
         raise ValueError(f"--set dtype={wanted} cannot apply to a graph already traced in {graph.graph['dtype']!r}; "

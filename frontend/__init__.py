@@ -19,10 +19,13 @@ if TYPE_CHECKING:
     from frontend.cache import CacheDirError, cached_trace, check_cache_dir, default_cache_dir
     from frontend.dtypes import DTYPE_BYTES
     from frontend.graph import (
+        MAX_OPERATORS,
         GraphFormatError,
+        GraphTooLargeError,
         add_operator,
         add_tensor,
         check_graph,
+        check_operator_count,
         dtype_bytes,
         load_graph,
         new_graph,
@@ -47,6 +50,7 @@ _HOMES = {
     "DTYPE_BYTES": "dtypes",
     "GraphFormatError": "graph", "add_operator": "graph", "add_tensor": "graph", "check_graph": "graph",
     "dtype_bytes": "graph", "load_graph": "graph", "new_graph": "graph", "save_graph": "graph",
+    "GraphTooLargeError": "limits", "MAX_OPERATORS": "limits", "check_operator_count": "limits",
     "FrontendMissingError": "zoo", "UnknownModelError": "zoo", "list_models": "zoo", "load_model": "zoo",
     "require_torch": "zoo", "trace_model": "zoo",
 }
@@ -56,6 +60,9 @@ __all__ = [
     "DTYPE_BYTES",
     "FrontendMissingError",
     "GraphFormatError",
+    "GraphTooLargeError",
+    "MAX_OPERATORS",
+    "check_operator_count",
     "TraceError",
     "UnknownModelError",
     "add_operator",

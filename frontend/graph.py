@@ -52,6 +52,7 @@ import networkx as nx
 
 from frontend.cost import gemm_macs
 from frontend.dtypes import DTYPE_BYTES  # bytes per element of the storage dtypes a run can choose
+from frontend.limits import MAX_OPERATORS, GraphTooLargeError, check_operator_count  # noqa: F401 (re-exported)
 
 TENSOR_KINDS = ("input", "weight", "activation", "output")
 
@@ -457,8 +458,13 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     raise _DuplicateKey(f"key {twice!r} appears twice in one JSON object{owner}")
 
 
-def load_graph(path: str | Path) -> nx.DiGraph:
+def load_graph(path: str | Path, max_operators: int | None = MAX_OPERATORS) -> nx.DiGraph:
     """Read a graph written by ``save_graph`` and check all of it (``check_graph``).
+
+    Before the file is parsed (parsing takes several times its size in memory), its operators
+    are counted from the text (each operator's ``"op"`` key), and a graph a run could not
+    take is refused (``check_operator_count``, ``GraphTooLargeError``): more than
+    ``max_operators`` (None: no limit but the machine's memory).
 
     Raises ``GraphFormatError`` (a ``ValueError``) with one line that starts with the file
     name: the file cannot be read, is not UTF-8 text (a leading byte-order mark is accepted),
@@ -470,6 +476,7 @@ def load_graph(path: str | Path) -> nx.DiGraph:
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise GraphFormatError(f"{path}: cannot read the graph file: {exc.strerror or exc}") from None
+    check_operator_count(raw.count(b'"op"'), str(path), max_operators, approximate=True)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
