@@ -102,6 +102,7 @@ class Progress:
         self.stats: dict[str, float] = {"nodes": 0, "backtracks": 0}
         self.reason = ""
         self.ran_out = False  #: a run passed to ``keep`` ended with status "timeout"
+        self.reported: tuple[int, int] | None = None  #: (peak, bound) last recorded by ``improved``
 
     def keep(self, solved: AllocationResult) -> None:
         """Keep ``solved``'s placement (validated by ``solve``) when it is the best so far."""
@@ -119,7 +120,12 @@ class Progress:
         return self.best is not None and self.best_peak <= self.bound
 
     def improved(self) -> None:
-        """Record the current peak and bound (the peak or the bound improved) and report them."""
+        """Record the current peak and bound (the peak or the bound improved) and report them;
+        nothing when neither changed since the last call (a routine may call it after every
+        step without reporting a placement twice)."""
+        if self.reported == (self.best_peak, self.bound):
+            return
+        self.reported = (self.best_peak, self.bound)
         self.history.append((time.perf_counter() - self.request.began, self.best_peak, self.bound))
         if self.request.on_improve is not None:
             self.request.on_improve(self.result(False))
@@ -141,11 +147,15 @@ class Progress:
 
         They stop as soon as a placement meets the lower bound: it is optimal, and nothing a
         later heuristic finds can be lower (on a 62,185-buffer trace that a heuristic packs at
-        LOAD, the heuristics after it took most of the time)."""
+        LOAD, the heuristics after it took most of the time). Each placement that improves on
+        the best is reported (``improved``) as soon as it exists, so that Ctrl-C during the
+        next heuristic or the search after them keeps it."""
         for name in names:
             if time.perf_counter() >= until or self.reached_bound():
                 break
             self.keep(solve(self.free, name, timeout=max(until - time.perf_counter(), 1e-3)))
+            if self.best is not None:
+                self.improved()
 
     def ensure_placement(self) -> bool:
         """Whether there is a placement to improve on: when no heuristic has placed the buffers,

@@ -493,7 +493,8 @@ Probe = Callable[[Problem, int, "float | None", int, "_Prepared"], "TelaMallocOu
 
 
 def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaMallocOptions = TelaMallocOptions(),
-                        probe: Probe | None = None) -> DescentResult:
+                        probe: Probe | None = None,
+                        on_improve: Callable[[np.ndarray, int], None] | None = None) -> DescentResult:
     """Lower the peak of ``problem`` (its capacity ignored) with capacity probes until ``deadline``.
 
     The first incumbent is the best of ``STARTING_HEURISTICS``, which share the first third of
@@ -508,6 +509,9 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
     ``probe_steps`` up to ``step_limit``). Without a deadline the descent stops after the round
     with the full ``step_limit`` budget, so its result depends on the steps alone.
     ``probe`` replaces the plain search of each probe (``telamalloc-learned`` passes its own).
+    ``on_improve(offsets, peak)`` is called with every placement that lowers the best peak, the
+    first heuristic's included, as soon as it exists (``descent_minimize`` reports them, so
+    that Ctrl-C keeps the best so far); ``offsets`` are int64 per buffer, not yet validated.
     """
     began = time.perf_counter()
     free = problem.with_capacity(None)
@@ -528,6 +532,8 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
         peak = int((offsets + sizes).max()) if len(sizes) else 0
         if best is None or peak < best_peak:
             best, best_peak = offsets, peak
+            if on_improve is not None:
+                on_improve(best, best_peak)
     if best is None:
         out = METHODS[FALLBACK_HEURISTIC].function(free, deadline)
         if out.offsets is None:
@@ -535,6 +541,8 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
                                  f"no placement in time: {out.reason}")
         best = np.fromiter((out.offsets[i] for i in problem.ids), np.int64, len(problem))
         best_peak = int((best + sizes).max()) if len(sizes) else 0
+        if on_improve is not None:
+            on_improve(best, best_peak)
     step = peak_granularity(problem)
     proven = -(-load // step) * step
     history = [(time.perf_counter() - began, best_peak)]
@@ -568,6 +576,8 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
                 best = outcome.offsets
                 best_peak = int((best + sizes).max())
                 history.append((time.perf_counter() - began, best_peak))
+                if on_improve is not None:
+                    on_improve(best, best_peak)
             elif outcome.status == "infeasible":
                 proven = max(proven, target + step)
                 low = proven
@@ -593,9 +603,25 @@ def telamalloc_anytime(problem: Problem, request: MinimizeRequest) -> MinimizeRe
 def descent_minimize(problem: Problem, request: MinimizeRequest, options: TelaMallocOptions,
                      probe: Probe | None = None) -> MinimizeResult:
     """``telamalloc_minimize`` with ``options`` and ``probe`` until ``request``'s deadline, as a
-    ``MinimizeResult`` (shared by ``telamalloc`` and ``telamalloc-learned``)."""
+    ``MinimizeResult`` (shared by ``telamalloc`` and ``telamalloc-learned``).
+
+    With ``request.on_improve`` every placement that lowers the peak (the starting
+    heuristics' first) is validated and reported as soon as the descent has it, so that a
+    caller interrupted by Ctrl-C keeps the best so far (issue 22: an interrupt kept nothing).
+    The validation costs time of the search's own (about as much as LOAD); only a caller who
+    asked for reports pays it."""
     progress = Progress(problem, request)
-    descent = telamalloc_minimize(problem, request.deadline, options, probe)
+    report = None
+    if request.on_improve is not None:
+        free = progress.free
+
+        def report(offsets: np.ndarray, peak: int) -> None:
+            placement = Solution(dict(zip(free.ids, offsets.tolist(), strict=True)))
+            check(free, placement)
+            progress.offer(placement, peak)
+            progress.improved()
+
+    descent = telamalloc_minimize(problem, request.deadline, options, probe, report)
     if descent.offsets is None:
         progress.reason = descent.reason
         return progress.result(True)
