@@ -63,7 +63,10 @@ Decisions (recorded here and in the README):
   exit 130) and the cluster is shut down with logging off (a worker stopped mid-task logs
   warnings that say nothing a user needs). The local cluster's own log lines are silenced at
   all times: every failure is in a point's row.
-* **Dead workers** are reported per point: a task that ends with ``KilledWorker`` (its worker
+* **Dead workers** are reported per point. Locally, at most ``jobs`` points are in flight; when
+  a worker process dies, each of them is run again alone, and one whose worker dies there too
+  is a row whose status begins ``worker died`` (the others go on in a fresh pool). On Dask, a
+  task that ends with ``KilledWorker`` (its worker
   process died ``allowed-failures`` + 1 times, e.g. out of memory), a closed connection to its
   worker or a cancellation by Dask is a row whose status begins ``worker died`` and says
   which; the other points go on, and a re-run runs it again.
@@ -474,22 +477,75 @@ def _cell(value: Any) -> Any:
 # executors
 
 
-def _local(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
+Work = Callable[[Task], tuple[dict[str, Any], dict[str, Any] | None]]
+
+
+def run_local(tasks: Sequence[Task], jobs: int, work: Work | None = None,
+           ) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Each task's ``work`` (``run_point``) result as it finishes, from ``jobs`` spawned workers.
+
+    At most ``jobs`` tasks are in flight, so when a worker process dies (out of memory, a crash
+    in compiled code: the pool breaks and every task in flight fails with it) the suspects are
+    known: each is run again alone, in a fresh one-worker pool, and a task whose worker dies
+    there too is a row whose status begins ``worker died``; the others' results stand, and the
+    remaining tasks go on in a fresh pool.
+    """
+    work = work or run_point
     if jobs <= 1 or len(tasks) <= 1:
         for task in tasks:
-            yield run_point(task)
+            yield work(task)
         return
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from collections import deque
+    from concurrent.futures import FIRST_COMPLETED, wait
+    from concurrent.futures.process import BrokenProcessPool
 
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_worker_setup)
+    todo = deque(tasks)
+    pool = _pool(jobs)
     try:
-        pending = {pool.submit(run_point, task) for task in tasks}
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        running: dict[Any, Task] = {}
+        while todo or running:
+            while todo and len(running) < jobs:
+                task = todo.popleft()
+                running[pool.submit(work, task)] = task
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            suspects: list[Task] = []
             for future in done:
-                yield future.result()
+                task = running.pop(future)
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    suspects.append(task)
+                else:
+                    yield result
+            if suspects:  # the pool is broken: every task still in flight failed with it
+                suspects.extend(running.values())
+                running.clear()
+                pool.shutdown(wait=False, cancel_futures=True)
+                for task in suspects:
+                    yield _alone(task, work)
+                pool = _pool(jobs)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _pool(jobs: int) -> Any:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_worker_setup)
+
+
+def _alone(task: Task, work: Work) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """``work(task)`` in a worker of its own: its result, or a ``worker died`` row when that worker dies too."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = _pool(1)
+    try:
+        return pool.submit(work, task).result()
+    except BrokenProcessPool:
+        return dead_worker_row(task, f"{WORKER_DIED}: its worker process died, also when it ran alone (out of "
+                                     "memory or a crash in the worker process); a re-run runs it again"), None
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
@@ -1068,7 +1124,7 @@ def run_sweep(
                 elif not _ends_with_newline(results_csv):
                     handle.write("\n")  # a file edited by hand: the next row starts on its own line
                 handle.flush()
-            stream = dask.run(tasks) if dask is not None else _local(tasks, plan.workers)
+            stream = dask.run(tasks) if dask is not None else run_local(tasks, plan.workers)
             for row, report in stream:
                 ran += 1
                 if out is not None and report is not None:

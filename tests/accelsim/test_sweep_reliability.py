@@ -471,3 +471,22 @@ def test_grid_mappings_of_any_python_values_parse_or_raise_value_error(grid):
         parse_grid(grid, max_points=50)
     except ValueError as exc:
         assert "\n" not in str(exc)
+
+
+def dies_at_8kib(task):
+    """A point's work that kills its worker process for the 8 KiB point (module level: a spawned
+    worker imports it by name)."""
+    if dict(task.point.settings)["sram"] == 8192:
+        os._exit(3)
+    return {"hash": task.hash, "status": "ok"}, None
+
+
+def test_a_local_worker_that_dies_is_one_row_and_the_others_stand(dag):
+    base = sweeps.Base("pixel6")
+    points = sweeps.grid_points([dag], parse_grid(["sram=2KiB,4KiB,8KiB,16KiB,32KiB"]))
+    tasks = [sweeps.Task(p, base, f"h{i}", dag) for i, p in enumerate(points)]
+    rows = [row for row, _ in sweeps.run_local(tasks, 2, work=dies_at_8kib)]
+    by_hash = {row["hash"]: row["status"] for row in rows}
+    assert sorted(by_hash) == [f"h{i}" for i in range(5)]  # every point has its one row
+    assert by_hash.pop("h2").startswith(f"{WORKER_DIED}: its worker process died, also when it ran alone")
+    assert set(by_hash.values()) == {"ok"}  # the point in flight beside it was run again, alone
