@@ -42,7 +42,9 @@ import codecs
 import csv
 import gc
 import io
+import os
 import re
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -370,23 +372,62 @@ def _row_error(table: _Table, row: int) -> str | None:
 # --- output ---------------------------------------------------------------------------------
 
 
+#: rows ``write_csv`` turns into Python values at a time: its memory stays that of the arrays
+#: plus one chunk (the whole file's rows as Python lists took about 150 B per buffer more)
+WRITE_CHUNK = 1 << 16
+
+
 def write_csv(path: str | Path, problem: Problem, solution: Solution | None = None) -> None:
-    """Write ``problem`` (and the offsets of ``solution``, if given) in the MiniMalloc format."""
-    starts, ends, sizes, alignments, fixed = problem.arrays()
+    """Write ``problem`` (and the offsets of ``solution``, if given) in the MiniMalloc format.
+
+    Rows are written ``WRITE_CHUNK`` at a time (streaming: memory does not grow with the
+    file). A regular file is written whole or not at all: the rows go to a temporary file
+    beside it, renamed over ``path`` once complete, so an error or Ctrl-C halfway leaves the
+    old file (or none) rather than a truncated one. A path that is not a regular file (a
+    device such as ``/dev/stdout``, a pipe, a symbolic link) is written directly, as is a
+    file whose folder does not let a temporary file be made.
+    """
+    target = Path(path)
+    direct = target.is_symlink() or (target.exists() and not target.is_file())
+    if not direct:
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            handle = open(temporary, "w", newline="", encoding="utf-8")  # closed by the with below
+        except OSError:
+            direct = True
+    if direct:
+        with open(target, "w", newline="", encoding="utf-8") as out:
+            _write_rows(out, problem, solution)
+        return
+    try:
+        with handle:
+            _write_rows(handle, problem, solution)
+        os.replace(temporary, target)
+    finally:
+        if temporary.exists():
+            temporary.unlink()
+
+
+def _write_rows(handle: typing.TextIO, problem: Problem, solution: Solution | None) -> None:
+    starts, ends, sizes, alignments, fixed = problem.arrays(copy=False)
     with_alignment = bool((alignments != 1).any())
     header = list(REQUIRED) + (["alignment"] if with_alignment else [])
     with_offset = solution is not None or bool((fixed >= 0).any())
     if with_offset:
         header.append("offset")
-    columns: list[list[object]] = [list(problem.ids), starts.tolist(), ends.tolist(), sizes.tolist()]
-    if with_alignment:
-        columns.append(alignments.tolist())
-    if with_offset:
-        if solution is not None:
-            columns.append(["" if (o := solution.offsets.get(bid)) is None else o for bid in problem.ids])
-        else:
-            columns.append(["" if o < 0 else o for o in fixed.tolist()])
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(header)
+    writer = csv.writer(handle, lineterminator="\n")
+    writer.writerow(header)
+    ids = problem.ids
+    for begin in range(0, len(problem), WRITE_CHUNK):
+        end = min(begin + WRITE_CHUNK, len(problem))
+        chunk_ids = ids[begin:end]
+        columns: list[list[object]] = [list(chunk_ids), starts[begin:end].tolist(), ends[begin:end].tolist(),
+                                       sizes[begin:end].tolist()]
+        if with_alignment:
+            columns.append(alignments[begin:end].tolist())
+        if with_offset:
+            if solution is not None:
+                columns.append(["" if (o := solution.offsets.get(bid)) is None else o for bid in chunk_ids])
+            else:
+                columns.append(["" if o < 0 else o for o in fixed[begin:end].tolist()])
         writer.writerows(zip(*columns, strict=True))
