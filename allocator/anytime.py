@@ -37,6 +37,13 @@ method whose routine declares it (``Capabilities.node_limit``) takes one.
 
 ``Progress`` is the shared bookkeeping of a minimisation (best placement, bound, history,
 ``on_improve``), used here and by the routines that start from the greedy heuristics.
+
+Reporting (decision of issue 22, so that Ctrl-C keeps every method's best): every routine
+hands ``on_improve`` its first placement as soon as it exists, a starting heuristic's (or, for
+a method run once, the insurance), and then every placement that lowers the peak and every
+bound that rises, each validated; the last result reported is the answer so far. A routine
+whose search builds placements of its own (``telamalloc``'s descent) validates them before
+reporting them, only when a caller asked for reports.
 """
 
 from __future__ import annotations
