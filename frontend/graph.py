@@ -458,6 +458,19 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     raise _DuplicateKey(f"key {twice!r} appears twice in one JSON object{owner}")
 
 
+def _count_in_file(path: str | Path, token: bytes, chunk: int = 1 << 24) -> int:
+    """Occurrences of ``token`` in the file, read ``chunk`` bytes at a time."""
+    count, tail = 0, b""
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            data = tail + block
+            count += data.count(token)
+            # keep the last len(token) - 1 bytes: a token split across two blocks is counted once
+            keep = len(token) - 1
+            tail = data[-keep:] if keep else b""
+    return count
+
+
 def load_graph(path: str | Path, max_operators: int | None = MAX_OPERATORS) -> nx.DiGraph:
     """Read a graph written by ``save_graph`` and check all of it (``check_graph``).
 
@@ -473,10 +486,11 @@ def load_graph(path: str | Path, max_operators: int | None = MAX_OPERATORS) -> n
     ``check_graph``).
     """
     try:
+        # counted in chunks before the whole file is read: a refused graph costs no memory
+        check_operator_count(_count_in_file(path, b'"op"'), str(path), max_operators, approximate=True)
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise GraphFormatError(f"{path}: cannot read the graph file: {exc.strerror or exc}") from None
-    check_operator_count(raw.count(b'"op"'), str(path), max_operators, approximate=True)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
