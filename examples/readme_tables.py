@@ -419,12 +419,28 @@ def table_first_contact() -> list[str]:
     return lines
 
 
+def table_limit_cases() -> list[str]:
+    """Issue 22's limit cases (``examples/limit_cases.py``): the limited stage against its limit
+    (10 % + 1 s), and how fast a request for too much is refused."""
+    lines = ["| case | command | exit | limit | the limited stage | whole process: wall / CPU | max RSS |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for r in read("limit_cases.csv"):
+        limit = f"{float(r['limit_s']):g} s" if r["limit_s"] else "refused"
+        stage = ""
+        if r["stage_s"]:
+            over = float(r["stage_s"]) > 1.1 * float(r["limit_s"]) + 1
+            stage = f"{float(r['stage_s']):.2f} s{' **over**' if over else ''}"
+        lines.append(f"| {r['key']} | `{r['command']}` | {r['exit']} | {limit} | {stage} | "
+                     f"{float(r['wall_s']):.2f} / {float(r['cpu_s']):.2f} s | {int(r['max_rss_mib']):,} MiB |")
+    return lines
+
+
 TABLES: dict[str, Callable[[], list[str]]] = {
     "fit": table_fit, "minimize": table_minimize, "traces": table_traces, "large": table_large,
     "limits": table_limits, "telamalloc": table_telamalloc, "sweep": table_sweep, "cmem": table_cmem,
     "auto": table_auto, "idealloc": table_idealloc, "spill-summary": table_spill_summary,
     "spill-points": table_spill_points, "learned": table_learned, "huge": table_huge,
-    "minimize10": table_minimize10, "first-contact": table_first_contact,
+    "minimize10": table_minimize10, "first-contact": table_first_contact, "limit-cases": table_limit_cases,
 }
 
 

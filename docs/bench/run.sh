@@ -51,4 +51,7 @@ python -m accelsim bench /tmp/accelsim-table1 --method telamalloc --load-fractio
 # 6. TelaMalloc §7.3: learned against default backtracking on the held-out generated runs (step counts;
 #    examples/train_backtracking.py without --evaluate-only retrains the shipped model first, about 6 minutes)
 python examples/train_backtracking.py --evaluate-only
+# 7. issue 22's limit cases: 2M buffers under --timeout 10, run's allocate stage on 100,000 operators,
+#    and how fast requests for too much (1M operators, 65M grid points, 1e9 generated buffers) are refused
+python examples/limit_cases.py
 python examples/readme_tables.py
