@@ -14,6 +14,8 @@ Rows (``key``):
   (``examples/large_instances.py --buffers 2090351``) at LOAD, ``--timeout 10``;
 * ``run-100k-timeout-2``: ``accelsim run`` on a 100,000-operator chain (``frontend.synthetic.chain``)
   with ``--allocator auto --timeout 2``: the allocate stage against the limit;
+* ``run-100k-dag-spills-timeout-2``: the same on a 100,000-operator random DAG
+  (``frontend.synthetic.random_dag``, seed 1) in 2 KiB per PE, where the spill loop plans many spills;
 * ``idealloc-one-timeout-1``: ``accelsim alloc`` of one buffer with ``--method idealloc --timeout 1``;
 * ``refuse-1M-operators``: ``accelsim run`` on a 1,000,000-operator chain (refused: over the operator limit);
 * ``refuse-65M-points``: ``accelsim sweep`` over a 65,610,000-point grid (refused: over the point limit);
@@ -70,7 +72,7 @@ from pathlib import Path
 import allocator
 import frontend
 from allocator.validate import lower_bound
-from frontend.synthetic import chain
+from frontend.synthetic import chain, random_dag
 
 work = Path(sys.argv[1])
 sys.path.insert(0, sys.argv[2])
@@ -82,6 +84,7 @@ allocator.write_csv(big, allocator.Problem.from_arrays([f"b{i}" for i in range(l
 (work / "load.txt").write_text(str(lower_bound(allocator.read_csv(big))))
 frontend.save_graph(chain(100_000, 4096), work / "chain100k.json")
 frontend.save_graph(chain(1_000_000, 4096), work / "chain1m.json")
+frontend.save_graph(random_dag(100_000, seed=1), work / "dag100k.json")
 (work / "one.csv").write_text("id,lower,upper,size\\na,0,1,8\\n")
 """
 
@@ -101,6 +104,8 @@ def main() -> int:
                                  "--timeout", "10"], 10),
         ("run-100k-timeout-2", ["run", "chain100k.json", "--allocator", "auto", "--timeout", "2", "--no-plots",
                                 "--out", "run100k"], 2),
+        ("run-100k-dag-spills-timeout-2", ["run", "dag100k.json", "--sram", "2KiB", "--allocator", "auto",
+                                           "--timeout", "2", "--no-plots", "--out", "dag100k"], 2),
         ("idealloc-one-timeout-1", ["alloc", "one.csv", "--capacity", "64", "--method", "idealloc", "--timeout", "1"],
          1),
         ("refuse-1M-operators", ["run", "chain1m.json", "--no-plots", "--out", "run1m"], None),
