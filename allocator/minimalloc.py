@@ -71,7 +71,7 @@ from allocator import _canonical
 from allocator._canonical import MAX_VALUE, Preorder, SearchInstance, SearchResult, SearchSwitches
 from allocator.anytime import STARTING_HEURISTICS, Progress, peak_granularity
 from allocator.problem import InvalidProblemError, MinimizeResult, Problem, Solution
-from allocator.registry import MethodOutput, MinimizeRequest
+from allocator.registry import METHODS, MethodOutput, MinimizeRequest
 from allocator.sweep import sweep
 from allocator.validate import check
 
@@ -616,7 +616,8 @@ def canonical_bisection(progress: Progress, options: MiniMallocOptions = MiniMal
 def minimalloc_minimize(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
     """``minimalloc``'s anytime routine: the best of ``STARTING_HEURISTICS``, which share the
     first third of the time, then ``canonical_bisection`` with ``request``'s options (a
-    ``MiniMallocOptions``; another record is ignored), node limit and LOAD share.
+    ``MiniMallocOptions``, None for the defaults; another record raises ``TypeError``), node
+    limit and LOAD share.
 
     The bisection stays the default (issue 14): ``allocator.capacity_schedule.schedule_minimize``,
     resumable probes spread between the bound and the incumbent, matched it on average under
@@ -624,7 +625,7 @@ def minimalloc_minimize(problem: Problem, request: MinimizeRequest) -> MinimizeR
     ``examples/capacity_schedule.py``)."""
     progress = Progress(problem, request)
     progress.run_heuristics(STARTING_HEURISTICS, request.began + request.timeout / 3)
-    options = request.options if isinstance(request.options, MiniMallocOptions) else MiniMallocOptions()
+    options = METHODS["minimalloc"].record(request.options)  # None: the defaults; another record: TypeError
     return canonical_bisection(progress, options, request.node_limit, request.load_share)
 
 

@@ -63,15 +63,15 @@ MINIMIZE_ORDER = ("load-best-fit", "greedy-by-size", "best-fit")
 def auto_minimize(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
     """``auto``'s anytime routine for ``allocator.minimize`` (see the module docstring).
 
-    ``request.options`` (a ``MiniMallocOptions``; another record is ignored),
-    ``request.node_limit`` and ``request.load_share`` go to the canonical bisection.
+    ``request.options`` (a ``MiniMallocOptions``, None for the defaults; another record raises
+    ``TypeError``), ``request.node_limit`` and ``request.load_share`` go to the canonical bisection.
     """
     progress = Progress(problem, request)
     progress.run_heuristics(MINIMIZE_ORDER, request.deadline)
     now = time.perf_counter()
     progress.run_heuristics([name for name in STARTING_HEURISTICS if name not in MINIMIZE_ORDER],
                             now + (request.deadline - now) / 3)
-    options = request.options if isinstance(request.options, MiniMallocOptions) else MiniMallocOptions()
+    options = METHODS["auto"].record(request.options)  # None: the defaults; another record: TypeError
     return canonical_bisection(progress, options, request.node_limit, request.load_share)
 
 

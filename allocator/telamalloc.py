@@ -594,9 +594,10 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
 
 def telamalloc_anytime(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
     """``telamalloc``'s anytime routine for ``allocator.minimize``: ``telamalloc_minimize`` with
-    ``request``'s options (a ``TelaMallocOptions``; another record is ignored) until its deadline.
-    Its bound is LOAD unless a probe proved a capacity infeasible; it has no node budget."""
-    options = request.options if isinstance(request.options, TelaMallocOptions) else TelaMallocOptions()
+    ``request``'s options (a ``TelaMallocOptions``, None for the defaults; another record raises
+    ``TypeError``) until its deadline. Its bound is LOAD unless a probe proved a capacity
+    infeasible; it has no node budget."""
+    options = METHODS["telamalloc"].record(request.options)  # None: the defaults; another record: TypeError
     return descent_minimize(problem, request, options)
 
 

@@ -51,7 +51,7 @@ from allocator._telamalloc import MAX_TARGETS, Learning
 from allocator.backtrack_model import DEFAULT_PATH, N_FEATURES, BacktrackModel, constant, load
 from allocator.minimalloc import MiniMallocOptions, canonical_search
 from allocator.problem import Buffer, InvalidProblemError, MinimizeResult, Problem
-from allocator.registry import MethodOutput, MinimizeRequest
+from allocator.registry import METHODS, MethodOutput, MinimizeRequest
 from allocator.sweep import sweep
 from allocator.telamalloc import (
     Probe,
@@ -247,8 +247,9 @@ def pointwise_scores(levels: np.ndarray, best: int, minimum: int) -> np.ndarray:
 
 def learned_anytime(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
     """The anytime routine for ``allocator.minimize``: ``telamalloc``'s descent, every probe a
-    learned search (``request.options``: a ``LearnedOptions``; another record is ignored)."""
-    options = request.options if isinstance(request.options, LearnedOptions) else LearnedOptions()
+    learned search (``request.options``: a ``LearnedOptions``, None for the defaults; another record
+    raises ``TypeError``)."""
+    options = METHODS["telamalloc-learned"].record(request.options)  # None: the defaults; another record: TypeError
     return descent_minimize(problem, request, options.search, _probe(options))
 
 
