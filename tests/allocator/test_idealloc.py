@@ -132,12 +132,27 @@ def test_a_passed_deadline_returns_timeout_without_overrunning():
 
 
 def test_a_deadline_stops_the_runs_and_keeps_a_complete_placement():
+    # How many runs fit in 0.2 s depends on the machine's load, so this asserts what holds for
+    # every outcome: each status with what it promises, and the kept placement the best of the
+    # runs the seed fixes (every run but the last one completed all its tightening passes).
     problem = generate("random", 200, seed=4)
     solve(problem, "idealloc", runs=1)
-    out = idealloc(problem, deadline=time.perf_counter() + 0.2)  # no run limit: runs until the deadline
-    assert out.status in ("solved", "timeout")
-    if out.status == "solved":
-        assert validate(problem, Solution(out.offsets)).ok and out.stats["runs"] >= 1
+    began = time.perf_counter()
+    out = idealloc(problem, deadline=began + 0.2)  # no run limit: runs until the deadline
+    assert time.perf_counter() - began < 60  # stopped (a hang check, not a timing)
+    assert out.status in ("solved", "timeout"), out.reason  # without a capacity, never "failed"
+    runs = int(out.stats["runs"])
+    if out.status == "timeout":
+        assert out.offsets is None and runs == 0 and out.stats["best_run"] == -1
+        assert "idealloc" in out.reason and "no run completed" in out.reason
+        return
+    assert out.offsets is not None and validate(problem, Solution(out.offsets)).ok
+    assert runs >= 1 and 1 <= out.stats["best_run"] <= runs
+    peak = Solution(out.offsets).peak(problem)
+    assert peak >= lower_bound(problem)
+    if runs >= 2:  # the same seed, the first runs - 1 runs again, without a deadline: none lower
+        earlier = idealloc(problem, runs=runs - 1)
+        assert earlier.offsets is not None and peak <= Solution(earlier.offsets).peak(problem)
 
 
 def test_all_pinned_and_empty_problems():
