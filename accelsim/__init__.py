@@ -26,7 +26,7 @@ from accelsim.errors import AllocationFailedError, CompileError, InvalidPlacemen
 #: nor the pipeline), and ``accelsim.run_name`` still works as an attribute
 _LAZY = {
     "compute": None, "HardwareConfig": "hw", "HardwareConfigError": "hw", "list_configs": "hw", "load_hw": "hw",
-    "parse_bytes": "hw", "RunOptions": "pipeline", "SimReport": "pipeline", "compile_and_simulate": "pipeline",
+    "parse_bytes": "hw", "RunOptions": "pipeline", "SimReport": "results", "compile_and_simulate": "pipeline",
     "MemoryViolation": "sim", "Scratchpad": "sim", "SimResult": "sim", "SimulationError": "sim", "simulate": "sim",
     "SizeReport": "sizing", "size": "sizing", "sweep": "sweeps",
 }

@@ -8,7 +8,7 @@ numbers and returns a ``SimReport``:
    importing torch; ``frontend.trace`` for a module with example inputs; or take a graph as
    given) in the config's dtype;
 2. **tile** operators whose weights exceed the config's ``weight_tile_bytes``
-   (``scheduler.tile_weights``: output-feature tiles plus a concat), as a compiler would;
+   (``frontend.tiling.tile_weights``: output-feature tiles plus a concat), as a compiler would;
 3. **size** every tensor on chip: per PE on a ``per_pe`` target (``ceil(nbytes / n_pe)``),
    whole on a ``chip`` target, rounded up to the config's alignment by the scheduler;
 4. **schedule** it under the scratchpad capacity, or under a COSMA budget (M_R, M_H, M_P or
@@ -51,7 +51,8 @@ from typing import TYPE_CHECKING, Any
 
 from accelsim.errors import AllocationFailedError, CompileError, InvalidPlacementError  # noqa: F401  (re-exported)
 from accelsim.hw import HardwareConfig, format_bytes, load_hw
-from accelsim.sim import SimResult, simulate
+from accelsim.results import SimReport
+from accelsim.sim import simulate
 from frontend.limits import MAX_OPERATORS
 
 if TYPE_CHECKING:
@@ -65,109 +66,6 @@ ONLINE_ALLOCATOR = "online-first-fit"
 #: across the flow (``scheduler.make_schedule`` and ``allocation_aware``, ``accelsim run`` and
 #: ``accelsim alloc``), repeated here so that ``import accelsim`` does not import the scheduler
 DEFAULT_ALLOCATOR = "auto"
-
-
-@dataclass
-class SimReport:
-    """Everything one run measured. ``to_dict`` is the content of ``report.json``.
-
-    Capacities and peaks are in the config's scope (per PE on the Pixel 6); DRAM byte counts
-    are chip totals (all PEs together).
-    """
-
-    model: str
-    hw: str
-    dtype: str
-    scheduler: str
-    allocator: str
-    capacity_bytes: int
-    capacity_scope: str  #: "per PE (16 PEs)" or "chip"
-    min_capacity_bytes: int  #: M_R, the smallest capacity any schedule can run in
-    min_capacity_op: str  #: the operator that sets M_R
-    tiled_operators: list[str]  #: operators split into weight tiles (``scheduler.tile_weights``)
-    peak_bytes: int  #: highest address in use during the simulation
-    peak_live_bytes: int  #: most bytes allocated at once during the simulation
-    cycles: int
-    seconds: float
-    clock_hz: float
-    dram_read_bytes: int
-    dram_write_bytes: int
-    compulsory_bytes: int
-    noncompulsory_bytes: int
-    dram_bytes_by_kind: dict[str, int]  #: load / store (compulsory), spill / retrieve (not)
-    #: bytes the run keeps in DRAM: every tensor moved, once, at full size (``dram_footprint_bytes``);
-    #: at most the config's ``dram_bytes``, or the run is refused
-    dram_footprint_bytes: int
-    weight_bytes: int  #: sum of the graph's weight tensors (chip total)
-    input_bytes: int  #: sum of the graph's input tensors
-    output_bytes: int  #: sum of the graph's output tensors
-    macs: int
-    n_ops: int
-    n_residencies: int
-    n_transfers: int
-    spills: int
-    retrieves: int
-    compute_cycles: int  #: cycles the compute array was busy
-    dma_cycles: int  #: cycles at least one DMA channel was busy
-    memory_check: str  #: "ok" or the memory violation
-    #: per operator in schedule order: name, op, start_cycle, end_cycle, macs, compute_cycles, ideal_cycles,
-    #: utilization, stall_cycles {dma_wait, sram_bandwidth}, sram_bytes, mapping, folds, energy {compute, sram,
-    #: dram, total} (joules)
-    ops: list[dict[str, Any]]
-    #: wall time of compile (loading or compiling the allocator's code, before the other clocks
-    #: start), trace, schedule, allocate, validate, simulate (the allocation-aware loop of the
-    #: program / min-peak schedulers, plans and placements, counts as allocate). The report's
-    #: timing fields are this and every ``scheduler_stats`` key ending in ``seconds``: all else is
-    #: the same on every machine while ``deterministic`` holds
-    stage_seconds: dict[str, float]
-    scheduler_status: str = "heuristic"  #: "optimal" / "feasible" / "timeout" for the solver-based schedulers
-    scheduler_stats: dict[str, float] = field(default_factory=dict)  #: e.g. objective, bound, gap, solve_seconds
-    weights_on_chip: bool = True  #: False when the run considered activations only
-    peak_macs_per_cycle: int = 0  #: MACs per cycle with every cell or lane busy
-    ideal_cycles: int = 0  #: sum over operators of MACs / peak (elements / vector rate without MACs)
-    utilization: float = 0.0  #: MACs / (cycles x peak MACs per cycle), the whole run
-    stall_cycles: dict[str, int] = field(default_factory=dict)  #: by cause: dma_wait, sram_bandwidth
-    energy: dict[str, float] = field(default_factory=dict)  #: joules: compute, sram, dram, total
-    sim_events: int = 0  #: SimPy events the simulation processed
-    #: False when a wall-clock limit (``timeout``, ``time_limit``) ended a search before its work
-    #: budget did: the answer then depends on the machine's speed and load
-    deterministic: bool = True
-    clock_stopped: list[str] = field(default_factory=list)  #: the stages whose wall-clock limit fired
-    #: the placed residencies: id, start, end (steps, end exclusive), size, alignment, offset (bytes),
-    #: the rows ``write_buffers`` writes in the MiniMalloc CSV format
-    buffers: list[dict[str, Any]] = field(default_factory=list)
-    out_dir: str | None = None
-    # the objects behind the numbers, for plots and further analysis (not in report.json)
-    graph: Any = field(default=None, repr=False)
-    schedule: Any = field(default=None, repr=False)
-    offsets: dict[str, int] = field(default_factory=dict, repr=False)
-    sim: SimResult | None = field(default=None, repr=False)
-    hardware: HardwareConfig | None = field(default=None, repr=False)
-
-    _NOT_IN_JSON = ("graph", "schedule", "offsets", "sim", "hardware")
-
-    @property
-    def ok(self) -> bool:
-        return self.memory_check == "ok"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready report: every number above plus ``hw_config``, the hardware fields used
-        (the objects kept for plotting are left out)."""
-        data = {k: v for k, v in self.__dict__.items() if k not in self._NOT_IN_JSON}
-        if self.hardware is not None:
-            data["hw_config"] = self.hardware.to_dict()
-        return data
-
-    def write_buffers(self, path: str | Path) -> None:
-        """Write the placed residencies (``buffers``) to ``path`` in the MiniMalloc CSV format,
-        ``id,lower,upper,size[,alignment],offset`` (``allocator.write_csv``), so that
-        ``accelsim alloc`` and ``allocator.read_csv`` read them back. The capacity is not in the
-        format: it is the report's ``capacity_bytes``."""
-        import allocator
-
-        problem = allocator.Problem([allocator.Buffer(b["id"], b["start"], b["end"], b["size"], b["alignment"])
-                                     for b in self.buffers])
-        allocator.write_csv(path, problem, allocator.Solution({b["id"]: b["offset"] for b in self.buffers}))
 
 
 def _to_graph(
@@ -213,14 +111,14 @@ def on_chip_graph(
     """The graph as the scheduler sees it on ``hw``: weights tiled, and every tensor's on-chip bytes.
 
     Operators whose weights exceed ``hw.weight_tile_bytes`` (per PE on a per-PE target) are
-    split (``scheduler.tile_weights``); sizes are per PE on a per-PE target (``tensor_shares``,
+    split (``frontend.tiling.tile_weights``); sizes are per PE on a per-PE target (``tensor_shares``,
     ``None`` on a chip-scope target: the graph's own bytes), and with ``weights=False`` every
     weight takes 0 bytes (activations only). Returns ``(graph, sizes, tiled operators)``.
     """
-    import scheduler
+    from frontend.tiling import tile_weights
 
     tile_limit = hw.weight_tile_bytes * (hw.n_pe if hw.capacity_scope == "per_pe" else 1)
-    graph, tiled = scheduler.tile_weights(graph, tile_limit)
+    graph, tiled = tile_weights(graph, tile_limit)
     sizes = tensor_shares(graph, hw)
     if not weights:
         sizes = dict(sizes or {name: rec["nbytes"] for name, rec in graph.graph["tensors"].items()})

@@ -35,7 +35,7 @@ from accelsim.hw import format_bytes
 from accelsim.svg import Chart, LegendEntry
 
 if TYPE_CHECKING:
-    from accelsim.pipeline import SimReport
+    from accelsim.results import SimReport
 
 _PID = 1
 _COMPUTE_TID = 1

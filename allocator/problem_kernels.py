@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
-from allocator.problem import MAX_VALUE
+from allocator.limits import MAX_VALUE
 
 __all__ = ["bitmap_above", "bitmap_below", "bitmap_clear", "bitmap_set", "highest_bit", "invalid_buffers",
            "max_live", "overlapping_pairs", "sweep_for_overlap"]

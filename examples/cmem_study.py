@@ -35,6 +35,7 @@ from accelsim import load_hw, sweep
 from accelsim.hw import format_bytes
 from accelsim.pipeline import tensor_shares
 from frontend.cache import cached_trace
+from frontend.tiling import tile_weights
 
 HW = "tpuv4"
 
@@ -44,7 +45,7 @@ def smallest_zero_spill(model: str) -> int:
     hw = load_hw(HW)
     graph = cached_trace(model, hw.dtype).graph
     tile_limit = hw.weight_tile_bytes * (hw.n_pe if hw.capacity_scope == "per_pe" else 1)
-    graph, _ = scheduler.tile_weights(graph, tile_limit)
+    graph, _ = tile_weights(graph, tile_limit)
     need = scheduler.no_spill_capacity(graph, sizes=tensor_shares(graph, hw), alignment=hw.alignment)
     return -(-need // hw.alignment) * hw.alignment
 

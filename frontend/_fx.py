@@ -49,8 +49,8 @@ from torch.fx.node import Node, _get_qualified_name, map_aggregate, map_arg
 from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
 
 from frontend import cost
+from frontend.errors import TraceError
 from frontend.graph import add_operator, add_tensor, check_graph, dtype_bytes, new_graph
-from frontend.trace import TraceError
 
 # --------------------------------------------------------------------------- tracing
 

@@ -112,13 +112,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from frontend.errors import TraceError  # noqa: F401  (re-exported: frontend.TraceError)
+
 if TYPE_CHECKING:
     import networkx as nx
     import torch
-
-
-class TraceError(ValueError):
-    """The model cannot be traced; the message names the model and torch.fx's reason."""
 
 
 def trace(

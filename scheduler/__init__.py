@@ -42,7 +42,6 @@ from scheduler.schedule import (
     peak_live_bytes,
 )
 from scheduler.spill_loop import WORK_BUDGETS, Round, WorkBudget, allocation_aware
-from scheduler.tiling import tile_weights
 
 __all__ = [
     "BUDGETS", "ORDERS", "Round", "WORK_BUDGETS", "WorkBudget", "allocation_aware", "plan_residencies",
@@ -51,5 +50,5 @@ __all__ = [
     "OverlapAnalysis", "Residency", "Schedule", "ScheduleError", "Transfer", "break_nodes", "budgets",
     "bytes_by_kind", "check_schedule", "cosma", "cosma_dnc", "footprint", "live_bytes_over_time", "make_schedule",
     "min_capacity", "min_peak", "no_spill_capacity", "onchip_sizes", "peak_address", "peak_live_bytes",
-    "program_order", "resolve_budget", "resolve_order", "schedule", "tile_weights",
+    "program_order", "resolve_budget", "resolve_order", "schedule",
 ]

@@ -3,7 +3,8 @@
 import pytest
 
 from frontend.graph import add_operator, add_tensor, check_graph, new_graph
-from scheduler import min_capacity, schedule, tile_weights
+from frontend.tiling import tile_weights
+from scheduler import min_capacity, schedule
 
 
 def fc_graph(in_features=64, out_features=48, conv_groups=None, gemm=True):

@@ -1,0 +1,107 @@
+"""The layout's rules (ARCHITECTURE.md), read from the sources with ``ast``, so that a change
+that breaks one fails here, naming the modules:
+
+* the packages depend in one direction: ``allocator`` on none of ours, ``scheduler`` on
+  ``allocator`` only, ``frontend`` on none of ours, ``accelsim`` on all three;
+* no import cycle between modules, counting every import statement (also those inside
+  functions and under ``TYPE_CHECKING``: a cycle there is still two modules that each need
+  the other to be read);
+* no module imports another module's private names (``from x import _y``); a private module
+  (``frontend/_fx.py``) is imported only from its own package.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("allocator", "scheduler", "frontend", "accelsim")
+#: which of our packages each package may import (DESIGN.md's direction)
+ALLOWED = {"allocator": set(), "scheduler": {"allocator"}, "frontend": set(),
+           "accelsim": {"allocator", "scheduler", "frontend", "hw_configs"}}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))}
+
+
+def _resolve(name: str) -> str | None:
+    """The module of ours that ``name`` (a dotted import) reads, or None for another library."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports() -> dict[str, list[tuple[str, str, int]]]:
+    """Per module: (module of ours it imports, name imported from it or "", line), every statement."""
+    found: dict[str, list[tuple[str, str, int]]] = {}
+    for module, path in MODULES.items():
+        rows = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if (target := _resolve(alias.name)) is not None:
+                        rows.append((target, "", node.lineno))
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    submodule = f"{node.module}.{alias.name}"
+                    target = submodule if submodule in MODULES else _resolve(node.module)
+                    if target is not None:
+                        rows.append((target, "" if target == submodule else alias.name, node.lineno))
+        found[module] = rows
+    return found
+
+
+def test_there_are_modules_to_check():
+    assert {"allocator.problem", "scheduler.schedule", "frontend.graph", "accelsim.pipeline"} <= set(MODULES)
+
+
+def test_packages_depend_in_one_direction():
+    offenders = []
+    for module, rows in imports().items():
+        package = module.split(".")[0]
+        for target, _, line in rows:
+            other = target.split(".")[0]
+            if other != package and other not in ALLOWED[package]:
+                offenders.append(f"{MODULES[module].relative_to(ROOT)}:{line} imports {target}")
+    assert not offenders, "; ".join(offenders)
+
+
+def test_no_import_cycle():
+    graph = {module: {t for t, _, _ in rows if t != module} for module, rows in imports().items()}
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = "open"
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = "done"
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start)):
+            raise AssertionError("import cycle: " + " -> ".join(cycle))
+
+
+def test_no_private_name_is_imported_across_modules():
+    offenders = []
+    for module, rows in imports().items():
+        for target, name, line in rows:
+            where = f"{MODULES[module].relative_to(ROOT)}:{line}"
+            if name.startswith("_") and target != module:
+                offenders.append(f"{where} imports {name} from {target}")
+            private_module = target.rpartition(".")[2].startswith("_") and target.rpartition(".")[2] != "__init__"
+            if private_module and target.rpartition(".")[0] != module.rpartition(".")[0]:
+                offenders.append(f"{where} imports the private module {target} from outside its package")
+    assert not offenders, "; ".join(offenders)
