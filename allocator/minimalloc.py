@@ -529,7 +529,7 @@ def next_probe(progress: Progress, step: int, ceiling: int, nodes_left: int | No
     probe (the incumbent's peak minus ``step``, at most ``ceiling``) and why to stop, if they
     should: ``"closed"`` when the bound has passed it (the gap is closed, or nothing fits the
     capacity), ``"out"`` when the deadline or the node budget ``nodes_left`` is used up, else
-    None. Shared by ``canonical_bisection`` and ``allocator.capacity_schedule``."""
+    None. Shared by ``canonical_bisection`` and ``studies/capacity_schedule.py``."""
     highest = min(progress.best_peak - step, ceiling)
     if progress.bound > highest:
         return highest, "closed"
@@ -619,10 +619,10 @@ def minimalloc_minimize(problem: Problem, request: MinimizeRequest) -> MinimizeR
     ``MiniMallocOptions``, None for the defaults; another record raises ``TypeError``), node
     limit and LOAD share.
 
-    The bisection stays the default (issue 14): ``allocator.capacity_schedule.schedule_minimize``,
-    resumable probes spread between the bound and the incumbent, matched it on average under
-    equal node budgets but ended higher on challenging D and J at 10 s (measured in
-    ``examples/capacity_schedule.py``)."""
+    The bisection stays the default (issue 14): the capacity schedule of
+    ``studies/capacity_schedule.py``, resumable probes spread between the bound and the
+    incumbent, matched it on average under equal node budgets but ended higher on challenging D
+    and J at 10 s (measured there)."""
     progress = Progress(problem, request)
     progress.run_heuristics(STARTING_HEURISTICS, request.began + request.timeout / 3)
     options = METHODS["minimalloc"].record(request.options)  # None: the defaults; another record: TypeError

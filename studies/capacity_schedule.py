@@ -1,4 +1,4 @@
-"""Which capacities the anytime minimisation probes, and with how many nodes each (issue 14).
+"""Issue 14's study: which capacities the anytime minimisation probes, and with how many nodes each.
 
 ``allocator.minimize`` lowers a peak by asking the exact canonical search (MiniMalloc,
 Moffitt ASPLOS '23, §5-7) whether the buffers fit a capacity. Its difficulty is far from
@@ -32,8 +32,9 @@ This schedule spreads the work instead:
 Everything is counted in nodes, so with ``node_limit`` the result is the same on every
 machine; the clock only stops the schedule at the deadline.
 
-**Not the default** (decision recorded here, measured with ``examples/capacity_schedule.py``,
-one thread): ``allocator.minimize`` still runs ``allocator.minimalloc.canonical_bisection``.
+**Not the default** (decision recorded here, measured with this script, one thread):
+``allocator.minimize`` runs ``allocator.minimalloc.canonical_bisection``, and this schedule
+lives here, outside the package, with the comparison that decided it.
 Under equal node budgets the two tie within the noise of single instances (mean over D, J and
 three variants of each with 3 buffers left out, LOAD's share 0.6: 300,000 nodes, schedule
 5.51 % over LOAD (5.20 % with a share of 0.5), bisection 5.31 %; 1,000,000 nodes, 4.83 % and
@@ -41,23 +42,45 @@ three variants of each with 3 buffers left out, LOAD's share 0.6: 300,000 nodes,
 on D and J themselves (1,025,024 and 1,029,120 against 1,039,360 and 1,036,288, back to back):
 its midpoints, each with half of what is left, fall on capacities near 1,025,000 that the
 search fits in about 10**5 nodes, where the sweep spreads its nodes over some 15 capacities.
+
+Run as a script, it compares the two from the same incumbent (the best of
+``STARTING_HEURISTICS``) under the same node budget, so the comparison does not depend on the
+machine's load. ``--variants K`` adds, per instance, K copies with 3 seeded buffers left out
+(similar instances whose best capacities lie elsewhere), because on a single instance either
+schedule can be lucky: the search's difficulty is far from monotone in the capacity::
+
+    OMP_NUM_THREADS=1 python studies/capacity_schedule.py D J --nodes 300000 --variants 3
+
+Measured (2026-11-25, one thread, the kernel with the offset ceiling), mean % above LOAD over D,
+J and 3 variants of each, LOAD's share 0.6 for both: 300,000 nodes, bisection 5.31 %, schedule
+5.51 % (5.20 % with a share of 0.5); 1,000,000 nodes, bisection 4.63 %, schedule 4.83 %. Each
+wins on some instances: a tie within the noise. With 1,000,000 nodes the schedule still proves
+the 9 instances that fit at LOAD optimal (E needs the most: 604,480 nodes, where the
+bisection's first probe needs 164,800). At 10 s (back to back, a quiet machine) the bisection
+ended lower on D and J themselves: 1,025,024 and 1,029,120 against 1,039,360 and 1,036,288.
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 
-from allocator.anytime import Progress, peak_granularity
+import numpy as np
+
+import allocator
+from allocator import MAX_VALUE, MinimizeResult, Problem, Solution
+from allocator.anytime import STARTING_HEURISTICS, Progress, peak_granularity
 from allocator.minimalloc import (
-    MAX_VALUE,
     MiniMallocOptions,
     PreparedProblem,
     SearchOutcome,
+    canonical_bisection,
     canonical_search,
     next_probe,
 )
-from allocator.problem import MinimizeResult, Problem, Solution
+from allocator.registry import MinimizeRequest
 from allocator.validate import check
 
 __all__ = ["SWEEP_POINTS", "CapacityProbe", "advance", "runs_per_round", "schedule_minimize", "sweep_capacities"]
@@ -195,3 +218,60 @@ def schedule_minimize(progress: Progress, options: MiniMallocOptions | None = No
             ran_out = True  # the deadline, or the node budget, cut the round short
             break
     return progress.result(ran_out)
+
+
+# --- the study: the schedule against the bisection under equal node budgets ---
+
+#: MiniMalloc's challenging suite, named by letter on the command line
+SUITE = Path(__file__).resolve().parents[1] / "benchmarks" / "minimalloc" / "challenging"
+
+
+def instances(names: list[str], variants: int) -> list[tuple[str, Problem]]:
+    """The named instances, each followed by ``variants`` copies with 3 seeded buffers left out."""
+    found = []
+    for name in names:
+        path = Path(name) if name.endswith(".csv") else SUITE / f"{name}.1048576.csv"
+        problem = allocator.read_csv(path, capacity=None)
+        found.append((path.stem.split(".")[0], problem))
+        rng = np.random.default_rng(7)
+        for k in range(variants):
+            dropped = set(rng.choice(len(problem), 3, replace=False).tolist())
+            kept = [b for i, b in enumerate(problem.buffers) if i not in dropped]
+            found.append((f"{path.stem.split('.')[0]}-{k}", Problem(kept)))
+    return found
+
+
+def run(problem: Problem, schedule: str, nodes: int, load_share: float) -> MinimizeResult:
+    """One minimisation with ``schedule`` (``bisection`` or ``schedule``) from the best starting
+    heuristic, bounded by ``nodes``."""
+    began = time.perf_counter()
+    request = MinimizeRequest("minimalloc", 3600.0, began, began + 3600.0, None, load_share, nodes, None)
+    progress = Progress(problem, request)
+    progress.run_heuristics(STARTING_HEURISTICS, began + 60)
+    options = MiniMallocOptions(workers=1)
+    if schedule == "bisection":
+        return canonical_bisection(progress, options, nodes, load_share)
+    return schedule_minimize(progress, options, nodes, load_share)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="issue 14: the capacity schedule against the bisection")
+    parser.add_argument("instances", nargs="+", help="challenging-suite letters (A..K) or CSV paths")
+    parser.add_argument("--nodes", type=int, default=300_000, help="node budget of each minimisation")
+    parser.add_argument("--variants", type=int, default=0, help="copies of each instance with 3 buffers left out")
+    parser.add_argument("--load-share", type=float, default=0.6, help="the floor (LOAD) probe's share, as minimize's")
+    args = parser.parse_args()
+    for schedule in ("bisection", "schedule"):
+        over = []
+        for name, problem in instances(args.instances, args.variants):
+            result = run(problem, schedule, args.nodes, args.load_share)
+            assert result.peak is not None
+            load = allocator.lower_bound(problem)
+            over.append(100 * (result.peak - load) / load)
+            print(f"{schedule:9s} {name:6s} peak {result.peak:>12,}  {over[-1]:5.2f} % over LOAD  "
+                  f"optimal {result.optimal}  nodes {int(result.stats['nodes']):,}", flush=True)
+        print(f"{schedule:9s} mean {np.mean(over):.2f} % over LOAD")
+
+
+if __name__ == "__main__":
+    main()
