@@ -33,9 +33,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from accelsim.errors import CompileError
-from accelsim.hw import describe_fields, format_bytes, list_configs, load_hw, parse_bytes, parse_overrides
+from accelsim.errors import CompileError, one_line
+from accelsim.hw import describe_fields, list_configs, load_hw, parse_overrides
 from accelsim.outputs import PLOT_SUFFIXES, check_output_file, check_output_folder
+from accelsim.sources import is_saved_graph, model_label
+from accelsim.units import format_bytes, parse_bytes
 
 #: exit status of ``run`` and ``size`` when a wall-clock limit ended a search (see the module docstring)
 EXIT_NOT_DETERMINISTIC = 3
@@ -128,11 +130,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides=overrides,  # applied below already; the pipeline checks them against the options and the graph
         **({"max_operators": args.max_operators} if args.max_operators is not None else {}),
     )
-    options.check(traced=not args.model.endswith(".json"))
+    options.check(traced=not is_saved_graph(args.model))
     _check_named_cache(args.cache)
     hw = load_hw(args.hw, overrides)
-    model_label = Path(args.model).stem if args.model.endswith(".json") else args.model
-    out = Path(args.out) if args.out is not None else Path("accelsim-out") / f"{model_label}-{hw.name}"
+    label = model_label(args.model)
+    out = Path(args.out) if args.out is not None else Path("accelsim-out") / f"{label}-{hw.name}"
     check_output_folder(out, "--out")
     if args.buffers is not None:
         check_output_file(args.buffers, "--buffers")
@@ -438,7 +440,7 @@ def _minimize(args: argparse.Namespace, problem: allocator.Problem, capacity: in
     interrupted = False
     try:
         result = allocator.minimize(free, method=method, timeout=timeout, on_improve=improved)
-    except (KeyboardInterrupt, SystemError) as exc:
+    except Exception_or_interrupt as exc:
         if not _from_ctrl_c(exc):
             raise
         interrupted = True
@@ -512,7 +514,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                                    threads=args.threads, load_fractions=fractions):
             rows.append(row)
             print(table.line(row), flush=True)
-    except (KeyboardInterrupt, SystemError) as exc:
+    except Exception_or_interrupt as exc:
         if not _from_ctrl_c(exc):
             raise
         interrupted = True
@@ -787,6 +789,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    _watch_ctrl_c()
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help (0) or a one-line usage error (2), already printed
@@ -796,20 +799,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and closed early: not an error
         sys.stdout = open(os.devnull, "w")  # so the interpreter's final flush does not fail again
         return 0
-    except (KeyboardInterrupt, SystemError) as exc:
-        if not _from_ctrl_c(exc):
-            raise
-        print("error: interrupted (Ctrl-C)", file=sys.stderr)
-        return 130
-    except CompileError as exc:
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
-        return 1
-    except ValueError as exc:
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
-        return 2
-    except OSError as exc:  # e.g. the disk filled up while writing: the paths were checked before the work
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
-        return 1
+    except Exception_or_interrupt as exc:
+        if _from_ctrl_c(exc):
+            print("error: interrupted (Ctrl-C)", file=sys.stderr)
+            return 130
+        if isinstance(exc, CompileError):
+            print(f"error: {one_line(exc)}", file=sys.stderr)
+            return 1
+        if isinstance(exc, ValueError):
+            print(f"error: {one_line(exc)}", file=sys.stderr)
+            return 2
+        if isinstance(exc, OSError):  # e.g. the disk filled up while writing: the paths were checked before the work
+            print(f"error: {one_line(exc)}", file=sys.stderr)
+            return 1
+        raise
 
 
 def program() -> NoReturn:
@@ -838,10 +841,44 @@ def program() -> NoReturn:
     os._exit(status)
 
 
+#: what a Ctrl-C can surface as: KeyboardInterrupt, or another error it caused inside a library
+Exception_or_interrupt = (KeyboardInterrupt, Exception)
+#: set by ``_watch_ctrl_c``'s handler when SIGINT arrives during a command
+_ctrl_c_seen = False
+
+
+def _watch_ctrl_c() -> None:
+    """Note every SIGINT (Ctrl-C) before raising KeyboardInterrupt as Python does.
+
+    A SIGINT that arrives while numba's dispatcher runs a Python callback (choosing the compiled
+    version of a kernel, loading cached code) surfaces as that callback's error: a SystemError
+    whose cause is the KeyboardInterrupt, or a TypeError (``_c_sort expected 1 argument, got
+    0``) with no trace of it. With the flag, any error that ends a command after a Ctrl-C is
+    the Ctrl-C's (exit 130, what was found so far kept). Only when SIGINT has Python's own
+    handler (not ignored, as in a background job), and only in the main thread."""
+    import signal
+    import threading
+
+    global _ctrl_c_seen
+    _ctrl_c_seen = False
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        global _ctrl_c_seen
+        _ctrl_c_seen = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+
+
 def _from_ctrl_c(exc: BaseException) -> bool:
-    """``exc`` is Ctrl-C's KeyboardInterrupt, or an error it caused: a SIGINT that arrives while
-    numba runs a Python callback (e.g. loading cached code) surfaces as a SystemError whose
-    cause is the KeyboardInterrupt."""
+    """``exc`` is Ctrl-C's KeyboardInterrupt, or an error it caused: one raised after a SIGINT
+    arrived (``_watch_ctrl_c``), or one whose cause or context is the KeyboardInterrupt."""
+    if _ctrl_c_seen:
+        return True
     chain: list[BaseException] = []
     seen: BaseException | None = exc
     while seen is not None and not any(seen is e for e in chain):  # a chain can loop
@@ -850,10 +887,6 @@ def _from_ctrl_c(exc: BaseException) -> bool:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
     return False
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split("\n")).strip() or type(exc).__name__
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,3 +16,15 @@ class AllocationFailedError(CompileError):
 
 class InvalidPlacementError(CompileError):
     """The offsets break a constraint of the allocation problem (overlap, capacity, alignment)."""
+
+
+def one_line(exc: BaseException, limit: int | None = None) -> str:
+    """``exc``'s message on one line (whitespace runs as one space), at most ``limit`` characters
+    when given (a sweep row's status: ``STATUS_CHARS``), or its type's name when it has none: what
+    an ``error:`` line or a sweep row's status shows.
+
+    >>> one_line(ValueError("bad\\n  value"))
+    'bad value'
+    """
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."

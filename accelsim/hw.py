@@ -49,6 +49,8 @@ from typing import Any
 
 import yaml
 
+from accelsim.units import format_bytes, parse_bytes  # noqa: F401  (re-exported: accelsim.hw.parse_bytes)
+
 CAPACITY_SCOPES = ("per_pe", "chip")
 COMPUTE_KINDS = ("systolic", "lanes", "ideal")
 DATAFLOWS = ("ws", "os")
@@ -61,74 +63,8 @@ class HardwareConfigError(ValueError):
 # --------------------------------------------------------------------------------------------
 # byte sizes
 
-_UNITS = {
-    "": 1, "b": 1,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-}
 #: what a config's ``name`` may be: it becomes part of folder names, so no separator, no ``..``
 _CONFIG_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*", re.ASCII)
-#: ASCII digits only (``re.ASCII``): ``\d`` alone would accept any Unicode digit ("٣" as 3)
-_SIZE_RE = re.compile(r"^\s*(\d[\d_]*(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", re.ASCII)
-
-
-def parse_bytes(value: int | str, what: str = "size") -> int:
-    """A byte count from an integer or a string such as ``"8MiB"``, ``"512KiB"``, ``"2MB"``.
-
-    Binary units (KiB, MiB, GiB, TiB) are powers of 1024, decimal ones (KB, MB, GB, TB) powers
-    of 1000; letters are case-insensitive. Fractions are allowed when the result is a whole
-    number of bytes. ``what`` names the quantity in error messages.
-
-    >>> parse_bytes("8MiB"), parse_bytes("1.5GiB"), parse_bytes("2MB"), parse_bytes(4096)
-    (8388608, 1610612736, 2000000, 4096)
-    >>> parse_bytes("8 apples")
-    Traceback (most recent call last):
-    ...
-    ValueError: size '8 apples': unknown unit 'apples' (use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)
-    """
-    if isinstance(value, bool):
-        raise ValueError(f"{what} {value!r} is not a byte count")
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError(f"{what} {value} is negative")
-        return value
-    if isinstance(value, float):
-        if not value.is_integer() or value < 0:
-            raise ValueError(f"{what} {value!r} is not a non-negative whole number of bytes")
-        return int(value)
-    if not isinstance(value, str):
-        raise ValueError(f"{what} {value!r} is not a byte count")
-    match = _SIZE_RE.match(value)
-    if match is None:
-        raise ValueError(f"{what} {value!r} is not a byte count (examples: 1048576, 512KiB, 8MiB, 1.5GiB, 2MB)")
-    number, unit = match.groups()
-    if unit.lower() not in _UNITS:
-        raise ValueError(
-            f"{what} {value!r}: unknown unit {unit!r} (use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)"
-        )
-    scale = _UNITS[unit.lower()]
-    number = number.replace("_", "")
-    whole, _, frac = number.partition(".")
-    # exact arithmetic: "1.5GiB" must not go through a float
-    numerator = int(whole + frac) * scale
-    denominator = 10 ** len(frac)
-    if numerator % denominator:
-        raise ValueError(f"{what} {value!r} is not a whole number of bytes")
-    return numerator // denominator
-
-
-def format_bytes(n: float) -> str:
-    """A short human reading of a byte count in binary units.
-
-    >>> format_bytes(3 * 2**20), format_bytes(1536), format_bytes(100)
-    ('3 MiB', '1.50 KiB', '100 B')
-    """
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= scale:
-            return f"{n // scale:.0f} {unit}" if n % scale == 0 else f"{n / scale:.2f} {unit}"
-    return f"{int(n)} B"
-
-
 
 
 # --------------------------------------------------------------------------------------------

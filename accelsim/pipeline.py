@@ -50,9 +50,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelsim.errors import AllocationFailedError, CompileError, InvalidPlacementError  # noqa: F401  (re-exported)
-from accelsim.hw import HardwareConfig, format_bytes, load_hw
+from accelsim.hw import HardwareConfig, load_hw
 from accelsim.results import SimReport
 from accelsim.sim import simulate
+from accelsim.sources import is_saved_graph, is_traced
+from accelsim.units import format_bytes
 from frontend.limits import MAX_OPERATORS
 
 if TYPE_CHECKING:
@@ -84,7 +86,7 @@ def _to_graph(
         return model_or_name
     if isinstance(model_or_name, str | Path):
         text = str(model_or_name)
-        if text.endswith(".json"):
+        if is_saved_graph(text):
             return frontend.load_graph(text, opts.max_operators)
         shape = tuple(input_shape) if input_shape else None
         if not opts.cache:
@@ -391,13 +393,11 @@ def compile_and_simulate(
     cannot fit; ``InvalidPlacementError`` when the offsets are invalid.
     """
     opts = RunOptions.build(options, **option_fields)
-    import networkx as nx
 
     import allocator as alloc
     import scheduler
 
-    opts.check(traced=not (isinstance(model_or_name, nx.DiGraph)
-                           or (isinstance(model_or_name, str | Path) and str(model_or_name).endswith(".json"))))
+    opts.check(traced=not is_traced(model_or_name))
     replacement = opts.replacement or "belady"
     if out_dir is not None:
         from accelsim.outputs import check_output_folder
@@ -417,7 +417,7 @@ def compile_and_simulate(
     from frontend.limits import check_operator_count
 
     check_operator_count(graph.number_of_nodes(), str(graph.graph.get("name", "the graph")), opts.max_operators)
-    if "dtype" in graph.graph and (isinstance(model_or_name, nx.DiGraph) or str(model_or_name).endswith(".json")):
+    if "dtype" in graph.graph and is_traced(model_or_name):
         opts.check_graph_dtype(str(graph.graph["dtype"]))
     stage["trace"] = time.perf_counter() - clock
 

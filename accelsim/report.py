@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from accelsim.hw import format_bytes
 from accelsim.svg import Chart, LegendEntry
+from accelsim.units import byte_axis_unit, format_bytes
 
 if TYPE_CHECKING:
     from accelsim.results import SimReport
@@ -201,13 +201,6 @@ def chrome_trace(report: SimReport) -> dict[str, Any]:
 PLOT_FILES = ("layout.svg", "memory.svg", "roofline.svg")
 
 
-def _byte_unit(n: int) -> tuple[str, int]:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= 2 * scale:
-            return unit, scale
-    return "B", 1
-
-
 def plot_layout(report: SimReport, path: str | Path) -> None:
     """layout.svg: residencies as (step x address) rectangles, coloured by tensor kind.
 
@@ -217,7 +210,7 @@ def plot_layout(report: SimReport, path: str | Path) -> None:
     sched = report.schedule
     tensors = report.graph.graph["tensors"]
     retrieved = {t.residency for t in sched.transfers if t.kind == "retrieve"}
-    unit, scale = _byte_unit(max(report.capacity_bytes, report.peak_bytes))
+    unit, scale = byte_axis_unit(max(report.capacity_bytes, report.peak_bytes))
     cap = report.capacity_bytes / scale
     kinds = []
     for r in sched.residencies:
@@ -250,7 +243,7 @@ def plot_memory(report: SimReport, path: str | Path) -> None:
     timeline = [*report.sim.memory_timeline, (report.cycles, 0, 0)]  # everything is freed at the end
     t_unit, t_scale = ("ms", 1e3) if report.seconds >= 1e-3 else ("us", 1e6)
     to_time = t_scale / report.clock_hz
-    unit, scale = _byte_unit(max(report.capacity_bytes, report.peak_bytes))
+    unit, scale = byte_axis_unit(max(report.capacity_bytes, report.peak_bytes))
     end = max(report.seconds * t_scale, 1e-9)
     chart = Chart(
         title=f"{report.model} on {report.hw}: scratchpad use over time",

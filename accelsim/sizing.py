@@ -39,7 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from accelsim.hw import HardwareConfig, format_bytes, load_hw
+from accelsim.hw import HardwareConfig, load_hw
+from accelsim.sources import is_saved_graph
+from accelsim.units import format_bytes
 from frontend.limits import MAX_OPERATORS
 
 #: the pairs ``size`` measures when none are given: the online arena and the default allocator
@@ -169,7 +171,7 @@ def size(
                          "online-first-fit has no time limit)")
     if isinstance(model, nx.DiGraph):
         graph = model
-    elif str(model).endswith(".json"):
+    elif is_saved_graph(model):
         graph = frontend.load_graph(str(model), max_operators)
     else:
         graph = cached_trace(str(model), dtype=config.dtype).graph

@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from accelsim.hw import format_bytes
+from accelsim.units import byte_axis_unit, format_bytes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -156,13 +156,6 @@ def _format_value(key: str, value: Any) -> str:
                 return f"{value / scale:.3g} {prefix}B/s"
         return f"{value:.3g} B/s"
     return _compact(float(value))
-
-
-def _byte_scale(largest: float) -> tuple[str, float]:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if largest >= 2 * scale:
-            return unit, scale
-    return "B", 1
 
 
 def _energy_scale(largest: float) -> tuple[str, float]:
@@ -351,7 +344,7 @@ def _plot_key(fig: Figure, table: Any, key: str, varying: Sequence[str]) -> bool
     omitted = len(ordered) - len(chosen)
 
     xs = _distinct(ok[key].tolist())
-    traffic_unit, traffic_scale = _byte_scale(_finite_max(ok["dram_traffic_bytes"]))
+    traffic_unit, traffic_scale = byte_axis_unit(_finite_max(ok["dram_traffic_bytes"]))
     energy_unit, energy_scale = _energy_scale(_finite_max(ok["energy_j"]))
     fig.set_size_inches(10, 8.5)
     axes = fig.subplots(3, 1, sharex=True)
@@ -528,7 +521,7 @@ def _plot_pareto(fig: Figure, ok: Any, models: Sequence[Any]) -> bool:
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
     for ax, (model, points) in zip(axes, panels, strict=False):
         optimal = points[pareto_mask(points)]  # rows sorted by (sram, traffic, cycles): the join runs along SRAM
-        unit, scale = _byte_scale(_finite_max(points[:, 1]))
+        unit, scale = byte_axis_unit(_finite_max(points[:, 1]))
         cloud = ax.scatter(points[:, 0], points[:, 1] / scale, c=points[:, 2], cmap="viridis", s=28, zorder=2)
         ax.plot(optimal[:, 0], optimal[:, 1] / scale, color="red", linewidth=1.0, zorder=1)
         ax.scatter(optimal[:, 0], optimal[:, 1] / scale, s=90, facecolors="none", edgecolors="red", linewidths=1.5,

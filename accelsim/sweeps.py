@@ -91,16 +91,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from accelsim.hw import (
-    HardwareConfig,
-    apply_overrides,
-    format_bytes,
-    load_hw,
-    parse_bytes,
-    parse_value,
-    schema_fields,
-)
+from accelsim.errors import one_line
+from accelsim.hw import HardwareConfig, apply_overrides, load_hw, parse_value, schema_fields
 from accelsim.pipeline import ONLINE_ALLOCATOR
+from accelsim.sources import is_saved_graph, model_label
+from accelsim.units import format_bytes, parse_bytes
+
+#: the longest status a row of ``results.csv`` holds (a longer reason is cut, ending in "...")
+STATUS_CHARS = 300
 
 if TYPE_CHECKING:
     import pandas
@@ -429,16 +427,6 @@ def _graph(task: Task) -> Any:
     return _GRAPHS[task.graph_key]
 
 
-def model_label(model: str) -> str:
-    """The ``model`` column: the zoo name, or a saved graph's file name without ``.json``."""
-    return Path(model).stem if model.endswith(".json") else model
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
 def run_point(task: Task) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Compile and simulate one point: its ``results.csv`` row and its ``report.json`` content
     (None when it failed). Never raises for a point that cannot run: the row says why."""
@@ -463,7 +451,7 @@ def run_point(task: Task) -> tuple[dict[str, Any], dict[str, Any] | None]:
                    peak_bytes=result.peak_bytes, min_capacity_bytes=result.min_capacity_bytes,
                    scheduler_status=result.scheduler_status, deterministic=result.deterministic)
     except (ValueError, CompileError, SimulationError) as exc:
-        row["status"] = _one_line(exc)
+        row["status"] = one_line(exc, STATUS_CHARS)
     row["wall_s"] = round(time.perf_counter() - began, 4)
     row["hash"] = task.hash
     return row, report
@@ -584,13 +572,13 @@ def check_dask_address(address: str, timeout: float = DASK_CONNECT_TIMEOUT) -> N
         except TimeoutError:
             raise refuse(f"no answer within {timeout:g} s") from None
         except OSError as exc:
-            raise refuse(f"cannot connect ({exc.strerror or _one_line(exc)})") from None
+            raise refuse(f"cannot connect ({exc.strerror or one_line(exc, STATUS_CHARS)})") from None
     reply = _ask_identity(address.strip(), max(deadline - time.monotonic(), 0.1))
     if isinstance(reply, BaseException):
         if isinstance(reply, TimeoutError):  # asyncio's too, since Python 3.11
             raise refuse(f"no Dask scheduler answered within {timeout:g} s (another service listens there, e.g. "
                          "the dashboard's port 8787? a scheduler listens on 8786 by default)")
-        raise refuse(f"cannot connect to a Dask scheduler ({_one_line(reply)})")
+        raise refuse(f"cannot connect to a Dask scheduler ({one_line(reply, STATUS_CHARS)})")
     if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
         what = reply.get("type") if isinstance(reply, dict) else type(reply).__name__
         raise refuse(f"the service there is not a Dask scheduler (it is a {what})")
@@ -679,7 +667,7 @@ class DaskExecutor:
                     self.client = Client(address, timeout=f"{DASK_CONNECT_TIMEOUT:g}s")
                 except (OSError, TimeoutError, ValueError) as exc:
                     raise ValueError(f"--dask-address {address}: cannot connect to a Dask scheduler: "
-                                     f"{_one_line(exc)}") from None
+                                     f"{one_line(exc, STATUS_CHARS)}") from None
         except BaseException:
             self.close(quiet=True)
             raise
@@ -737,9 +725,9 @@ def dead_worker_reason(exc: BaseException) -> str | None:
         why = f"the Dask worker running it died ({tries} time{'s' if tries > 1 else ''}, KilledWorker: out of memory " \
               "or a crash in the worker process)"
     elif isinstance(exc, CommClosedError):
-        why = f"the connection to its Dask worker closed ({type(exc).__name__}: {_one_line(exc)})"
+        why = f"the connection to its Dask worker closed ({type(exc).__name__}: {one_line(exc, STATUS_CHARS)})"
     elif isinstance(exc, concurrent.futures.CancelledError | asyncio.CancelledError):  # Dask's is the first
-        why = f"Dask cancelled it ({_one_line(exc)})"
+        why = f"Dask cancelled it ({one_line(exc, STATUS_CHARS)})"
     else:
         return None
     return f"{WORKER_DIED}: {why}; a re-run runs it again"
@@ -879,7 +867,7 @@ def read_results(path: Path, keys: Sequence[str]) -> list[dict[str, str]]:
         raise ValueError(f"{path}, line {line + 1}: not CSV ({exc}); move it away or use another --out folder"
                          ) from None
     except OSError as exc:
-        raise ValueError(f"{path}: cannot be read ({exc.strerror or _one_line(exc)})") from None
+        raise ValueError(f"{path}: cannot be read ({exc.strerror or one_line(exc, STATUS_CHARS)})") from None
     return rows
 
 
@@ -997,7 +985,7 @@ def check_sweep(
     for model in models:
         if not isinstance(model, str) or not model:
             raise ValueError(f"model {model!r}: give a zoo name or a graph saved as .json")
-        if model.endswith(".json"):
+        if is_saved_graph(model):
             if any("dtype" in place for place in (keys, base_options, fixed)):
                 raise ValueError(f"{model}: dtype cannot apply to a graph already traced (its dtype was fixed then); "
                                  "sweep the zoo model's name instead")
@@ -1044,7 +1032,7 @@ def parse_dask_address(address: Any) -> tuple[str, str | None, int | None]:
             return scheme, None, None
         host, port = parse_host_port(location)
     except (ValueError, TypeError) as exc:
-        raise ValueError(f"--dask-address {address}: not an address ({_one_line(exc)}); e.g. tcp://host:8786"
+        raise ValueError(f"--dask-address {address}: not an address ({one_line(exc, STATUS_CHARS)}); e.g. tcp://host:8786"
                          ) from None
     if not host or not isinstance(port, int) or not 0 < port < 65536:
         raise ValueError(f"--dask-address {address}: not an address (host {host!r}, port {port!r}); "
@@ -1097,7 +1085,7 @@ def run_sweep(
 
     todo = [i for i, h in enumerate(plan.hashes) if h not in done]
     skipped = len(plan.points) - len(todo)
-    if any(not plan.points[i].model.endswith(".json") for i in todo):
+    if any(not is_saved_graph(plan.points[i].model) for i in todo):
         from frontend.cache import check_cache_dir, default_cache_dir
 
         check_cache_dir(cache_dir if cache_dir is not None else default_cache_dir())

@@ -1,0 +1,45 @@
+"""Where a model comes from, decided in one place for every command and the Python API.
+
+A model is one of: a model zoo name (``"resnet50"``, traced through the trace cache), a graph
+saved with ``frontend.save_graph`` (a path ending in ``.json``), an ``nn.Module`` with example
+inputs, or a ``DataflowGraph`` (``networkx.DiGraph``) already traced. A saved graph or a
+``DataflowGraph`` is *traced already*: its dtype and shapes were fixed then, so options that
+choose them (``--dtype``, ``--input-shape``) cannot apply. Reports and sweep rows name a saved
+graph by its file name without ``.json``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+#: the suffix of a graph saved with ``frontend.save_graph``
+SAVED_GRAPH_SUFFIX = ".json"
+
+
+def is_saved_graph(model: Any) -> bool:
+    """``model`` names a graph file (a ``str`` or ``Path`` ending in ``.json``).
+
+    >>> is_saved_graph("out/resnet18.json"), is_saved_graph("resnet18")
+    (True, False)
+    """
+    return isinstance(model, str | Path) and str(model).endswith(SAVED_GRAPH_SUFFIX)
+
+
+def is_traced(model: Any) -> bool:
+    """``model`` is traced already: a saved graph or a ``DataflowGraph`` (its dtype and shapes are fixed)."""
+    if is_saved_graph(model):
+        return True
+    import networkx as nx  # only when the model is not a name: a name never needs networkx here
+
+    return not isinstance(model, str | Path) and isinstance(model, nx.DiGraph)
+
+
+def model_label(model: str) -> str:
+    """How reports, folders and sweep rows name ``model``: the zoo name, or a saved graph's file name
+    without ``.json``.
+
+    >>> model_label("graphs/chain6.json"), model_label("resnet18")
+    ('chain6', 'resnet18')
+    """
+    return Path(model).stem if is_saved_graph(model) else model
