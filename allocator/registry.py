@@ -89,7 +89,7 @@ class MinimizeRequest:
     timeout: float  #: seconds for the whole call, positive and finite
     began: float  #: ``time.perf_counter()`` when the call began
     deadline: float  #: ``began + timeout``: no work starts after it
-    options: object | None  #: the method's own options record, if the caller gave one (a routine ignores others)
+    options: object | None  #: the method's own options record, if the caller gave one (another type raises)
     load_share: float  #: share of the time (and of ``node_limit``) for a first probe at LOAD, in (0, 1]
     node_limit: int | None  #: nodes of all exact probes together; only for a routine that declares ``node_limit``
     on_improve: Callable[[MinimizeResult], None] | None  #: called with the result so far on every improvement
