@@ -72,8 +72,10 @@ def test_alloc_meaningless_options_exit_2(tiny_csv, capsys, extra, needle):
     (["--scheduler", "cosma", "--time-limit", "0"], "--time-limit"),
     (["--scheduler", "cosma", "--time-limit", "-1"], "--time-limit"),
     (["--scheduler", "cosma", "--time-limit", "nan"], "--time-limit"),
-    (["--order", "min-peak"], "fixed_order='min-peak' applies to scheduler='cosma-fs' only"),
-    (["--scheduler", "cosma", "--order", "program"], "fixed_order"),
+    (["--fixed-order", "min-peak"], "fixed_order='min-peak' applies to scheduler='cosma-fs' only"),
+    (["--scheduler", "cosma", "--fixed-order", "program"], "fixed_order"),
+    # the flag is named for the field it fills (RunOptions.fixed_order; RunOptions.order is another thing)
+    (["--scheduler", "cosma-fs", "--order", "program"], "unrecognized arguments: --order"),
     (["--scheduler", "cosma", "--replacement", "greedy"], "replacement='greedy'"),
     (["--time-limit", "5"], "time_limit=5.0 applies to the solver-based schedulers"),
     (["--scheduler", "cosma", "--timeout", "5"], "timeout=5.0 limits a re-placing allocator"),

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from accelsim import compile_and_simulate
-from accelsim.cli import _SCHEDULERS, main
+from accelsim.cli import main
+from accelsim.cli.args import SCHEDULERS as CLI_SCHEDULERS
 from frontend.synthetic import nas_cells, random_dag
 from scheduler import SCHEDULERS, ScheduleError, budgets, min_capacity
 
@@ -55,7 +56,7 @@ def test_budget_above_the_scratchpad_is_refused():
 
 
 def test_cli_names_match_the_library():
-    assert _SCHEDULERS == SCHEDULERS
+    assert CLI_SCHEDULERS == SCHEDULERS
 
 
 def test_cli_run_with_cosma(tmp_path, capsys):
@@ -68,6 +69,6 @@ def test_cli_run_with_cosma(tmp_path, capsys):
     text = capsys.readouterr().out
     assert code == 0
     assert "cosma" in text and "optimal" in text and "activations only" in text
-    code = main(["run", str(path), "--hw", "tpuv4", "--scheduler", "cosma-fs", "--order", "min-peak",
+    code = main(["run", str(path), "--hw", "tpuv4", "--scheduler", "cosma-fs", "--fixed-order", "min-peak",
                  "--budget", "MH", "--out", str(tmp_path / "out2")])
     assert code == 0 and "cosma-fs[min-peak]" in capsys.readouterr().out

@@ -1,0 +1,108 @@
+"""What the commands' parsers share: the one-line-error parser and the argparse types and
+checks of options that more than one command takes."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from typing import NoReturn
+
+from accelsim.units import parse_bytes
+
+#: ``scheduler.SCHEDULERS``, repeated so that ``accelsim --help`` does not import the solvers
+#: (``tests/accelsim/test_cosma_flow.py`` keeps the two equal)
+SCHEDULERS = ("program", "min-peak", "cosma", "cosma-fs", "cosma-dnc")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``error: accelsim run: argument --timeout: ...`` and exit 2.
+
+    The stock parser prints the whole usage block before the message; the README's contract is
+    one line naming the item (``accelsim COMMAND --help`` shows the usage).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message}\n")
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds (``0``, ``-1``, ``nan``, ``inf`` refused;
+    ASCII digits only: ``float`` alone would read ``"５"`` as 5)."""
+    try:
+        if not text.isascii():
+            raise ValueError(text)
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive, finite number of seconds")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a positive integer in ASCII digits."""
+    if not re.fullmatch(r"[0-9]+", text.strip(), re.ASCII) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)
+
+
+def count(text: str) -> int:
+    """An argparse type: a non-negative integer in ASCII digits."""
+    if not re.fullmatch(r"[0-9]+", text.strip(), re.ASCII):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
+    return int(text)
+
+
+_SHAPE = re.compile(r"\s*[0-9]+(?:\s*[,x]\s*[0-9]+)*\s*", re.ASCII)
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``--input-shape``: positive ASCII integers separated by ``,`` (or ``x``), nothing else.
+
+    >>> parse_shape("1,3,224,224"), parse_shape("1x3x299x299")
+    ((1, 3, 224, 224), (1, 3, 299, 299))
+    >>> parse_shape("1,3,x")
+    Traceback (most recent call last):
+    ...
+    ValueError: --input-shape '1,3,x' is not a list of positive integers such as 1,3,224,224
+    """
+    if not _SHAPE.fullmatch(text):
+        raise ValueError(f"--input-shape {text!r} is not a list of positive integers such as 1,3,224,224")
+    shape = tuple(int(part) for part in re.split(r"[,x]", text.replace(" ", "")))
+    if any(d <= 0 for d in shape):
+        raise ValueError(f"--input-shape {text!r}: every dimension must be positive, e.g. 1,3,224,224")
+    return shape
+
+
+def parse_budget(text: str) -> int | str:
+    """``MR``, ``MH``, ``MP`` or a byte count such as ``2MiB``."""
+    if text.upper() in ("MR", "MH", "MP"):
+        return text.upper()
+    return parse_bytes(text, "--budget (MR, MH, MP or bytes)")
+
+
+def check_named_cache(path: str | None) -> None:
+    """A ``--cache`` folder the user named is input: one that cannot be used (a file, a folder
+    that cannot be created or written) is bad input, exit 2, refused before any work or output
+    folder. (The default folder is not input: ``run`` goes on without saving when it cannot be
+    written.)"""
+    if path is None:
+        return
+    from frontend.cache import CacheDirError, check_cache_dir
+
+    try:
+        check_cache_dir(path)
+    except CacheDirError as exc:
+        raise ValueError(f"--cache: {exc}") from None
+
+
+def names(text: str, option: str, noun: str, hint: str = "") -> list[str]:
+    """A comma-separated list of ``noun`` names, refusing empty ones and repeats (one line naming ``option``)."""
+    found = [name.strip() for name in text.split(",")]
+    if not all(found):
+        raise ValueError(f"{option} {text!r}: empty {noun} name (give a comma-separated list of names"
+                         + (f", {hint})" if hint else ")"))
+    if len(set(found)) != len(found):
+        raise ValueError(f"{option} {text!r} names a{'n' if noun[0] in 'aeiou' else ''} {noun} twice")
+    return found

@@ -1,0 +1,118 @@
+"""``accelsim run``: compile and simulate one model, write its report folder (see ``accelsim.pipeline``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from accelsim.cli.args import (
+    SCHEDULERS,
+    Parser,
+    check_named_cache,
+    parse_budget,
+    parse_shape,
+    positive_int,
+    positive_seconds,
+)
+from accelsim.cli.status import EXIT_NOT_DETERMINISTIC
+from accelsim.hw import load_hw, parse_overrides
+from accelsim.outputs import check_output_file, check_output_folder
+from accelsim.sources import is_saved_graph, model_label
+
+#: ``accelsim run --help``'s closing words
+_EPILOG = ("Every default budget counts work (search nodes, spill-loop rounds, CP-SAT deterministic time), so the "
+           "answer is the same on every machine. Exit status: 0 ok; 1 the run failed (memory check, allocation); "
+           "2 bad input; 3 valid, but a wall-clock limit (--timeout, --time-limit) ended a search: not the "
+           "deterministic result.")
+
+
+def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
+    """Add the ``run`` command to the ``accelsim`` parser."""
+    run = subparsers.add_parser("run", help="compile and simulate a model, write a report folder", epilog=_EPILOG)
+    run.add_argument("model", help="model zoo name (see `accelsim models`) or a graph saved as .json")
+    run.add_argument("--hw", default="pixel6", help="bundled config name or a .yaml path (default: pixel6)")
+    run.add_argument("--sram", help="scratchpad bytes per PE (whole memory on chip-scope configs), e.g. 8MiB")
+    run.add_argument("--allocator", help="allocator method (see `accelsim alloc --methods`): with the program / "
+                                         "min-peak schedulers it places every residency plan and so decides the "
+                                         "spills (default auto; online-first-fit: the old online arena); with "
+                                         "cosma* it re-places the schedule (default: the solver's addresses)")
+    run.add_argument("--timeout", type=positive_seconds,
+                     help="a wall-clock safety net in seconds for the allocator (default: none; its budget is "
+                          "search nodes): the whole allocation-aware loop, or the re-placement of a cosma* "
+                          "schedule; when it fires the report says so and the exit status is 3")
+    run.add_argument("--buffers", metavar="OUT.csv",
+                     help="also write the placed residencies to this CSV in the MiniMalloc format "
+                          "(id,lower,upper,size[,alignment],offset), which `accelsim alloc` reads")
+    run.add_argument("--out", help="report folder (default: ./accelsim-out/MODEL-HW/)")
+    run.add_argument("--no-plots", action="store_true",
+                     help="write report.json and trace.json only, not layout.svg, memory.svg, roofline.svg")
+    run.add_argument("--cache", metavar="DIR",
+                     help="trace cache folder (default: $ACCELSIM_CACHE_DIR or ~/.cache/accelsim/graphs; a default "
+                          "folder that cannot be written is skipped)")
+    run.add_argument("--no-cache", dest="cache_traces", action="store_false",
+                     help="trace the model even when the trace cache has it, and leave the cache as it is "
+                          "(neither read nor written)")
+    run.add_argument("--dtype", help="storage dtype (default: the config's, e.g. int8 on pixel6)")
+    run.add_argument("--input-shape", help="input shape, e.g. 1,3,224,224 (default: the zoo's)")
+    run.add_argument("--scheduler", default="program", choices=SCHEDULERS,
+                     help="program (default) or min-peak order with a replacement policy, or a COSMA model: "
+                          "cosma (joint), cosma-fs (fixed order), cosma-dnc (divide and conquer)")
+    run.add_argument("--replacement", choices=("belady", "greedy"),
+                     help="replacement policy of the program / min-peak schedulers (default belady)")
+    run.add_argument("--fixed-order", choices=("program", "min-peak"),
+                     help="the order of cosma-fs: program or min-peak (default program)")
+    run.add_argument("--budget", help="schedule in MR, MH, MP (COSMA's budgets) or this many bytes per PE "
+                                      "instead of the whole scratchpad")
+    run.add_argument("--weights", action=argparse.BooleanOptionalAction, default=True,
+                     help="--no-weights gives weights no memory and no traffic (activations only)")
+    run.add_argument("--time-limit", type=positive_seconds,
+                     help="a wall-clock safety net in seconds per solve of a solver-based scheduler (cosma*; "
+                          "default: none; its budget is CP-SAT deterministic time); exit status 3 when it fires")
+    run.add_argument("--max-operators", type=positive_int, default=None, metavar="N",
+                     help="refuse a graph of more than N operators (default 250,000; a run takes about 16 KiB "
+                          "of memory per operator, and one that needs more than the machine has is refused anyway)")
+    run.add_argument("--set", action="append", metavar="KEY=VALUE",
+                     help="replace a hardware field (repeatable; dotted keys for blocks), e.g. --set compute.rows=256 "
+                          "--set dram_bandwidth_bytes_per_s=25.6e9 --set sram_bytes_per_pe=8MiB; "
+                          "`accelsim configs --fields` lists them")
+    run.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """``accelsim run``: compile and simulate, print the summary (exit 1: memory check failed; 3: a clock fired)."""
+    from accelsim.pipeline import RunOptions, compile_and_simulate
+    from accelsim.report import format_summary
+
+    overrides = parse_overrides(args.set or [])
+    options = RunOptions(
+        sram=args.sram, allocator=args.allocator, dtype=args.dtype,
+        input_shape=parse_shape(args.input_shape) if args.input_shape is not None else None,
+        timeout=args.timeout, scheduler=args.scheduler, replacement=args.replacement,
+        budget=parse_budget(args.budget) if args.budget is not None else None, weights=args.weights,
+        time_limit=args.time_limit, fixed_order=args.fixed_order, cache=args.cache_traces, cache_dir=args.cache,
+        overrides=overrides,  # applied below already; the pipeline checks them against the options and the graph
+        **({"max_operators": args.max_operators} if args.max_operators is not None else {}),
+    )
+    options.check(traced=not is_saved_graph(args.model))
+    check_named_cache(args.cache)
+    hw = load_hw(args.hw, overrides)
+    label = model_label(args.model)
+    out = Path(args.out) if args.out is not None else Path("accelsim-out") / f"{label}-{hw.name}"
+    check_output_folder(out, "--out")
+    if args.buffers is not None:
+        check_output_file(args.buffers, "--buffers")
+    report = compile_and_simulate(args.model, hw, options, out_dir=out, plots=not args.no_plots)
+    print(format_summary(report))
+    if args.buffers is not None:
+        report.write_buffers(args.buffers)
+        print(f"buffers: {args.buffers} ({len(report.buffers):,} residencies; `accelsim alloc {args.buffers} "
+              f"--capacity {report.capacity_bytes}` reads them back)")
+    if not report.ok:
+        print(f"error: memory check failed: {report.memory_check}", file=sys.stderr)
+        return 1
+    if not report.deterministic:
+        print(f"warning: the wall-clock limit fired in {', '.join(report.clock_stopped)}: the result is not the "
+              "deterministic one (exit status 3)", file=sys.stderr)
+        return EXIT_NOT_DETERMINISTIC
+    return 0
