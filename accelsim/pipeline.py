@@ -20,7 +20,7 @@ numbers and returns a ``SimReport``:
 5. **place** the residencies. With the program-order and min-peak schedulers the allocator
    decides the spills: ``auto`` by default, or any ``allocator`` method, places each residency
    plan, and the plan spills more only where it could not
-   (``scheduler.allocation_aware``); ``online-first-fit`` keeps the old online arena, whose
+   (``scheduler.spill_loop.allocation_aware``); ``online-first-fit`` keeps the old online arena, whose
    first fit decides the spills. A COSMA schedule keeps its CP-SAT addresses unless an
    ``allocator`` is named, which then re-places the same residencies;
 6. **validate** the placement with ``allocator.validate`` (never simulate an invalid one);
@@ -431,12 +431,12 @@ def compile_and_simulate(
     if opts.budget is not None:
         if isinstance(opts.budget, str) and opts.budget.upper() in ("MH", "MP"):
             # the MPMF order, solved here so that a time limit that cut it short is reported
-            mpmf = scheduler.min_peak(graph, sizes, config.alignment, cosma_options)
+            mpmf = scheduler.cosma.min_peak(graph, sizes, config.alignment, cosma_options)
             if mpmf.clock_stopped:
                 stopped.append("schedule")
             wanted = scheduler.budgets(graph, sizes, config.alignment, cosma_options, order=mpmf)[opts.budget.upper()]
         else:
-            wanted = scheduler.resolve_budget(graph, opts.budget, sizes, config.alignment, cosma_options)
+            wanted = scheduler.methods.resolve_budget(graph, opts.budget, sizes, config.alignment, cosma_options)
         if wanted > capacity:
             raise ValueError(
                 f"budget {opts.budget!r} = {wanted:,} bytes exceeds the scratchpad of {capacity:,} bytes "

@@ -147,7 +147,7 @@ def size(
     ``DataflowGraph``. ``pairs`` are (scheduler, allocator): an allocator name or
     ``"online-first-fit"`` for ``program`` / ``min-peak``, ``"own"`` for the cosma*
     schedulers. ``timeout`` is a wall-clock safety net in seconds for each allocation-aware loop
-    (``scheduler.allocation_aware``), ``time_limit`` for each cosma* solve; both are off by
+    (``scheduler.spill_loop.allocation_aware``), ``time_limit`` for each cosma* solve; both are off by
     default (see the module docstring). ``max_operators`` is ``RunOptions.max_operators``.
     Raises ``ValueError`` for an unknown model, scheduler, allocator or hardware field, or a
     graph too large (``frontend.check_operator_count``).
@@ -241,7 +241,7 @@ def size(
         if config.sram_bytes_per_pe >= need:
             at_config = attempt(sched, alloc, config.sram_bytes_per_pe)
             moved_there = at_config.noncompulsory_bytes
-            peak = scheduler.peak_address(at_config)
+            peak = scheduler.schedule.peak_address(at_config)
         else:
             note = (note + "; " if note else "") + "the config's SRAM is below M_R"
         stopped = (sched, alloc) in clocked

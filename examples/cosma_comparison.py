@@ -75,7 +75,7 @@ def checked(graph: nx.DiGraph, s: scheduler.Schedule, sizes: dict[str, int] | No
 def compare(graph: nx.DiGraph, sizes: dict[str, int] | None, options: CosmaOptions) -> list[dict[str, Any]]:
     """COSMA and the four baselines at M_R, M_H and M_P."""
     began = time.perf_counter()
-    best_order = scheduler.min_peak(graph, sizes, options=options)
+    best_order = scheduler.cosma.min_peak(graph, sizes, options=options)
     mpmf_seconds = time.perf_counter() - began
     mr = scheduler.min_capacity(graph, sizes)[0]
     mp = max(mr, best_order.peak)
@@ -85,9 +85,9 @@ def compare(graph: nx.DiGraph, sizes: dict[str, int] | None, options: CosmaOptio
                                "mpmf_seconds": mpmf_seconds}
         for order_name, replacement in BASELINES:
             order = "program" if order_name == "program" else best_order.order
-            s = checked(graph, scheduler.schedule(graph, budget, order, replacement, sizes), sizes)
+            s = checked(graph, scheduler.baseline.schedule(graph, budget, order, replacement, sizes), sizes)
             row[f"{order_name}+{replacement}"] = s.noncompulsory_bytes
-        s = checked(graph, scheduler.cosma(graph, budget, sizes=sizes, options=options), sizes)
+        s = checked(graph, scheduler.cosma.cosma(graph, budget, sizes=sizes, options=options), sizes)
         row.update(cosma=s.noncompulsory_bytes, status=s.status, seconds=s.stats["solve_seconds"],
                    bound=s.stats["bound"], variables=s.stats["variables"])
         rows.append(row)
@@ -156,13 +156,14 @@ def part2(cache: Path | None, options: CosmaOptions, part_size: int) -> list[dic
     results = []
     for name, graph in graphs:
         mr = scheduler.min_capacity(graph)[0]
-        mpmf = scheduler.min_peak(graph, options=options)
+        mpmf = scheduler.cosma.min_peak(graph, options=options)
         mp = max(mr, mpmf.peak)
         for label, budget in (("MR", mr), ("MH", (mr + mp) // 2)):
-            baselines = {f"{o}+{r}": scheduler.schedule(graph, budget, "program" if o == "program" else mpmf.order,
-                                                          r).noncompulsory_bytes for o, r in BASELINES}
-            dnc = checked(graph, scheduler.cosma_dnc(graph, budget, part_size, options=options), None)
-            fs = checked(graph, scheduler.cosma(graph, budget, mpmf.order, options=options), None)
+            baselines = {f"{o}+{r}": scheduler.baseline.schedule(
+                graph, budget, "program" if o == "program" else mpmf.order, r).noncompulsory_bytes
+                for o, r in BASELINES}
+            dnc = checked(graph, scheduler.cosma.cosma_dnc(graph, budget, part_size, options=options), None)
+            fs = checked(graph, scheduler.cosma.cosma(graph, budget, mpmf.order, options=options), None)
             row = {"graph": name, "operators": graph.number_of_nodes(), "budget": label, "bytes": budget,
                    "best_baseline": min(baselines.values()), "dnc": dnc.noncompulsory_bytes,
                    "dnc_status": dnc.status, "dnc_seconds": dnc.stats["solve_seconds"], "parts": dnc.stats["parts"],

@@ -33,7 +33,7 @@ def main(methods: list[str]) -> None:
             continue
         for share in (0.25, 0.5, 0.75):
             capacity = int(need + share * (free - need))
-            online = scheduler.schedule(graph, capacity).noncompulsory_bytes
+            online = scheduler.baseline.schedule(graph, capacity).noncompulsory_bytes
             online_total += online
             points += 1
             for method in methods:

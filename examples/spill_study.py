@@ -9,7 +9,7 @@ allocation stages). Methods:
 
 * ``online-first-fit``, ``best-fit``, ``minimalloc``, ``auto``: the program order with Belady
   replacement; the first is the online arena, the others the allocation-aware loop
-  (``scheduler.allocation_aware``) with that allocator;
+  (``scheduler.spill_loop.allocation_aware``) with that allocator;
 * ``cosma-fs``: COSMA's fixed-order model (the optimum for the program order, within its
   time limit), ``cosma``: the joint model.
 

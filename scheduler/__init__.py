@@ -1,54 +1,40 @@
 """Operator order and tensor residency: from a ``DataflowGraph`` to a ``Schedule``.
 
-Public surface::
+Public surface (what a user calls; everything else stays importable from its module)::
 
-    from scheduler import schedule, min_capacity
-    budget, operator = min_capacity(graph)            # M_R, COSMA section V-A
-    s = schedule(graph, budget)                       # program order, first-fit arena, Belady
-    s.residencies, s.transfers, s.offsets             # what the allocator / simulator consume
-    s = allocation_aware(graph, budget, "auto")       # spills decided by an allocator that must place them
-    s = make_schedule(graph, budget, "cosma")         # COSMA: order + addresses + spills, one CP-SAT model
-    check_schedule(graph, s)                          # [] when the schedule computes the graph correctly
+    from scheduler import make_schedule, min_capacity, check_schedule
+    need, operator = min_capacity(graph)               # M_R, COSMA section V-A
+    s = make_schedule(graph, capacity, "program")      # any of SCHEDULERS: program, min-peak, cosma, ...
+    s = make_schedule(graph, capacity, "program", allocator="auto")  # spills decided by an allocator
+    s.residencies, s.transfers, s.offsets              # what the allocator and the simulator consume
+    check_schedule(graph, s)                           # [] when the schedule computes the graph correctly
 
-``schedule`` is the baseline of COSMA section V-A (see ``scheduler.baseline``); the types
-every scheduler returns live in ``scheduler.schedule``. ``OverlapAnalysis`` bounds, from the
-graph alone, where operators and tensors can be in any order (COSMA §III-F). ``scheduler.cosma``
-holds the COSMA models (joint, fixed order, minimum peak, divide and conquer) and
-``scheduler.methods`` the names and budgets ``accelsim run`` uses.
+``make_schedule`` is the one entry point ``accelsim run`` uses: it dispatches by name to the
+program-order baseline (``scheduler.baseline.schedule``: first-fit arena, Belady or greedy
+replacement), the allocation-aware spill loop (``scheduler.spill_loop.allocation_aware``) and
+the COSMA models (``scheduler.cosma``: joint, fixed order, minimum peak, divide and conquer).
+``min_capacity`` and ``no_spill_capacity`` span a budget sweep, ``budgets`` gives COSMA's
+M_R / M_H / M_P, ``CosmaOptions`` is the solver's options record; the types every scheduler
+returns (``Schedule``, ``Residency``, ``Transfer``) and its errors live in ``scheduler.schedule``.
+``scheduler.overlap.OverlapAnalysis`` bounds, from the graph alone, where operators and tensors
+can be in any order (COSMA §III-F).
 
-Every default limit of a search counts work, never seconds (``WORK_BUDGETS`` for the spill
-loop's allocator, ``CosmaOptions.deterministic_time`` for CP-SAT), so a schedule is the same on
-every machine; wall-clock limits are opt-in safety nets that set ``stats["clock_stopped"]``
-when they fire.
+Every default limit of a search counts work, never seconds (``scheduler.spill_loop.WORK_BUDGETS``
+for the spill loop's allocator, ``CosmaOptions.deterministic_time`` for CP-SAT), so a schedule
+is the same on every machine; wall-clock limits are opt-in safety nets that set
+``stats["clock_stopped"]`` when they fire.
 """
 
-from scheduler.baseline import REPLACEMENTS, DeadlineReached, Planner, no_spill_capacity, plan_residencies, schedule
-from scheduler.budget import min_capacity, onchip_sizes
+# the modules, so that ``scheduler.cosma.min_peak`` and the like resolve after ``import scheduler``
+from scheduler import baseline, budget, check, cosma, methods, order, overlap, schedule, spill_loop  # noqa: F401
+from scheduler.baseline import no_spill_capacity
+from scheduler.budget import min_capacity
 from scheduler.check import check_schedule
-from scheduler.cosma import CosmaOptions, MinPeak, break_nodes, budgets, cosma, cosma_dnc, footprint, min_peak
-from scheduler.methods import BUDGETS, SCHEDULERS, make_schedule, resolve_budget
-from scheduler.order import ORDERS, program_order, resolve_order
-from scheduler.overlap import OverlapAnalysis
-from scheduler.schedule import (
-    TRANSFER_KINDS,
-    CapacityError,
-    Residency,
-    Schedule,
-    ScheduleError,
-    Transfer,
-    bytes_by_kind,
-    live_bytes_over_time,
-    peak_address,
-    peak_live_bytes,
-)
-from scheduler.spill_loop import WORK_BUDGETS, Round, WorkBudget, allocation_aware
+from scheduler.cosma import CosmaOptions, budgets
+from scheduler.methods import SCHEDULERS, make_schedule
+from scheduler.schedule import CapacityError, Residency, Schedule, ScheduleError, Transfer
 
 __all__ = [
-    "BUDGETS", "ORDERS", "Round", "WORK_BUDGETS", "WorkBudget", "allocation_aware", "plan_residencies",
-    "Planner", "DeadlineReached",
-    "REPLACEMENTS", "SCHEDULERS", "TRANSFER_KINDS", "CapacityError", "CosmaOptions", "MinPeak",
-    "OverlapAnalysis", "Residency", "Schedule", "ScheduleError", "Transfer", "break_nodes", "budgets",
-    "bytes_by_kind", "check_schedule", "cosma", "cosma_dnc", "footprint", "live_bytes_over_time", "make_schedule",
-    "min_capacity", "min_peak", "no_spill_capacity", "onchip_sizes", "peak_address", "peak_live_bytes",
-    "program_order", "resolve_budget", "resolve_order", "schedule",
+    "SCHEDULERS", "CapacityError", "CosmaOptions", "Residency", "Schedule", "ScheduleError", "Transfer", "budgets",
+    "check_schedule", "make_schedule", "min_capacity", "no_spill_capacity",
 ]

@@ -37,7 +37,7 @@ def check_schedule(
     on-chip sizes are those rounded up to ``schedule.alignment``.
 
     >>> from frontend.synthetic import chain
-    >>> from scheduler import schedule
+    >>> from scheduler.baseline import schedule
     >>> g = chain(3, size=10)
     >>> check_schedule(g, schedule(g, 30))
     []

@@ -84,7 +84,7 @@ def test_one_default_allocator_across_the_cli_the_flow_and_the_scheduler(dag_jso
             == allocator.DEFAULT_METHOD == "auto")
     assert inspect.signature(allocator.solve).parameters["method"].default == "auto"
     assert inspect.signature(scheduler.make_schedule).parameters["allocator"].default is None  # None: auto
-    assert inspect.signature(scheduler.allocation_aware).parameters["allocator"].default == "auto"
+    assert inspect.signature(scheduler.spill_loop.allocation_aware).parameters["allocator"].default == "auto"
     # the Python API and the command line give the same answer by default
     report = compile_and_simulate(str(dag_json), "tpuv4", sram=SRAM)
     graph, sizes, _ = pipeline.on_chip_graph(load_graph(dag_json), report.hardware)

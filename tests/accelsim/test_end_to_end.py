@@ -178,5 +178,5 @@ def test_cosma_on_real_models_matches_the_simulator(name):
         sizes = None if weights else {n: 0 for n, r in graph.graph["tensors"].items() if r["kind"] == "weight"}
         alignment = report.hardware.alignment
         for replacement in ("belady", "greedy"):
-            base = scheduler.schedule(graph, report.capacity_bytes, "program", replacement, sizes, alignment)
+            base = scheduler.baseline.schedule(graph, report.capacity_bytes, "program", replacement, sizes, alignment)
             assert report.noncompulsory_bytes <= base.noncompulsory_bytes

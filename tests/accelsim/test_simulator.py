@@ -243,7 +243,7 @@ def test_malformed_schedules_raise_simulation_error(toy_hw):
 @pytest.fixture
 def scheduled_chain(chain_graph):
     graph = chain_graph()
-    schedule = scheduler.schedule(graph, 3072, alignment=64)
+    schedule = scheduler.baseline.schedule(graph, 3072, alignment=64)
     assert any(t.kind == "spill" for t in schedule.transfers), "the budget should force spills"
     return graph, schedule
 
@@ -476,7 +476,7 @@ def test_valid_placements_never_violate_memory_with_any_dma_setting(n_ops, seed,
 
     graph = random_dag(n_ops, seed=seed, max_size=512)
     need, _ = scheduler.min_capacity(graph, alignment=64)
-    schedule = scheduler.schedule(graph, int(need * slack) // 64 * 64 + 64, alignment=64)
+    schedule = scheduler.baseline.schedule(graph, int(need * slack) // 64 * 64 + 64, alignment=64)
     offsets = dict(schedule.offsets)
     if method is not None:
         result = allocator.solve(schedule.problem(), method=method, timeout=5)

@@ -30,7 +30,7 @@ def test_no_spill_sizes_are_checked_against_independent_schedules(toy_hw, seed):
     need, op = scheduler.min_capacity(tiled, sizes, hw.alignment)
     assert (report.min_capacity_bytes, report.min_capacity_op) == (need, op)
     # no plan without spills needs less than its peak live bytes: a bound no allocator beats
-    floor = scheduler.plan_residencies(tiled, [1 << 40] * len(tiled), sizes=sizes, alignment=hw.alignment)
+    floor = scheduler.baseline.plan_residencies(tiled, [1 << 40] * len(tiled), sizes=sizes, alignment=hw.alignment)
     for pair in report.pairs:
         assert pair.no_spill_bytes is not None and pair.no_spill_bytes % hw.alignment == 0
         kwargs = {} if pair.allocator == "online-first-fit" else {"allocator": pair.allocator}

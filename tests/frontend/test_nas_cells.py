@@ -100,11 +100,11 @@ def test_default_size_is_moderate():
 
 def test_cells_are_wide_unlike_a_chain():
     graph = synthetic.nas_cells()
-    steps = scheduler.OverlapAnalysis(graph).steps
+    steps = scheduler.overlap.OverlapAnalysis(graph).steps
     wide = [op for op, (first, last) in steps.items() if last > first]
     assert len(wide) > graph.number_of_nodes() // 2
     assert max(last - first for first, last in steps.values()) >= 3
-    chain_steps = scheduler.OverlapAnalysis(synthetic.chain(graph.number_of_nodes())).steps
+    chain_steps = scheduler.overlap.OverlapAnalysis(synthetic.chain(graph.number_of_nodes())).steps
     assert all(first == last for first, last in chain_steps.values())
 
 
@@ -112,7 +112,7 @@ def test_cells_are_wide_unlike_a_chain():
 def test_baseline_scheduler_runs_at_the_minimum_capacity(seed):
     graph = synthetic.nas_cells(seed=seed)
     budget, _ = scheduler.min_capacity(graph)
-    s = scheduler.schedule(graph, budget)
+    s = scheduler.baseline.schedule(graph, budget)
     assert s.order == list(graph.nodes)
     assert s.offsets is not None
     assert allocator.validate(s.problem(), allocator.Solution(s.offsets)).ok

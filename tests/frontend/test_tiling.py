@@ -4,7 +4,8 @@ import pytest
 
 from frontend.graph import add_operator, add_tensor, check_graph, new_graph
 from frontend.tiling import tile_weights
-from scheduler import min_capacity, schedule
+from scheduler import min_capacity
+from scheduler.baseline import schedule
 
 
 def fc_graph(in_features=64, out_features=48, conv_groups=None, gemm=True):

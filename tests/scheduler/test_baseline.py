@@ -11,18 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from frontend.graph import add_operator, add_tensor, new_graph
-from scheduler import (
-    CapacityError,
-    ScheduleError,
-    bytes_by_kind,
-    live_bytes_over_time,
-    min_capacity,
-    no_spill_capacity,
-    peak_address,
-    peak_live_bytes,
-    program_order,
-    schedule,
-)
+from scheduler import CapacityError, ScheduleError, min_capacity, no_spill_capacity
+from scheduler.baseline import schedule
+from scheduler.order import program_order
+from scheduler.schedule import bytes_by_kind, live_bytes_over_time, peak_address, peak_live_bytes
 
 
 def events(s):

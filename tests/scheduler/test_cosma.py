@@ -20,8 +20,9 @@ from ortools.sat.python import cp_model
 import scheduler
 from frontend.graph import add_operator, add_tensor, new_graph
 from frontend.synthetic import nas_cells, random_dag
-from scheduler import CosmaOptions, cosma, cosma_dnc, footprint, make_schedule, min_peak
+from scheduler import CosmaOptions, make_schedule
 from scheduler.check import check_schedule as independent_check
+from scheduler.cosma import cosma, cosma_dnc, footprint, min_peak
 
 #: Options of every solver call in this file: the largest model here is proven in about 5 s on a
 #: quiet machine (``test_the_core_switch_keeps_the_answer``), so a 600 s limit never ends a search.
@@ -165,7 +166,7 @@ def test_addresses_avoid_the_fragmentation_first_fit_pays_for():
     add_operator(g, "c", "relu", ["B"], {"C": (20,)})
     add_operator(g, "d", "relu", ["C"], {"y": (10,)})
     mark_outputs(g, "y")
-    baseline = scheduler.schedule(g, 30)
+    baseline = scheduler.baseline.schedule(g, 30)
     assert baseline.noncompulsory_bytes > 0
     for s in (cosma(g, 30, options=PATIENT), cosma(g, 30, order="program", options=PATIENT)):
         _ok(g, s)
@@ -216,7 +217,7 @@ def test_min_peak_matches_brute_force(seed, random_graph):
     brute = min(footprint(g, list(o)) for o in orders)
     best = min_peak(g, options=PATIENT)
     assert best.status == "optimal" and best.peak == brute
-    scheduler.resolve_order(g, best.order)
+    scheduler.order.resolve_order(g, best.order)
 
 
 @pytest.mark.parametrize("seed", range(16))
@@ -232,7 +233,7 @@ def test_cosma_beats_or_ties_every_baseline(seed, random_graph):
         assert joint.status == fixed.status == "optimal"
         assert joint.noncompulsory_bytes <= fixed.noncompulsory_bytes
         for replacement in ("belady", "greedy"):
-            base = scheduler.schedule(g, budget, "program", replacement)
+            base = scheduler.baseline.schedule(g, budget, "program", replacement)
             assert fixed.noncompulsory_bytes <= base.noncompulsory_bytes
         if budget == top:
             assert fixed.noncompulsory_bytes == 0
@@ -273,7 +274,7 @@ def test_divide_and_conquer_gives_valid_schedules():
     # against 10,776 B), never less; with one part the two are the same model.
     g = random_dag(18, seed=0)
     budget = scheduler.min_capacity(g)[0]
-    parts = scheduler.break_nodes(g, 6)
+    parts = scheduler.cosma.break_nodes(g, 6)
     assert parts and all(p in g for p in parts)
     dnc = cosma_dnc(g, budget, part_size=6, options=PATIENT)
     _ok(g, dnc)
@@ -300,7 +301,7 @@ def test_a_search_stopped_early_keeps_the_best_schedule_it_has(cp_sat):
     # it has found when it stops is the same on every machine.
     g = nas_cells(cells=2, nodes=2, seed=2, size=256)
     budget = scheduler.min_capacity(g)[0]
-    baselines = {r: scheduler.schedule(g, budget, "program", r) for r in ("belady", "greedy")}
+    baselines = {r: scheduler.baseline.schedule(g, budget, "program", r) for r in ("belady", "greedy")}
     best_baseline = min(baselines.values(), key=lambda b: b.noncompulsory_bytes)
     fixed = cosma(g, budget, order=best_baseline.order, options=PATIENT)
     joint = cosma(g, budget, options=PATIENT)
@@ -337,7 +338,7 @@ def test_errors_name_the_problem(skip_spill):
     with pytest.raises(scheduler.ScheduleError, match="unknown scheduler 'cosmo'"):
         make_schedule(skip_spill, 30, "cosmo")
     with pytest.raises(scheduler.ScheduleError, match="budget 'MQ'"):
-        scheduler.resolve_budget(skip_spill, "MQ")
+        scheduler.methods.resolve_budget(skip_spill, "MQ")
     with pytest.raises(scheduler.ScheduleError, match="not topological"):
         cosma(skip_spill, 30, order=["b", "a", "c", "d", "e"])
 

@@ -7,7 +7,8 @@ import pytest
 from allocator import Solution, validate
 from frontend.graph import add_operator, add_tensor, new_graph
 from frontend.synthetic import random_dag
-from scheduler import REPLACEMENTS, Schedule, ScheduleError, min_capacity, no_spill_capacity, schedule
+from scheduler import Schedule, ScheduleError, min_capacity, no_spill_capacity
+from scheduler.baseline import REPLACEMENTS, schedule
 
 
 def events(s):

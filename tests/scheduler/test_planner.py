@@ -8,8 +8,7 @@ import time
 import pytest
 
 from frontend.synthetic import chain, random_dag
-from scheduler import DeadlineReached, Planner, plan_residencies
-from scheduler.baseline import DEADLINE_STRIDE
+from scheduler.baseline import DEADLINE_STRIDE, DeadlineReached, Planner, plan_residencies
 
 
 def _plan_key(plan):

@@ -11,9 +11,10 @@ import scheduler
 import scheduler.spill_loop
 from allocator.minimalloc import MiniMallocOptions
 from frontend.synthetic import chain, random_dag
-from scheduler import CapacityError, ScheduleError, allocation_aware, plan_residencies
-from scheduler.baseline import step_footprints
+from scheduler import CapacityError, ScheduleError
+from scheduler.baseline import plan_residencies, step_footprints
 from scheduler.budget import onchip_sizes
+from scheduler.spill_loop import allocation_aware
 
 
 def spill_points(graph, shares=(0.25, 0.5, 0.75)):
@@ -41,7 +42,7 @@ def test_plan_keeps_every_step_within_its_budget(seed, shares):
     plan = plan_residencies(graph, budgets)
     assert plan.offsets is None
     assert scheduler.check_schedule(graph, plan) == []
-    for t, live in enumerate(scheduler.live_bytes_over_time(plan)[:len(order)]):
+    for t, live in enumerate(scheduler.schedule.live_bytes_over_time(plan)[:len(order)]):
         assert live <= max(budgets[t], floors[t]), (t, live, budgets[t], floors[t])
 
 
@@ -60,7 +61,7 @@ def test_loop_result_is_a_valid_schedule_and_never_worse_than_the_online_arena(m
     for capacity in spill_points(graph):
         result = allocation_aware(graph, capacity, method, replacement=replacement, max_rounds=20)
         assert_valid(graph, result)
-        online = scheduler.schedule(graph, capacity, replacement=replacement)
+        online = scheduler.baseline.schedule(graph, capacity, replacement=replacement)
         assert result.noncompulsory_bytes <= online.noncompulsory_bytes
         assert result.stats["online_noncompulsory_bytes"] == online.noncompulsory_bytes
         assert 1 <= len(result.rounds) <= 20

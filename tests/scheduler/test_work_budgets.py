@@ -17,9 +17,9 @@ import allocator
 import scheduler
 from allocator.minimalloc import MiniMallocOptions
 from frontend.synthetic import random_dag
-from scheduler import CosmaOptions, ScheduleError, allocation_aware, cosma, cosma_dnc
-from scheduler.cosma import DEFAULT_DETERMINISTIC_TIME
-from scheduler.spill_loop import DEFAULT_NODE_BUDGET, WORK_BUDGETS
+from scheduler import CosmaOptions, ScheduleError
+from scheduler.cosma import DEFAULT_DETERMINISTIC_TIME, cosma, cosma_dnc
+from scheduler.spill_loop import DEFAULT_NODE_BUDGET, WORK_BUDGETS, allocation_aware
 
 
 def spill_point(graph, share):
