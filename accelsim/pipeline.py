@@ -393,170 +393,36 @@ def compile_and_simulate(
     cannot fit; ``InvalidPlacementError`` when the offsets are invalid.
     """
     opts = RunOptions.build(options, **option_fields)
-
-    import allocator as alloc
-    import scheduler
-
     opts.check(traced=not is_traced(model_or_name))
-    replacement = opts.replacement or "belady"
     if out_dir is not None:
         from accelsim.outputs import check_output_folder
 
         check_output_folder(out_dir, "out_dir")
-
-    stage: dict[str, float] = {}
+    run = _Run(stage={}, stopped=[])
     config = load_hw(hw, opts.overrides)
     if opts.sram is not None:
         config = config.with_sram(opts.sram)
     run_dtype = opts.dtype or config.dtype
-    stage["compile"] = compile_kernels(opts.scheduler, opts.allocator)
-    stopped: list[str] = []  # the stages whose wall-clock limit fired
-
-    clock = time.perf_counter()
-    graph = _to_graph(model_or_name, run_dtype, opts.input_shape, example_inputs, name, opts)
-    from frontend.limits import check_operator_count
-
-    check_operator_count(graph.number_of_nodes(), str(graph.graph.get("name", "the graph")), opts.max_operators)
-    if "dtype" in graph.graph and is_traced(model_or_name):
-        opts.check_graph_dtype(str(graph.graph["dtype"]))
-    stage["trace"] = time.perf_counter() - clock
-
+    run.stage["compile"] = compile_kernels(opts.scheduler, opts.allocator)
+    graph = _trace_stage(model_or_name, run_dtype, example_inputs, name, opts, run)
     clock = time.perf_counter()
     graph, sizes, tiled = on_chip_graph(graph, config, opts.weights)
     check_dram(dram_footprint_bytes(graph, None, config, opts.weights), config,
                "the model's inputs, outputs" + (" and weights" if opts.weights else ""))
-    capacity = config.sram_bytes_per_pe
-    cosma_options = (scheduler.CosmaOptions() if opts.time_limit is None
-                     else scheduler.CosmaOptions(time_limit=opts.time_limit))
-    if opts.budget is not None:
-        if isinstance(opts.budget, str) and opts.budget.upper() in ("MH", "MP"):
-            # the MPMF order, solved here so that a time limit that cut it short is reported
-            mpmf = scheduler.cosma.min_peak(graph, sizes, config.alignment, cosma_options)
-            if mpmf.clock_stopped:
-                stopped.append("schedule")
-            wanted = scheduler.budgets(graph, sizes, config.alignment, cosma_options, order=mpmf)[opts.budget.upper()]
-        else:
-            wanted = scheduler.methods.resolve_budget(graph, opts.budget, sizes, config.alignment, cosma_options)
-        if wanted > capacity:
-            raise ValueError(
-                f"budget {opts.budget!r} = {wanted:,} bytes exceeds the scratchpad of {capacity:,} bytes "
-                f"{config.capacity_label}; raise it with sram="
-            )
-        capacity = wanted
-    need, need_op = scheduler.min_capacity(graph, sizes=sizes, alignment=config.alignment)
-    if opts.scheduler in ("program", "min-peak"):
-        # the allocator decides the spills (scheduler.spill_loop); its loop is the allocate stage
-        sched = scheduler.make_schedule(
-            graph, capacity, opts.scheduler, replacement, sizes, config.alignment, cosma_options,
-            allocator=opts.allocator or DEFAULT_ALLOCATOR, allocator_timeout=opts.timeout, order=opts.order,
-        )
-        assert sched.offsets is not None
-        allocator_name, offsets = sched.placed_by, dict(sched.offsets)
-        looped = float(sched.stats.get("loop_seconds", 0.0))
-        stage["schedule"] = time.perf_counter() - clock - looped
-        stage["allocate"] = looped
-        if sched.stats.get("clock_stopped"):
-            stopped.append("allocate")
-    else:
-        sched = scheduler.make_schedule(
-            graph, capacity, opts.scheduler, replacement, sizes, config.alignment, cosma_options,
-            opts.fixed_order or "program",
-        )
-        stage["schedule"] = time.perf_counter() - clock
-        if sched.stats.get("clock_stopped") and "schedule" not in stopped:
-            stopped.append("schedule")
-        clock = time.perf_counter()
-        allocator_name, offsets, placement_stopped = place(sched, opts.allocator, opts.timeout)
-        stage["allocate"] = time.perf_counter() - clock
-        if placement_stopped:
-            stopped.append("allocate")
-
+    sched, allocator_name, offsets, capacity = _schedule_stage(graph, sizes, config, opts, run, clock)
     dram_need = dram_footprint_bytes(graph, sched, config, opts.weights)
     check_dram(dram_need, config, "every tensor it loads, stores, spills or retrieves")
-
+    placed = _validate_stage(sched, offsets, allocator_name, run)
     clock = time.perf_counter()
-    placed = sched.problem()  # the residencies as buffers: validated here, listed in the report
-    verdict = alloc.validate(placed, alloc.Solution(offsets))
-    if not verdict.ok:
-        first = verdict.violations[0].message
-        raise InvalidPlacementError(
-            f"placement by {allocator_name!r} is invalid ({len(verdict.violations)} violation(s)), not simulated; "
-            f"first: {first}"
-        )
-    stage["validate"] = time.perf_counter() - clock
+    result = simulate(graph, sched, offsets, config, capacity=capacity, raise_on_violation=opts.raise_on_violation)
+    run.stage["simulate"] = time.perf_counter() - clock
+    import scheduler
 
-    clock = time.perf_counter()
-    result = simulate(graph, sched, offsets, config, capacity=capacity,
-                      raise_on_violation=opts.raise_on_violation)
-    stage["simulate"] = time.perf_counter() - clock
-
-    tensors = graph.graph["tensors"]
-
-    def kind_bytes(kind: str) -> int:
-        return sum(rec["nbytes"] for rec in tensors.values() if rec["kind"] == kind)
-
-    report = SimReport(
-        model=str(graph.graph.get("name", "model")),
-        hw=config.name,
-        dtype=str(graph.graph.get("dtype", run_dtype)),
-        scheduler=sched.method,
-        allocator=allocator_name,
-        capacity_bytes=capacity,
-        capacity_scope=config.capacity_label,
-        min_capacity_bytes=need,
-        min_capacity_op=need_op,
-        tiled_operators=tiled,
-        peak_bytes=result.peak_bytes,
-        peak_live_bytes=result.peak_live_bytes,
-        cycles=int(result.cycles),
-        seconds=result.seconds,
-        clock_hz=config.clock_hz,
-        dram_read_bytes=result.dram_read_bytes,
-        dram_write_bytes=result.dram_write_bytes,
-        compulsory_bytes=result.compulsory_bytes,
-        noncompulsory_bytes=result.noncompulsory_bytes,
-        dram_bytes_by_kind=result.bytes_by_kind,
-        dram_footprint_bytes=dram_need,
-        weight_bytes=kind_bytes("weight"),
-        input_bytes=kind_bytes("input"),
-        output_bytes=sum(tensors[t]["nbytes"] for t in graph.graph["outputs"]),
-        macs=sum(int(graph.nodes[n].get("macs", 0)) for n in sched.order),
-        n_ops=len(sched.order),
-        n_residencies=len(sched.residencies),
-        n_transfers=len(sched.transfers),
-        spills=sum(1 for t in sched.transfers if t.kind == "spill"),
-        retrieves=sum(1 for t in sched.transfers if t.kind == "retrieve"),
-        compute_cycles=int(result.compute_cycles),
-        dma_cycles=int(result.dma_cycles),
-        memory_check=result.memory_check,
-        ops=[
-            {"name": o.name, "op": o.op, "start_cycle": int(o.start_cycle), "end_cycle": int(o.end_cycle),
-             "macs": o.macs, "compute_cycles": o.compute_cycles, "ideal_cycles": o.ideal_cycles,
-             "utilization": o.utilization,
-             "stall_cycles": {"dma_wait": int(o.dma_stall_cycles), "sram_bandwidth": int(o.sram_stall_cycles)},
-             "sram_bytes": o.sram_bytes, "mapping": o.mapping, "folds": o.folds, "energy": o.energy}
-            for o in result.ops
-        ],
-        peak_macs_per_cycle=config.peak_macs_per_cycle,
-        ideal_cycles=result.ideal_cycles,
-        utilization=result.utilization,
-        stall_cycles={k: int(v) for k, v in result.stall_cycles.items()},
-        energy=result.energy,
-        sim_events=result.events,
-        deterministic=not stopped,
-        clock_stopped=stopped,
-        buffers=[{"id": b.id, "start": b.start, "end": b.end, "size": b.size, "alignment": b.alignment,
-                  "offset": offsets[b.id]} for b in placed.buffers],
-        stage_seconds=stage,
-        scheduler_status=sched.status,
-        scheduler_stats=dict(sched.stats),
-        weights_on_chip=opts.weights,
-        graph=graph,
-        schedule=sched,
-        offsets=offsets,
-        sim=result,
-        hardware=config,
-    )
+    need, need_op = scheduler.min_capacity(graph, sizes=sizes, alignment=config.alignment)
+    report = SimReport.from_run(
+        graph, sched, offsets, placed, config, result, allocator=allocator_name, capacity=capacity,
+        min_capacity=(need, need_op), tiled=tiled, dtype=run_dtype, dram_footprint=dram_need,
+        stage_seconds=run.stage, clock_stopped=run.stopped, weights=opts.weights)
     if out_dir is not None:
         from accelsim.outputs import staged_folder
         from accelsim.report import write_report
@@ -566,3 +432,105 @@ def compile_and_simulate(
         with staged_folder(out_dir) as staging:
             write_report(report, staging, recorded_dir=out_dir, plots=plots)
     return report
+
+
+@dataclass
+class _Run:
+    """What the stages of one ``compile_and_simulate`` record as they go."""
+
+    stage: dict[str, float]  #: wall seconds per stage (``SimReport.stage_seconds``)
+    stopped: list[str]  #: the stages whose wall-clock limit fired (``SimReport.clock_stopped``)
+
+
+def _trace_stage(model_or_name: Any, run_dtype: str, example_inputs: Any, name: str | None, opts: RunOptions,
+                 run: _Run) -> nx.DiGraph:
+    """The run's graph (traced, from the cache or a file), its size and dtype checked: the trace stage."""
+    from frontend.limits import check_operator_count
+
+    clock = time.perf_counter()
+    graph = _to_graph(model_or_name, run_dtype, opts.input_shape, example_inputs, name, opts)
+    check_operator_count(graph.number_of_nodes(), str(graph.graph.get("name", "the graph")), opts.max_operators)
+    if "dtype" in graph.graph and is_traced(model_or_name):
+        opts.check_graph_dtype(str(graph.graph["dtype"]))
+    run.stage["trace"] = time.perf_counter() - clock
+    return graph
+
+
+def _capacity(graph: nx.DiGraph, sizes: dict[str, int] | None, config: HardwareConfig, opts: RunOptions,
+              cosma_options: Any, run: _Run) -> int:
+    """The bytes the schedule may use: the scratchpad, or the ``budget`` (MR, MH, MP or bytes) below it."""
+    import scheduler
+
+    capacity = config.sram_bytes_per_pe
+    if opts.budget is None:
+        return capacity
+    if isinstance(opts.budget, str) and opts.budget.upper() in ("MH", "MP"):
+        # the MPMF order, solved here so that a time limit that cut it short is reported
+        mpmf = scheduler.cosma.min_peak(graph, sizes, config.alignment, cosma_options)
+        if mpmf.clock_stopped:
+            run.stopped.append("schedule")
+        wanted = scheduler.budgets(graph, sizes, config.alignment, cosma_options, order=mpmf)[opts.budget.upper()]
+    else:
+        wanted = scheduler.methods.resolve_budget(graph, opts.budget, sizes, config.alignment, cosma_options)
+    if wanted > capacity:
+        raise ValueError(
+            f"budget {opts.budget!r} = {wanted:,} bytes exceeds the scratchpad of {capacity:,} bytes "
+            f"{config.capacity_label}; raise it with sram="
+        )
+    return wanted
+
+
+def _schedule_stage(graph: nx.DiGraph, sizes: dict[str, int] | None, config: HardwareConfig, opts: RunOptions,
+                    run: _Run, clock: float) -> tuple[Schedule, str, dict[str, int], int]:
+    """Schedule and place: ``(schedule, who placed it, offsets, capacity)``. For the program /
+    min-peak schedulers the allocator decides the spills (``scheduler.spill_loop``) and its
+    loop is the allocate stage; a cosma* schedule is re-placed only when ``allocator`` is named."""
+    import scheduler
+
+    cosma_options = (scheduler.CosmaOptions() if opts.time_limit is None
+                     else scheduler.CosmaOptions(time_limit=opts.time_limit))
+    capacity = _capacity(graph, sizes, config, opts, cosma_options, run)
+    replacement = opts.replacement or "belady"
+    if opts.scheduler in ("program", "min-peak"):
+        sched = scheduler.make_schedule(
+            graph, capacity, opts.scheduler, replacement, sizes, config.alignment, cosma_options,
+            allocator=opts.allocator or DEFAULT_ALLOCATOR, allocator_timeout=opts.timeout, order=opts.order,
+        )
+        assert sched.offsets is not None
+        looped = float(sched.stats.get("loop_seconds", 0.0))
+        run.stage["schedule"] = time.perf_counter() - clock - looped
+        run.stage["allocate"] = looped
+        if sched.stats.get("clock_stopped"):
+            run.stopped.append("allocate")
+        return sched, sched.placed_by, dict(sched.offsets), capacity
+    sched = scheduler.make_schedule(
+        graph, capacity, opts.scheduler, replacement, sizes, config.alignment, cosma_options,
+        opts.fixed_order or "program",
+    )
+    run.stage["schedule"] = time.perf_counter() - clock
+    if sched.stats.get("clock_stopped") and "schedule" not in run.stopped:
+        run.stopped.append("schedule")
+    clock = time.perf_counter()
+    allocator_name, offsets, placement_stopped = place(sched, opts.allocator, opts.timeout)
+    run.stage["allocate"] = time.perf_counter() - clock
+    if placement_stopped:
+        run.stopped.append("allocate")
+    return sched, allocator_name, offsets, capacity
+
+
+def _validate_stage(sched: Schedule, offsets: dict[str, int], allocator_name: str, run: _Run) -> Any:
+    """The residencies as an allocation problem, the offsets checked by the independent validator
+    (``InvalidPlacementError``: not simulated); the problem also lists the report's buffers."""
+    import allocator as alloc
+
+    clock = time.perf_counter()
+    placed = sched.problem()
+    verdict = alloc.validate(placed, alloc.Solution(offsets))
+    if not verdict.ok:
+        first = verdict.violations[0].message
+        raise InvalidPlacementError(
+            f"placement by {allocator_name!r} is invalid ({len(verdict.violations)} violation(s)), not simulated; "
+            f"first: {first}"
+        )
+    run.stage["validate"] = time.perf_counter() - clock
+    return placed

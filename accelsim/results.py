@@ -94,6 +94,53 @@ class SimReport:
 
     _NOT_IN_JSON = ("graph", "schedule", "offsets", "sim", "hardware")
 
+    @classmethod
+    def from_run(cls, graph: Any, sched: Any, offsets: dict[str, int], placed: Any, config: HardwareConfig,
+                 result: SimResult, *, allocator: str, capacity: int, min_capacity: tuple[int, str],
+                 tiled: list[str], dtype: str, dram_footprint: int, stage_seconds: dict[str, float],
+                 clock_stopped: list[str], weights: bool) -> SimReport:
+        """The report of one run: the graph as scheduled, the schedule, its offsets and the
+        validated residencies (``placed``, an ``allocator.Problem``), the config and the simulation."""
+        tensors = graph.graph["tensors"]
+
+        def kind_bytes(kind: str) -> int:
+            return sum(rec["nbytes"] for rec in tensors.values() if rec["kind"] == kind)
+
+        return cls(
+            model=str(graph.graph.get("name", "model")), hw=config.name, dtype=str(graph.graph.get("dtype", dtype)),
+            scheduler=sched.method, allocator=allocator, capacity_bytes=capacity,
+            capacity_scope=config.capacity_label, min_capacity_bytes=min_capacity[0],
+            min_capacity_op=min_capacity[1], tiled_operators=tiled, peak_bytes=result.peak_bytes,
+            peak_live_bytes=result.peak_live_bytes, cycles=int(result.cycles), seconds=result.seconds,
+            clock_hz=config.clock_hz, dram_read_bytes=result.dram_read_bytes,
+            dram_write_bytes=result.dram_write_bytes, compulsory_bytes=result.compulsory_bytes,
+            noncompulsory_bytes=result.noncompulsory_bytes, dram_bytes_by_kind=result.bytes_by_kind,
+            dram_footprint_bytes=dram_footprint, weight_bytes=kind_bytes("weight"), input_bytes=kind_bytes("input"),
+            output_bytes=sum(tensors[t]["nbytes"] for t in graph.graph["outputs"]),
+            macs=sum(int(graph.nodes[n].get("macs", 0)) for n in sched.order), n_ops=len(sched.order),
+            n_residencies=len(sched.residencies), n_transfers=len(sched.transfers),
+            spills=sum(1 for t in sched.transfers if t.kind == "spill"),
+            retrieves=sum(1 for t in sched.transfers if t.kind == "retrieve"),
+            compute_cycles=int(result.compute_cycles), dma_cycles=int(result.dma_cycles),
+            memory_check=result.memory_check,
+            ops=[
+                {"name": o.name, "op": o.op, "start_cycle": int(o.start_cycle), "end_cycle": int(o.end_cycle),
+                 "macs": o.macs, "compute_cycles": o.compute_cycles, "ideal_cycles": o.ideal_cycles,
+                 "utilization": o.utilization,
+                 "stall_cycles": {"dma_wait": int(o.dma_stall_cycles), "sram_bandwidth": int(o.sram_stall_cycles)},
+                 "sram_bytes": o.sram_bytes, "mapping": o.mapping, "folds": o.folds, "energy": o.energy}
+                for o in result.ops
+            ],
+            peak_macs_per_cycle=config.peak_macs_per_cycle, ideal_cycles=result.ideal_cycles,
+            utilization=result.utilization, stall_cycles={k: int(v) for k, v in result.stall_cycles.items()},
+            energy=result.energy, sim_events=result.events, deterministic=not clock_stopped,
+            clock_stopped=clock_stopped,
+            buffers=[{"id": b.id, "start": b.start, "end": b.end, "size": b.size, "alignment": b.alignment,
+                      "offset": offsets[b.id]} for b in placed.buffers],
+            stage_seconds=stage_seconds, scheduler_status=sched.status, scheduler_stats=dict(sched.stats),
+            weights_on_chip=weights, graph=graph, schedule=sched, offsets=offsets, sim=result, hardware=config,
+        )
+
     @property
     def ok(self) -> bool:
         return self.memory_check == "ok"
