@@ -253,132 +253,16 @@ def allocation_aware(
     check_alignment(alignment)
     need = check_capacity(graph, capacity_bytes, sizes, alignment)
     planner = Planner(graph, order, replacement, sizes, alignment)  # what every plan shares, made once
-    names, floors = planner.names, planner.floors
+    names = planner.names
     # the online arena's schedule, the safety net kept when it moves fewer bytes: a schedule of
     # its own (milliseconds per thousand operators), made before the loop's clock starts
     online = schedule(graph, capacity_bytes, names, replacement, sizes, alignment)
     began = time.perf_counter()
     deadline = None if timeout is None else began + timeout
-    budgets = [capacity_bytes] * len(names)
-    options = dict(allocator_options or {})
-    work = None if user_limit(allocator, options) else WORK_BUDGETS.get(allocator)
-    total = math.inf if work is None else (work.total if budget is None or not work.shared else budget)
-    work_left = total
-    rounds: list[Round] = []
-    fitted: Schedule | None = None
-    fitted_evictions = 0
-    clock_stopped = False
-
-    def limits(share: float) -> tuple[dict[str, Any], float | None, float | None]:
-        """The next placement's keywords for ``allocator.solve``, its work limit and its deadline,
-        for a ``share`` (1/2 or 1/4) of what is left; (None, ...) when nothing is left."""
-        extra = dict(options)
-        limit: float | None = None
-        if work is not None and work_left != math.inf:
-            limit = work_left if not work.shared or work_left * share < total / 64 else work_left * share
-            if isinstance(work.total, int):
-                limit = max(int(limit), 1)
-            extra[work.option] = limit
-        call_deadline = None
-        if deadline is not None:
-            left = deadline - time.perf_counter()
-            call_deadline = time.perf_counter() + max(left if left < 0.1 else left * share, 1e-3)
-        return extra, limit, call_deadline
-
-    def out_of_work() -> bool:
-        return work is not None and work.shared and work_left < (1 if isinstance(work.total, int) else 1e-6)
-
-    def place(plan: Schedule, share: float) -> tuple[Any, float | None, bool]:
-        """Place ``plan``: the result, the work limit it had, and whether the clock ended it."""
-        nonlocal work_left
-        extra, limit, call_deadline = limits(share)
-        timeout_s = None if call_deadline is None else max(call_deadline - time.perf_counter(), 1e-3)
-        result = alloc.solve(plan.problem(capacity_bytes), allocator, timeout=timeout_s, **extra)
-        stopped = call_deadline is not None and time.perf_counter() >= call_deadline
-        if limit is not None and work is not None and work.shared and not result.solved:
-            work_left -= limit  # a placement that failed used its whole share (see the module docstring)
-        return result, limit, stopped
-
-    def record(plan: Schedule, status: str, peak: int | None, lowered: int, phase: str, since: float,
-               limit: float | None = None, stopped: bool = False) -> None:
-        rounds.append(Round(plan.noncompulsory_bytes, int(plan.stats["peak_live_bytes"]), len(plan.residencies),
-                            status, peak, lowered, time.perf_counter() - since, phase, limit, stopped))
-
-    def clock_out() -> bool:
-        return deadline is not None and time.perf_counter() >= deadline
-
-    # phase 1: lower the budgets where the allocator overflowed until a plan fits
-    while len(rounds) < max_rounds:
-        clock = time.perf_counter()
-        if clock_out():
-            clock_stopped = True
-            break
-        if out_of_work():
-            break
-        try:
-            plan = planner.plan(budgets, deadline=deadline)
-        except DeadlineReached:
-            clock_stopped = True
-            break
-        if clock_out():  # planning took what was left: no placement can start
-            clock_stopped = True
-            break
-        result, limit, stopped = place(plan, 0.5)
-        clock_stopped = clock_stopped or stopped
-        if result.solved and result.solution is not None:
-            record(plan, result.status, result.peak, 0, "fit", clock, limit, stopped)
-            fitted = plan.with_offsets(result.solution.offsets)
-            fitted_evictions = int(plan.stats["evictions"])
-            break
-        offsets = result.solution.offsets if result.solution is not None else None
-        if offsets is None:
-            left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
-            located = alloc.solve(plan.problem(None), LOCATOR, timeout=left)
-            offsets = located.solution.offsets if located.solution is not None else None
-        lowered = 0
-        if offsets is not None:
-            over = _overflow(plan, offsets, capacity_bytes, len(names))
-            live = live_bytes_over_time(plan)
-            for t, amount in enumerate(over):
-                if amount <= 0:
-                    continue
-                wanted = max((min(budgets[t], live[t]) - amount) // alignment * alignment, floors[t])
-                if wanted < budgets[t]:
-                    budgets[t] = wanted
-                    lowered += 1
-        record(plan, result.status, result.peak, lowered, "fit", clock, limit, stopped)
-        if lowered == 0:
-            break  # every overflowing step is at its floor (or nothing located the overflow): no progress
-    # phase 2: the lowered budgets may be lower than needed; bisect back towards the capacity
-    low, high = list(budgets), [capacity_bytes] * len(names)
-    relaxed = 0
-    while fitted is not None and len(rounds) < max_rounds and relaxed < MAX_RELAX_ROUNDS:
-        clock = time.perf_counter()
-        trial = [max(lo, (lo + hi) // 2 // alignment * alignment) for lo, hi in zip(low, high, strict=True)]
-        if trial == low or out_of_work():
-            break
-        if clock_out():
-            clock_stopped = True
-            break
-        relaxed += 1
-        try:
-            plan = planner.plan(trial, deadline=deadline)
-        except DeadlineReached:
-            clock_stopped = True
-            break
-        if plan.noncompulsory_bytes >= fitted.noncompulsory_bytes:
-            record(plan, "no gain", None, 0, "relax", clock)  # not placed: it would not move fewer bytes
-            high = trial
-            continue
-        result, limit, stopped = place(plan, 0.25)
-        clock_stopped = clock_stopped or stopped
-        record(plan, result.status, result.peak, 0, "relax", clock, limit, stopped)
-        if result.solved and result.solution is not None:
-            fitted = plan.with_offsets(result.solution.offsets)
-            fitted_evictions = int(plan.stats["evictions"])
-            low = trial
-        else:
-            high = trial
+    loop = _Loop(planner, capacity_bytes, allocator, dict(allocator_options or {}), budget, max_rounds, deadline)
+    loop.fit_phase()
+    loop.relax_phase()
+    fitted = loop.fitted
     if fitted is not None:
         fitted.capacity = capacity_bytes
     loop_seconds = time.perf_counter() - began
@@ -388,18 +272,170 @@ def allocation_aware(
     assert chosen is not None
     chosen.method = f"{order_name}+{replacement}"
     chosen.placed_by = ONLINE if keep_online else allocator
-    chosen.rounds = rounds
+    chosen.rounds = loop.rounds
     chosen.stats = {
         "min_capacity": need,
-        "rounds": len(rounds),
+        "rounds": len(loop.rounds),
         "fitted": float(fitted is not None),
         "loop_noncompulsory_bytes": -1 if fitted is None else fitted.noncompulsory_bytes,
         "online_noncompulsory_bytes": online.noncompulsory_bytes,
         "online_kept": float(keep_online),
-        "clock_stopped": float(clock_stopped),
+        "clock_stopped": float(loop.clock_stopped),
         "loop_seconds": loop_seconds,
-        "evictions": int(online.stats["evictions"]) if keep_online else fitted_evictions,
+        "evictions": int(online.stats["evictions"]) if keep_online else loop.fitted_evictions,
         "peak_live_bytes": peak_live_bytes(chosen),
         "peak_address": peak_address(chosen),
     }
     return chosen
+
+
+class _Loop:
+    """The state of one ``allocation_aware`` loop: the per-step budgets, the work and time left,
+    the rounds so far and the best plan that fitted; ``fit_phase`` and ``relax_phase`` are its
+    two phases (see the module docstring)."""
+
+    def __init__(self, planner: Planner, capacity: int, allocator: str, options: dict[str, Any],
+                 budget: float | None, max_rounds: int, deadline: float | None) -> None:
+        self.planner, self.capacity, self.allocator, self.options = planner, capacity, allocator, options
+        self.max_rounds, self.deadline = max_rounds, deadline
+        self.budgets = [capacity] * len(planner.names)
+        self.work = None if user_limit(allocator, options) else WORK_BUDGETS.get(allocator)
+        work = self.work
+        self.total = math.inf if work is None else (work.total if budget is None or not work.shared else budget)
+        self.work_left = self.total
+        self.rounds: list[Round] = []
+        self.fitted: Schedule | None = None
+        self.fitted_evictions = 0
+        self.clock_stopped = False
+
+    def limits(self, share: float) -> tuple[dict[str, Any], float | None, float | None]:
+        """The next placement's keywords for ``allocator.solve``, its work limit and its deadline,
+        for a ``share`` (1/2 or 1/4) of what is left; (None, ...) when nothing is left."""
+        extra = dict(self.options)
+        limit: float | None = None
+        work = self.work
+        if work is not None and self.work_left != math.inf:
+            limit = (self.work_left if not work.shared or self.work_left * share < self.total / 64
+                     else self.work_left * share)
+            if isinstance(work.total, int):
+                limit = max(int(limit), 1)
+            extra[work.option] = limit
+        call_deadline = None
+        if self.deadline is not None:
+            left = self.deadline - time.perf_counter()
+            call_deadline = time.perf_counter() + max(left if left < 0.1 else left * share, 1e-3)
+        return extra, limit, call_deadline
+
+    def out_of_work(self) -> bool:
+        work = self.work
+        return work is not None and work.shared and self.work_left < (1 if isinstance(work.total, int) else 1e-6)
+
+    def clock_out(self) -> bool:
+        return self.deadline is not None and time.perf_counter() >= self.deadline
+
+    def place(self, plan: Schedule, share: float) -> tuple[Any, float | None, bool]:
+        """Place ``plan``: the result, the work limit it had, and whether the clock ended it."""
+        import allocator as alloc
+
+        extra, limit, call_deadline = self.limits(share)
+        timeout_s = None if call_deadline is None else max(call_deadline - time.perf_counter(), 1e-3)
+        result = alloc.solve(plan.problem(self.capacity), self.allocator, timeout=timeout_s, **extra)
+        stopped = call_deadline is not None and time.perf_counter() >= call_deadline
+        if limit is not None and self.work is not None and self.work.shared and not result.solved:
+            self.work_left -= limit  # a placement that failed used its whole share (see the module docstring)
+        self.clock_stopped = self.clock_stopped or stopped
+        return result, limit, stopped
+
+    def record(self, plan: Schedule, status: str, peak: int | None, lowered: int, phase: str, since: float,
+               limit: float | None = None, stopped: bool = False) -> None:
+        self.rounds.append(Round(plan.noncompulsory_bytes, int(plan.stats["peak_live_bytes"]), len(plan.residencies),
+                                 status, peak, lowered, time.perf_counter() - since, phase, limit, stopped))
+
+    def plan(self, budgets: list[int]) -> Schedule | None:
+        """The plan under ``budgets``, or None (``clock_stopped``) when the clock ran out during it."""
+        try:
+            return self.planner.plan(budgets, deadline=self.deadline)
+        except DeadlineReached:
+            self.clock_stopped = True
+            return None
+
+    def fit_phase(self) -> None:
+        """Phase 1: lower the budgets where the allocator overflowed until a plan fits."""
+        while len(self.rounds) < self.max_rounds:
+            clock = time.perf_counter()
+            if self.clock_out():
+                self.clock_stopped = True
+                return
+            if self.out_of_work():
+                return
+            plan = self.plan(self.budgets)
+            if plan is None:
+                return
+            if self.clock_out():  # planning took what was left: no placement can start
+                self.clock_stopped = True
+                return
+            result, limit, stopped = self.place(plan, 0.5)
+            if result.solved and result.solution is not None:
+                self.record(plan, result.status, result.peak, 0, "fit", clock, limit, stopped)
+                self.fitted = plan.with_offsets(result.solution.offsets)
+                self.fitted_evictions = int(plan.stats["evictions"])
+                return
+            lowered = self.lower(plan, result)
+            self.record(plan, result.status, result.peak, lowered, "fit", clock, limit, stopped)
+            if lowered == 0:
+                return  # every overflowing step is at its floor (or nothing located the overflow): no progress
+
+    def lower(self, plan: Schedule, result: Any) -> int:
+        """Lower the budgets of the steps where ``plan`` overflows (located by ``result``'s placement,
+        or ``LOCATOR``'s without a capacity); the number of budgets lowered."""
+        import allocator as alloc
+
+        offsets = result.solution.offsets if result.solution is not None else None
+        if offsets is None:
+            left = None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
+            located = alloc.solve(plan.problem(None), LOCATOR, timeout=left)
+            offsets = located.solution.offsets if located.solution is not None else None
+        if offsets is None:
+            return 0
+        lowered = 0
+        over = _overflow(plan, offsets, self.capacity, len(self.planner.names))
+        live = live_bytes_over_time(plan)
+        alignment, floors, budgets = self.planner.alignment, self.planner.floors, self.budgets
+        for t, amount in enumerate(over):
+            if amount <= 0:
+                continue
+            wanted = max((min(budgets[t], live[t]) - amount) // alignment * alignment, floors[t])
+            if wanted < budgets[t]:
+                budgets[t] = wanted
+                lowered += 1
+        return lowered
+
+    def relax_phase(self) -> None:
+        """Phase 2: the lowered budgets may be lower than needed; bisect back towards the capacity."""
+        alignment = self.planner.alignment
+        low, high = list(self.budgets), [self.capacity] * len(self.budgets)
+        relaxed = 0
+        while self.fitted is not None and len(self.rounds) < self.max_rounds and relaxed < MAX_RELAX_ROUNDS:
+            clock = time.perf_counter()
+            trial = [max(lo, (lo + hi) // 2 // alignment * alignment) for lo, hi in zip(low, high, strict=True)]
+            if trial == low or self.out_of_work():
+                return
+            if self.clock_out():
+                self.clock_stopped = True
+                return
+            relaxed += 1
+            plan = self.plan(trial)
+            if plan is None:
+                return
+            if plan.noncompulsory_bytes >= self.fitted.noncompulsory_bytes:
+                self.record(plan, "no gain", None, 0, "relax", clock)  # not placed: it would not move fewer bytes
+                high = trial
+                continue
+            result, limit, stopped = self.place(plan, 0.25)
+            self.record(plan, result.status, result.peak, 0, "relax", clock, limit, stopped)
+            if result.solved and result.solution is not None:
+                self.fitted = plan.with_offsets(result.solution.offsets)
+                self.fitted_evictions = int(plan.stats["evictions"])
+                low = trial
+            else:
+                high = trial
