@@ -63,7 +63,7 @@ from __future__ import annotations
 import math
 import operator
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -74,7 +74,6 @@ from allocator.registry import MethodOutput
 from allocator.validate import lower_bound
 
 if TYPE_CHECKING:  # OR-Tools is imported by the method that uses it: it pulls in pandas, a second of CPU
-    from ortools.linear_solver import pywraplp
     from ortools.sat.python import cp_model
 
 #: MIP backends ``mip`` accepts (``pywraplp`` solver ids that solve integer programs)
@@ -293,6 +292,40 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
     time_starts, time_ends = _cpsat_times(problem, unit)
     _check_cpsat_limits(problem, unit, top, minimising, time_starts, time_ends)
 
+    built = _cpsat_model(problem, deadline, unit, top, load, minimising, time_starts, time_ends, start_offsets)
+    if isinstance(built, MethodOutput):
+        return built  # out of time while building
+    model, peak, ks = built
+    solver = cp_model.CpSolver()
+    # CP-SAT would install its own SIGINT handler for good; Ctrl-C must stay Python's KeyboardInterrupt
+    # so that the commands can report what they have (it then arrives when the solve returns).
+    solver.parameters.catch_sigint_signal = False
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    if deterministic_time is not None:
+        solver.parameters.max_deterministic_time = float(deterministic_time)
+    left = _seconds_left(deadline)
+    if left is not None:
+        if left <= 0:
+            return MethodOutput("timeout", None, "CP-SAT not run: no time left after building the model",
+                                {"optimal": 0.0})
+        solver.parameters.max_time_in_seconds = left
+    status = solver.solve(model)
+    if status == cp_model.MODEL_INVALID:
+        raise RuntimeError(f"cpsat built an invalid CP-SAT model: {model.validate()}")
+    return _cpsat_answer(problem, solver, status, ks, load, unit, minimising)
+
+
+def _cpsat_model(problem: Problem, deadline: float | None, unit: int, top: int, load: int, minimising: bool,
+                 time_starts: list[int], time_ends: list[int], start_offsets: dict[Any, int] | None,
+                 ) -> Any:
+    """The CP-SAT model of the module docstring: per buffer a fixed time interval and an address
+    interval (fixed for a pinned buffer, ``alignment x k`` otherwise), NoOverlap2D over the
+    pairs, the redundant cumulative over time, and, minimising, ``peak`` above every buffer.
+    Returns ``(model, peak or None, {buffer index: k})``, or a timeout ``MethodOutput`` when the
+    clock ran out while building."""
+    from ortools.sat.python import cp_model
+
     model = cp_model.CpModel()
     peak: cp_model.IntVar | None = None
     if minimising:
@@ -323,28 +356,18 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
     model.add_cumulative(times, demands, peak if peak is not None else top)
     if peak is not None:
         model.minimize(peak)
+    return model, peak, ks
 
-    solver = cp_model.CpSolver()
-    # CP-SAT would install its own SIGINT handler for good; Ctrl-C must stay Python's KeyboardInterrupt
-    # so that the commands can report what they have (it then arrives when the solve returns).
-    solver.parameters.catch_sigint_signal = False
-    solver.parameters.num_workers = workers
-    solver.parameters.random_seed = seed
-    if deterministic_time is not None:
-        solver.parameters.max_deterministic_time = float(deterministic_time)
-    left = _seconds_left(deadline)
-    if left is not None:
-        if left <= 0:
-            return MethodOutput("timeout", None, "CP-SAT not run: no time left after building the model",
-                                {"optimal": 0.0})
-        solver.parameters.max_time_in_seconds = left
-    status = solver.solve(model)
+
+def _cpsat_answer(problem: Problem, solver: Any, status: Any, ks: dict[int, Any], load: int, unit: int,
+                  minimising: bool) -> MethodOutput:
+    """CP-SAT's verdict as a ``MethodOutput``: the offsets, and the proven bound when minimising."""
+    from ortools.sat.python import cp_model
+
     name = solver.status_name(status)
     stats = {"conflicts": float(solver.num_conflicts), "branches": float(solver.num_branches),
              "wall_time": float(solver.wall_time), "deterministic_time": float(solver.deterministic_time),
              "optimal": 0.0}
-    if status == cp_model.MODEL_INVALID:
-        raise RuntimeError(f"cpsat built an invalid CP-SAT model: {model.validate()}")
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if minimising:
             stats["bound"] = float(_proven_bound(solver.best_objective_bound, load, unit))
@@ -434,32 +457,10 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
             f"{bufs[largest].size} B): the big-M constraints sum to about twice it, and doubles hold integers "
             "exactly only up to 2**53 (use cpsat)")
 
-    # Offsets in units: a constant for a fixed buffer, alignment * k for a free one.
-    ks: dict[int, pywraplp.Variable] = {}
-    lows: list[pywraplp.LinearExpr | int] = []
-    for i, b in enumerate(bufs):
-        if b.offset is not None:
-            lows.append(b.offset // unit)
-        else:
-            ks[i] = solver.IntVar(0, (big_m - b.size // unit) // (b.alignment // unit), f"k_{i}")
-            lows.append((b.alignment // unit) * ks[i])
-    below: dict[tuple[int, int], pywraplp.Variable] = {}  # z_ij = 1: i lies below j
-    for count, (i, j) in enumerate(pairs):
-        if count % 4096 == 4095 and deadline is not None and time.perf_counter() >= deadline:
-            return MethodOutput("timeout", None, f"MIP {chosen}: time limit reached while building the model "
-                                f"({count:,} of {len(pairs):,} pairs)", {"optimal": 0.0})
-        if bufs[i].offset is not None and bufs[j].offset is not None:
-            continue  # both pinned: Problem has checked that they do not clash
-        z = below[i, j] = solver.BoolVar(f"z_{i}_{j}")
-        solver.Add(lows[i] + bufs[i].size // unit <= lows[j] + big_m * (1 - z))
-        solver.Add(lows[j] + bufs[j].size // unit <= lows[i] + big_m * z)
-    peak = None
-    if minimising:
-        peak = solver.IntVar(-(-load // unit), big_m, "peak")
-        for b, low in zip(bufs, lows, strict=True):
-            solver.Add(low + b.size // unit <= peak)
-        solver.Minimize(peak)
-
+    built = _mip_model(solver, problem, pairs, big_m, unit, load, deadline, chosen)
+    if isinstance(built, MethodOutput):
+        return built  # out of time while building
+    ks, below, peak = built
     if hint and greedy is not None and chosen in _HINTED_BACKENDS and Solution(greedy).peak(problem) <= big_m * unit:
         variables = [ks[i] for i in ks] + list(below.values())
         values = [float(greedy[bufs[i].id] // bufs[i].alignment) for i in ks]
@@ -477,6 +478,51 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     parameters = pywraplp.MPSolverParameters()
     parameters.SetDoubleParam(pywraplp.MPSolverParameters.RELATIVE_MIP_GAP, 0.0)  # HiGHS stops at 1e-4 otherwise
     status = solver.Solve(parameters)
+    return _mip_answer(problem, solver, status, ks, pairs, load, unit, chosen)
+
+
+def _mip_model(solver: Any, problem: Problem, pairs: list[tuple[int, int]], big_m: int, unit: int, load: int,
+               deadline: float | None, chosen: str) -> Any:
+    """TelaMalloc Fig. 5's ILP in ``solver``: offsets in units (a constant for a pinned buffer,
+    ``alignment x k`` for a free one), per time-overlapping pair a binary ``z`` (1: i below j)
+    and its two big-M constraints, and, minimising, ``peak`` above every buffer. Returns
+    ``(ks, z by pair, peak or None)``, or a timeout ``MethodOutput`` when the clock ran out."""
+    bufs = problem.buffers
+    ks: dict[int, Any] = {}
+    lows: list[Any] = []
+    for i, b in enumerate(bufs):
+        if b.offset is not None:
+            lows.append(b.offset // unit)
+        else:
+            ks[i] = solver.IntVar(0, (big_m - b.size // unit) // (b.alignment // unit), f"k_{i}")
+            lows.append((b.alignment // unit) * ks[i])
+    below: dict[tuple[int, int], Any] = {}  # z_ij = 1: i lies below j
+    for count, (i, j) in enumerate(pairs):
+        if count % 4096 == 4095 and deadline is not None and time.perf_counter() >= deadline:
+            return MethodOutput("timeout", None, f"MIP {chosen}: time limit reached while building the model "
+                                f"({count:,} of {len(pairs):,} pairs)", {"optimal": 0.0})
+        if bufs[i].offset is not None and bufs[j].offset is not None:
+            continue  # both pinned: Problem has checked that they do not clash
+        z = below[i, j] = solver.BoolVar(f"z_{i}_{j}")
+        solver.Add(lows[i] + bufs[i].size // unit <= lows[j] + big_m * (1 - z))
+        solver.Add(lows[j] + bufs[j].size // unit <= lows[i] + big_m * z)
+    peak = None
+    if problem.capacity is None:
+        peak = solver.IntVar(-(-load // unit), big_m, "peak")
+        for b, low in zip(bufs, lows, strict=True):
+            solver.Add(low + b.size // unit <= peak)
+        solver.Minimize(peak)
+    return ks, below, peak
+
+
+def _mip_answer(problem: Problem, solver: Any, status: int, ks: dict[int, Any], pairs: list[tuple[int, int]],
+                load: int, unit: int, chosen: str) -> MethodOutput:
+    """The MIP's verdict as a ``MethodOutput``: offsets rounded from the doubles and checked
+    again (a rounding that breaks a pair is numerical trouble, ``failed``), and the bound."""
+    from ortools.linear_solver import pywraplp
+
+    bufs = problem.buffers
+    minimising = problem.capacity is None
     names = {getattr(pywraplp.Solver, label): label for label in _MIP_STATUS_NAMES}
     name = f"MIP {chosen} {names.get(status, str(status))}"
     stats = {"nodes": float(solver.nodes()), "wall_time": solver.wall_time() / 1000.0, "optimal": 0.0}
@@ -485,7 +531,6 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
             where = "under the fixed offsets" if minimising else f"in capacity {problem.capacity}"
             return MethodOutput("infeasible", None, f"{name}: no placement fits {where}", stats)
         return MethodOutput("timeout", None, f"{name}: no placement found within the time limit", stats)
-
     offsets: dict[str, int] = {}
     for i, b in enumerate(bufs):
         if b.offset is not None:
