@@ -33,8 +33,9 @@ nothing; bringing it back costs its bytes.
 Variables exist only where a tensor can be live in *some* order: the windows of the tensor
 overlap analysis of §III-F (``OverlapAnalysis``). Three dominance rules (``dominance=True``,
 our addition; each leaves the optimum unchanged) shrink the search further: a tensor is
-retrieved only at a step that reads it, spilled or dropped only right after a step that made
-or read it (holding it longer cannot help), and freed once its last reader has run.
+retrieved only at a step that reads it, and spilled or dropped only right after a step that
+made or read it (holding it longer cannot help). Whatever the switch, a tensor is freed once
+its last reader in the part has run (unless a later part reads it).
 
 Entry points: ``cosma`` (the joint model, or, with ``order=``, the fixed-schedule model of
 §III-E2 with constraint (16)), ``min_peak`` (§III-E1: the order of minimum peak footprint,
@@ -186,28 +187,78 @@ class _Part:
         self.ctx, self.ops, self.state, self.options, self.mode = ctx, list(ops), state, options, mode
         self.clock_stopped = False  #: a wall-clock deadline stopped one of this part's searches
         self.work_used = 0.0  #: CP-SAT deterministic time spent on this part
-        self.n = n = len(self.ops)
-        model = self.model = cp_model.CpModel()
-        unit = ctx.unit
-        if fixed_order is not None:
+        self.n = len(self.ops)
+        self.model = cp_model.CpModel()
+        if fixed_order is not None:  # §III-E2, (16): each operator at its one given step
             self.bounds = {op: (i, i) for i, op in enumerate(fixed_order)}
-        else:
+        else:  # §III-F: the steps at which each operator can run in some topological order
             self.bounds = dict(OverlapAnalysis(ctx.graph, self.ops).steps)
+        self.run: dict[str, dict[int, cp_model.IntVar]] = {}  #: operator -> step -> runs there (C of §III-B)
+        self.tensors: list[str] = []  #: the tensors that may be resident in this part, in model order
+        self.window: dict[str, tuple[int, int]] = {}  #: tensor -> first and last step it may be resident
+        self.producer: dict[str, str | None] = {}  #: tensor -> its producer if that runs in this part
+        self.readers: dict[str, list[str]] = {}  #: tensor -> its readers that run in this part
+        self.live_out: dict[str, bool] = {}  #: tensor -> read by a later part
+        self.P: dict[tuple[str, int], cp_model.IntVar] = {}  #: preserved
+        self.R: dict[tuple[str, int], cp_model.IntVar] = {}  #: retrieved (or loaded)
+        self.S: dict[tuple[str, int], cp_model.IntVar] = {}  #: spilled (drained at the step's start)
+        self.res: dict[tuple[str, int], Any] = {}  #: C + P + R: resident at the step (an expression)
+        self.present: dict[tuple[str, int], cp_model.IntVar] = {}  #: the same as one literal
+        self.L: dict[tuple[str, int], cp_model.IntVar] = {}  #: address, in units of ``ctx.unit``
+        self.spillable: dict[str, bool] = {}
+        self.again: dict[str, cp_model.IntVar] = {}  #: graph inputs / weights: fetches after the first
 
-        # Operator order: run[v][t] (constraint (7) and one operator per step).
-        self.run: dict[str, dict[int, cp_model.IntVar]] = {}
+        # The order of the calls is the order of the model's variables and constraints, which
+        # CP-SAT's deterministic search depends on: keep it.
+        self._add_order()
+        self._find_windows(later)
+        cost: list[cp_model.LinearExprT] = []
+        for a in self.tensors:
+            spills, retrievals = self._add_residency(a)
+            self._add_spill_limits(a, spills)
+            cost += self._add_cost(a, spills, retrievals)
+        self._add_inputs_resident()
+        if mode == "peak":
+            self._add_peak_objective()
+            return
+        assert capacity is not None
+        self._add_no_overlap(*self._add_addresses(capacity))
+        self.objective = sum(cost) if cost else 0
+        self.model.minimize(self.objective)  # (12)
+
+    # -- building the model, one family of constraints at a time ------------------------------
+
+    def _add_order(self) -> None:
+        """Operator scheduling (COSMA §III-B): the literals ``run[v][t]`` and their constraints.
+
+        ``run[v][t]`` is the creation variable ``C[a,t]`` of every output ``a`` of ``v``: one
+        literal for all of them is the sibling constraint (6). Each operator runs exactly once
+        ((7)), one operator runs per step (the paper's single-operator timestep), and an
+        operator runs after its predecessors: the data dependency (5) implies that precedence,
+        stated here directly on the run positions so that the solver propagates it.
+        """
+        model = self.model
         for v in self.ops:
             lo, hi = self.bounds[v]
             self.run[v] = {t: model.new_bool_var(f"run[{v},{t}]") for t in range(lo, hi + 1)}
-            model.add_exactly_one(self.run[v].values())
-        for t in range(n):
+            model.add_exactly_one(self.run[v].values())  # (7)
+        for t in range(self.n):
             model.add_exactly_one([r[t] for r in self.run.values() if t in r])
         position = {v: sum(t * x for t, x in self.run[v].items()) for v in self.ops}
-        in_part = set(self.ops)
-        for u, v in ctx.graph.subgraph(self.ops).edges:
+        for u, v in self.ctx.graph.subgraph(self.ops).edges:
             model.add(position[u] + 1 <= position[v])
 
-        # The tensors this part touches and their windows (steps at which they may be resident).
+    def _find_windows(self, later: set[str]) -> None:
+        """The tensors this part touches and their windows: the steps at which each may be resident.
+
+        The windows follow from the operators' step ranges of the overlap analysis (COSMA
+        §III-F), cut to this part (§IV): a tensor's window runs from its producer's first
+        possible step (step 0 if an earlier part left it resident, else its first reader's) to
+        the part's last step if a ``later`` part reads it, else its last reader's last step (its
+        producer's, if nothing reads it). A tensor left resident that nothing here or later
+        needs gets no variables: it is freed when the part starts.
+        """
+        ctx, state, in_part = self.ctx, self.state, set(self.ops)
         touched: list[str] = []
         seen: set[str] = set()
         for v in self.ops:
@@ -219,27 +270,21 @@ class _Part:
             if name not in seen:
                 seen.add(name)
                 touched.append(name)
-        self.tensors: list[str] = []
-        self.window: dict[str, tuple[int, int]] = {}
-        self.producer: dict[str, str | None] = {}
-        self.readers: dict[str, list[str]] = {}
-        self.live_out: dict[str, bool] = {}
         for a in touched:
             record = ctx.tensors[a]
             producer = record["producer"] if record["producer"] in in_part else None
             readers = [c for c in record["consumers"] if c in in_part]
             live_out = a in later
-            resident0 = a in state.resident
             if producer is not None:
                 lo = self.bounds[producer][0]
-            elif resident0:
+            elif a in state.resident:
                 lo = 0
             elif readers:
                 lo = min(self.bounds[c][0] for c in readers)
             else:
                 continue
             if live_out:
-                hi = n - 1
+                hi = self.n - 1
             elif readers:
                 hi = max(self.bounds[c][1] for c in readers)
             elif producer is not None:
@@ -252,120 +297,161 @@ class _Part:
             self.readers[a] = readers
             self.live_out[a] = live_out
 
-        self.P: dict[tuple[str, int], cp_model.IntVar] = {}
-        self.R: dict[tuple[str, int], cp_model.IntVar] = {}
-        self.S: dict[tuple[str, int], cp_model.IntVar] = {}
-        self.res: dict[tuple[str, int], Any] = {}
-        self.present: dict[tuple[str, int], cp_model.IntVar] = {}
-        self.L: dict[tuple[str, int], cp_model.IntVar] = {}
-        self.spillable: dict[str, bool] = {}
+    def _in_dram(self, a: str) -> bool:
+        """DRAM holds ``a`` before the part starts: a graph input or weight, or spilled by an earlier part."""
+        return self.ctx.tensors[a]["producer"] is None or a in self.state.copies
+
+    def _add_residency(self, a: str) -> tuple[list[cp_model.IntVar], list[cp_model.IntVar]]:
+        """Tensor replacement (COSMA §III-B) for ``a``, step by step over its window; its spills and fetches.
+
+        Per step: the booleans preserved ``P``, retrieved ``R`` and spilled ``S`` (where they can
+        be 1), (1) at most one action, (2) preserved only if resident at the step before, (3)
+        spilled only if resident at the step before, (4) retrieved only after a spill of this
+        tensor (unless DRAM holds it already), then the freeing and dominance rules
+        (``_add_step_rules``) and the residency literal ``present`` (``C + P + R``) that the
+        address and peak constraints use. In ``"peak"`` mode (§III-E1) nothing is spilled and
+        only graph inputs and weights are fetched.
+        """
+        model = self.model
+        lo, hi = self.window[a]
+        producer, readers = self.producer[a], self.readers[a]
+        resident0 = a in self.state.resident
+        copy0 = self._in_dram(a)
+        spillable = self.mode == "traffic" and not copy0 and (producer is not None or resident0)
+        self.spillable[a] = spillable
+        read_at = {t for c in readers for t in self.run[c]}
+        made = self.run[producer] if producer is not None else {}
+        previous: Any = 1 if resident0 and lo == 0 else 0  # resident at the step before
+        previous_used: Any = 0  # made or read at the step before
+        spills: list[cp_model.IntVar] = []
+        retrievals: list[cp_model.IntVar] = []
+        for t in range(lo, hi + 1):
+            C = made.get(t)
+            P = R = S = None
+            if t > lo or resident0:
+                P = self.P[a, t] = model.new_bool_var(f"P[{a},{t}]")
+            can_fetch = copy0 or (spillable and t > lo)
+            if self.mode == "peak":
+                can_fetch = self.ctx.tensors[a]["producer"] is None
+            if can_fetch and t in read_at:
+                R = self.R[a, t] = model.new_bool_var(f"R[{a},{t}]")
+            if spillable and (t > lo or resident0):
+                S = self.S[a, t] = model.new_bool_var(f"S[{a},{t}]")
+            terms = [x for x in (C, P, R) if x is not None]
+            res: Any = sum(terms) if terms else 0
+            self.res[a, t] = res
+            model.add(res + (S if S is not None else 0) <= 1)  # (1)
+            if P is not None:
+                model.add(P <= previous)  # (2)
+            if S is not None:
+                model.add(S <= previous)  # (3)
+                spills.append(S)
+            if R is not None:
+                if not copy0:
+                    model.add(R <= sum(spills[:-1] if S is not None else spills))  # (4)
+                retrievals.append(R)
+            here = [self.run[c][t] for c in readers if t in self.run[c]]  # the readers that may run at t
+            self._add_step_rules(a, t, P, R, S, previous, previous_used, here)
+            if len(terms) > 1:
+                present = model.new_bool_var(f"res[{a},{t}]")
+                model.add(present == res)
+                self.present[a, t] = present
+            elif terms:
+                self.present[a, t] = terms[0]
+            previous = res
+            previous_used = (C if C is not None else 0) + sum(here)
+        return spills, retrievals
+
+    def _add_step_rules(self, a: str, t: int, P: Any, R: Any, S: Any, previous: Any, previous_used: Any,
+                        here: list[cp_model.IntVar]) -> None:
+        """Our additions to §III-B at step ``t`` of ``a``: freeing, and the three dominance rules.
+
+        Freeing (always): unless a later part reads it, ``a`` is kept or fetched only while one
+        of its readers is still to run. Dominance (``CosmaOptions.dominance``; each rule keeps
+        the optimum): a fetch only at a step that reads ``a``; a spill, and a drop (resident at
+        the step before, not at this one), only right after a step that made or read ``a``.
+        """
+        model = self.model
+        lo = self.window[a][0]
+        pending = [x for c in self.readers[a] for k, x in self.run[c].items() if k >= t]
+        if not self.live_out[a] and (P is not None or R is not None):
+            model.add((P if P is not None else 0) + (R if R is not None else 0) <= sum(pending))
+        if self.options.dominance:
+            if R is not None:
+                model.add(R <= sum(here))
+            if t > lo and S is not None:
+                model.add(S <= previous_used)
+            if t > lo and P is not None:
+                model.add(previous - previous_used - (S if S is not None else 0) <= P)
+
+    def _add_spill_limits(self, a: str, spills: list[cp_model.IntVar]) -> None:
+        """(8) of COSMA §III-B: at most one spill of ``a``; and, across parts (§IV), a tensor a later
+        part reads and DRAM does not hold yet ends this part resident or spilled."""
+        if self.spillable[a] and spills:
+            self.model.add(sum(spills) <= 1)  # (8)
+        if self.live_out[a] and not self._in_dram(a) and self.mode == "traffic":
+            self.model.add(self.res[a, self.window[a][1]] + sum(spills) >= 1)
+
+    def _add_cost(self, a: str, spills: list[cp_model.IntVar],
+                  retrievals: list[cp_model.IntVar]) -> list[cp_model.LinearExprT]:
+        """``a``'s terms of objective (12) of COSMA §III-D: the DRAM bytes of its non-compulsory
+        transfers. In ``"peak"`` mode instead (13) of §III-E1: a graph input or weight is fetched once.
+
+        A graph input's or weight's first fetch is its compulsory load, counted out through the
+        integer ``again`` (fetches after the first); a final output's spill is its compulsory store.
+        """
+        model, ctx = self.model, self.ctx
+        is_source = ctx.tensors[a]["producer"] is None
         cost: list[cp_model.LinearExprT] = []
-        self.again: dict[str, cp_model.IntVar] = {}  # graph inputs / weights: fetches after the first
-        dominance = options.dominance
-        for a in self.tensors:
-            lo, hi = self.window[a]
-            producer, readers = self.producer[a], self.readers[a]
-            is_source = ctx.tensors[a]["producer"] is None
-            resident0 = a in state.resident
-            copy0 = is_source or a in state.copies
-            spillable = mode == "traffic" and not copy0 and (producer is not None or resident0)
-            self.spillable[a] = spillable
-            read_at = {t for c in readers for t in self.run[c]}
-            made = self.run[producer] if producer is not None else {}
+        if self.mode == "traffic":
+            nbytes = ctx.data[a]
+            if is_source and a not in self.state.loaded and self.readers[a]:
+                again = self.again[a] = model.new_int_var(0, max(0, len(retrievals) - 1), f"again[{a}]")
+                model.add(again == sum(retrievals) - 1)
+                cost.append(nbytes * again)
+            elif retrievals:
+                cost.append(nbytes * sum(retrievals))
+            if spills and a not in ctx.final:
+                cost.append(nbytes * sum(spills))
+        elif is_source and retrievals:
+            model.add(sum(retrievals) == 1)  # (13): fetched once, never again
+        return cost
 
-            def reads(t: int, readers: list[str] = readers) -> list[cp_model.IntVar]:
-                return [self.run[c][t] for c in readers if t in self.run[c]]
-
-            previous: Any = 1 if resident0 and lo == 0 else 0
-            previous_used: Any = 0
-            spills: list[cp_model.IntVar] = []
-            retrievals: list[cp_model.IntVar] = []
-            for t in range(lo, hi + 1):
-                C = made.get(t)
-                P = R = S = None
-                if t > lo or resident0:
-                    P = self.P[a, t] = model.new_bool_var(f"P[{a},{t}]")
-                can_fetch = copy0 or (spillable and t > lo)
-                if mode == "peak":
-                    can_fetch = is_source
-                if can_fetch and t in read_at:
-                    R = self.R[a, t] = model.new_bool_var(f"R[{a},{t}]")
-                if spillable and (t > lo or resident0):
-                    S = self.S[a, t] = model.new_bool_var(f"S[{a},{t}]")
-                terms = [x for x in (C, P, R) if x is not None]
-                res: Any = sum(terms) if terms else 0
-                self.res[a, t] = res
-                model.add(res + (S if S is not None else 0) <= 1)  # (1)
-                if P is not None:
-                    model.add(P <= previous)  # (2)
-                if S is not None:
-                    model.add(S <= previous)  # (3)
-                    spills.append(S)
-                if R is not None:
-                    if not copy0:
-                        model.add(R <= sum(spills[:-1] if S is not None else spills))  # (4)
-                    retrievals.append(R)
-                pending = [x for c in readers for k, x in self.run[c].items() if k >= t]
-                if not self.live_out[a] and (P is not None or R is not None):
-                    model.add((P if P is not None else 0) + (R if R is not None else 0) <= sum(pending))
-                here = reads(t)
-                if dominance:
-                    if R is not None:
-                        model.add(R <= sum(here))
-                    if t > lo and S is not None:
-                        model.add(S <= previous_used)
-                    if t > lo and P is not None:
-                        model.add(previous - previous_used - (S if S is not None else 0) <= P)
-                if len(terms) > 1:
-                    present = model.new_bool_var(f"res[{a},{t}]")
-                    model.add(present == res)
-                    self.present[a, t] = present
-                elif terms:
-                    self.present[a, t] = terms[0]
-                previous = res
-                previous_used = (C if C is not None else 0) + sum(here)
-            if spillable and spills:
-                model.add(sum(spills) <= 1)  # (8)
-            if self.live_out[a] and not copy0 and mode == "traffic":
-                # Needed after this part: still resident at its last step, or copied to DRAM.
-                model.add(self.res[a, hi] + sum(spills) >= 1)
-            if mode == "traffic":
-                nbytes = ctx.data[a]
-                if is_source and a not in state.loaded and readers:
-                    # The first fetch is the compulsory load: count only the fetches after it.
-                    again = self.again[a] = model.new_int_var(0, max(0, len(retrievals) - 1), f"again[{a}]")
-                    model.add(again == sum(retrievals) - 1)
-                    cost.append(nbytes * again)
-                elif retrievals:
-                    cost.append(nbytes * sum(retrievals))
-                if spills and a not in ctx.final:
-                    cost.append(nbytes * sum(spills))
-            elif is_source and retrievals:
-                model.add(sum(retrievals) == 1)  # (13): fetched once, never again
-
-        # (5): an operator runs only with its inputs resident.
+    def _add_inputs_resident(self) -> None:
+        """(5) of COSMA §III-B: an operator runs at ``t`` only with each input preserved or retrieved at ``t``."""
         for v in self.ops:
-            for b in ctx.inputs(v):
+            for b in self.ctx.inputs(v):
                 for t, x in self.run[v].items():
                     ready = [y for y in (self.P.get((b, t)), self.R.get((b, t))) if y is not None]
-                    model.add(x <= sum(ready) if ready else x == 0)
+                    self.model.add(x <= sum(ready) if ready else x == 0)
 
-        if mode == "peak":
-            total = sum(ctx.onchip[a] for a in self.tensors)
-            self.peak = model.new_int_var(0, total, "peak")
-            resident_bytes: dict[int, list[cp_model.LinearExprT]] = {t: [] for t in range(n)}
-            for (a, t), p in self.present.items():
-                resident_bytes[t].append(ctx.onchip[a] * p)
-            for t in range(n):
-                model.add(sum(resident_bytes[t]) <= self.peak)  # (14)
-            model.minimize(self.peak)  # (15)
-            return
+    def _add_peak_objective(self) -> None:
+        """(14)-(15) of COSMA §III-E1: ``peak`` bounds the on-chip bytes resident at every step; minimise it."""
+        ctx, model = self.ctx, self.model
+        total = sum(ctx.onchip[a] for a in self.tensors)
+        self.peak = model.new_int_var(0, total, "peak")
+        resident_bytes: dict[int, list[cp_model.LinearExprT]] = {t: [] for t in range(self.n)}
+        for (a, t), p in self.present.items():
+            resident_bytes[t].append(ctx.onchip[a] * p)
+        for t in range(self.n):
+            model.add(sum(resident_bytes[t]) <= self.peak)  # (14)
+        model.minimize(self.peak)  # (15)
 
-        # Memory allocation (9)-(11), in units of the gcd of the on-chip sizes.
-        assert capacity is not None
+    def _add_addresses(
+        self, capacity: int,
+    ) -> tuple[dict[int, list[cp_model.IntervalVar]], dict[int, list[cp_model.LinearExprT]], int]:
+        """Memory allocation (COSMA §III-C): an address ``L[a,t]`` wherever ``a`` may be resident.
+
+        (9) inside the budget (the variable's domain), (11) kept while preserved: the paper's
+        persistence ``V[a,t]`` is ``P[a,t]``, and a tensor an earlier part left resident keeps
+        that part's address while preserved. Addresses are in units of the gcd of the on-chip sizes. Returns,
+        per step, the optional intervals (present when ``a`` is resident) and the resident
+        sizes that ``_add_no_overlap`` constrains, and the budget in units.
+        """
+        ctx, model, unit = self.ctx, self.model, self.ctx.unit
         room = capacity // unit
-        by_step: dict[int, list[cp_model.IntervalVar]] = {t: [] for t in range(n)}
-        load_by_step: dict[int, list[cp_model.LinearExprT]] = {t: [] for t in range(n)}
+        by_step: dict[int, list[cp_model.IntervalVar]] = {t: [] for t in range(self.n)}
+        load_by_step: dict[int, list[cp_model.LinearExprT]] = {t: [] for t in range(self.n)}
         for (a, t), present in self.present.items():
             size = ctx.onchip[a] // unit
             if size > room:
@@ -378,16 +464,24 @@ class _Part:
             load_by_step[t].append(size * present)
             if (a, t) in self.P:
                 before = self.L.get((a, t - 1))
-                if t == self.window[a][0] and a in state.resident:
-                    model.add(where == state.resident[a] // unit).only_enforce_if(self.P[a, t])
+                if t == self.window[a][0] and a in self.state.resident:
+                    model.add(where == self.state.resident[a] // unit).only_enforce_if(self.P[a, t])
                 elif before is not None:
                     model.add(where == before).only_enforce_if(self.P[a, t])  # (11)
-        for t in range(n):
-            model.add_no_overlap(by_step[t])  # (10)
-            if options.capacity_cut and load_by_step[t]:
-                model.add(sum(load_by_step[t]) <= room)
-        self.objective = sum(cost) if cost else 0
-        model.minimize(self.objective)
+        return by_step, load_by_step, room
+
+    def _add_no_overlap(self, by_step: dict[int, list[cp_model.IntervalVar]],
+                        load_by_step: dict[int, list[cp_model.LinearExprT]], room: int) -> None:
+        """(10) of COSMA §III-C: no two tensors resident at a step overlap, and the capacity cut.
+
+        One CP-SAT ``NoOverlap`` per step over the optional intervals stands for the paper's
+        pairwise above/below booleans ``u, d`` and big-M rows. The cut
+        (``CosmaOptions.capacity_cut``, redundant) bounds the sum of the resident sizes by the budget.
+        """
+        for t in range(self.n):
+            self.model.add_no_overlap(by_step[t])  # (10)
+            if self.options.capacity_cut and load_by_step[t]:
+                self.model.add(sum(load_by_step[t]) <= room)
 
     # -- hints and answers -------------------------------------------------------------------
 
