@@ -245,8 +245,14 @@ class _Part:
         for t in range(self.n):
             model.add_exactly_one([r[t] for r in self.run.values() if t in r])
         position = {v: sum(t * x for t, x in self.run[v].items()) for v in self.ops}
-        for u, v in self.ctx.graph.subgraph(self.ops).edges:
-            model.add(position[u] + 1 <= position[v])
+        # the edges inside the part, in the part's operator order and each operator's successor
+        # order: a subgraph view would iterate a set of names, in an order that changes with
+        # PYTHONHASHSEED, and so would the model and CP-SAT's answer
+        inside = set(self.ops)
+        for u in self.ops:
+            for v in self.ctx.graph.successors(u):
+                if v in inside:
+                    model.add(position[u] + 1 <= position[v])
 
     def _find_windows(self, later: set[str]) -> None:
         """The tensors this part touches and their windows: the steps at which each may be resident.

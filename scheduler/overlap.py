@@ -59,8 +59,11 @@ class OverlapAnalysis:
             # A part of the graph scheduled on its own (COSMA §IV): steps count within the part,
             # and tensors made outside it are treated like graph inputs.
             chosen = set(operators)
-            graph = graph.subgraph([op for op in graph.nodes if op in chosen])
-        names = list(graph.nodes)
+            kept = [op for op in graph.nodes if op in chosen]
+            graph = graph.subgraph(kept)
+        # in the graph's own order: a subgraph view of less than half the graph iterates a set of
+        # names, whose order changes with PYTHONHASHSEED
+        names = kept if operators is not None else list(graph.nodes)
         self._index = {op: i for i, op in enumerate(names)}
         n = len(names)
         ancestors: dict[str, int] = {}
