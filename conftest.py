@@ -68,18 +68,18 @@ def csv_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     return str(request.param)
 
 
-#: the example scripts (a folder of scripts, not a package)
-EXAMPLES = Path(__file__).resolve().parent / "examples"
+#: the team's measurement and research scripts (a folder of scripts, loaded by file)
+STUDIES = Path(__file__).resolve().parent / "studies"
 
 
 @pytest.fixture(scope="session")
-def example() -> Callable[[str], ModuleType]:
-    """``example("readme_tables")`` loads ``examples/readme_tables.py`` as a module (once a session)."""
+def study() -> Callable[[str], ModuleType]:
+    """``study("readme_tables")`` loads ``studies/readme_tables.py`` as a module (once a session)."""
     loaded: dict[str, ModuleType] = {}
 
     def load(name: str) -> ModuleType:
         if name not in loaded:
-            spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+            spec = importlib.util.spec_from_file_location(name, STUDIES / f"{name}.py")
             assert spec is not None and spec.loader is not None
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)

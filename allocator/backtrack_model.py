@@ -1,7 +1,7 @@
 """The learned backtracking model of ``telamalloc-learned`` as flat arrays, scored in numba (TelaMalloc §6.4–6.5).
 
 TelaMalloc §6.5 trains gradient-boosted trees (Yggdrasil Decision Forests) offline and bakes
-the model into the allocator, where it never changes. We do the same: ``examples/train_backtracking.py``
+the model into the allocator, where it never changes. We do the same: ``studies/train_backtracking.py``
 trains a ydf regression forest and ``export`` flattens it into numpy arrays, saved as
 ``allocator/backtrack_model.npz`` (shipped in the package). At run time nothing of ydf is
 needed: ``load`` reads the arrays into a ``BacktrackModel`` (a typed record numba compiles as a

@@ -26,7 +26,7 @@ first decision (the model is never consulted there). Giving up (``"failed"``) st
 as for ``telamalloc``: both searches are incomplete.
 
 Training data (§6.3, §6.5) comes from ``record`` and ``labels`` (used by
-``examples/train_backtracking.py``): the search replays a list of forced targets for its first
+``studies/train_backtracking.py``): the search replays a list of forced targets for its first
 k major backtracks and stops at the next one to record its candidates, features and path;
 an exact oracle (MiniMalloc's canonical search, ``allocator.minimalloc.canonical_search``, on the
 problem with the path's placements pinned, capped by a node limit so it is deterministic)

@@ -1,6 +1,6 @@
 """A what-if study on TPUv4: how much CMEM does each zoo model need, and what does half the HBM cost?
 
-    python examples/cmem_study.py [--models resnet50,vit_b_16] [--out /tmp/accelsim-cmem-study]
+    python studies/cmem_study.py [--models resnet50,vit_b_16] [--out /tmp/accelsim-cmem-study]
                                   [--docs docs/sweep] [--jobs N]
 
 For every zoo model on ``tpuv4`` (CMEM managed as one chip-wide scratchpad):
@@ -18,7 +18,7 @@ For every zoo model on ``tpuv4`` (CMEM managed as one chip-wide scratchpad):
 Each model is one ``accelsim.sweep`` (its two sizes differ per model) over
 ``sram × dram_bandwidth_bytes_per_s``; the points' results and reports stay in ``--out``
 (re-running resumes from there) and the summary goes to ``--docs``: ``cmem_study.csv`` (the
-README's table is rendered from it by ``examples/readme_tables.py``) and ``cmem_study.png``.
+README's table is rendered from it by ``studies/readme_tables.py``) and ``cmem_study.png``.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def main() -> None:
     table.to_csv(docs / "cmem_study.csv", index=False)
     plot(table, docs / "cmem_study.png")
     print(f"wrote {docs / 'cmem_study.csv'} and {docs / 'cmem_study.png'} (the README's table is rendered from "
-          "the CSV by examples/readme_tables.py)")
+          "the CSV by studies/readme_tables.py)")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ best baseline, at M_R and M_H with weights.
 
 Run from the repository root::
 
-    OMP_NUM_THREADS=1 python examples/cosma_comparison.py --out docs/cosma
+    OMP_NUM_THREADS=1 python studies/cosma_comparison.py --out docs/cosma
 
 It prints both tables, writes ``results.json``, ``fig3.png`` and ``fig4.png`` to ``--out``, and takes
 several minutes (``--quick`` runs two models only; ``--part 1`` or ``--part 2`` one part).

@@ -1,6 +1,6 @@
 """The fidelity table of the README: mapped cycles, utilisation, stalls and energy against the ideal bound.
 
-    python examples/fidelity_table.py [--models resnet50,mobilenet_v2,vit_b_16] [--out docs/fidelity]
+    python studies/fidelity_table.py [--models resnet50,mobilenet_v2,vit_b_16] [--out docs/fidelity]
 
 For each model and bundled config, three runs of the same compiled program:
 

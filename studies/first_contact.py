@@ -5,8 +5,8 @@ outside: wall time, and CPU time (user + sys of the process and its children, fr
 ``rusage`` that ``os.wait4`` returns, the same figure ``/usr/bin/time`` prints). On a shared
 2-core machine the CPU time is the steadier figure; both are written.
 
-    python examples/first_contact.py                       # every row, into docs/bench/first_contact.csv
-    python examples/first_contact.py --only warm --repeat 3
+    python studies/first_contact.py                       # every row, into docs/bench/first_contact.csv
+    python studies/first_contact.py --only warm --repeat 3
 
 Rows (``key``):
 

@@ -1,8 +1,8 @@
 """A seeded stand-in for issue 14's 62,185-buffer trace of the IOPDDL family (G_1, S_1).
 
-    python examples/iopddl_like.py huge.csv                  # 62,185 buffers, seed 0
-    python examples/iopddl_like.py huge.csv --check          # and say which heuristics reach LOAD
-    python examples/iopddl_like.py out.csv --buffers 100000 --seed 3
+    python studies/iopddl_like.py huge.csv                  # 62,185 buffers, seed 0
+    python studies/iopddl_like.py huge.csv --check          # and say which heuristics reach LOAD
+    python studies/iopddl_like.py out.csv --buffers 100000 --seed 3
 
 Issue 14 reports a 62,185-buffer trace "of the same family as G_1/S_1" that a starting
 heuristic packs at LOAD (proven optimal with 0 search nodes) and that took 25 s on one thread.

@@ -1,8 +1,8 @@
 """Large seeded allocation instances, and the one-shot greedy methods timed on them.
 
-    python examples/large_instances.py --buffers 300000                   # time the greedy methods
-    python examples/large_instances.py --buffers 2000000 --csv big.csv    # write the 2M-buffer CSV
-    python examples/large_instances.py --buffers 2000000 --timeout 10     # they stop at the limit
+    python studies/large_instances.py --buffers 300000                   # time the greedy methods
+    python studies/large_instances.py --buffers 2000000 --csv big.csv    # write the 2M-buffer CSV
+    python studies/large_instances.py --buffers 2000000 --timeout 10     # they stop at the limit
 
 An instance has ``--buffers`` buffers with about ``--live`` of them live at any time (the
 default 300 is about what a large activation trace keeps live). Lifetimes mix short buffers

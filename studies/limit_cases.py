@@ -6,12 +6,12 @@ and, where the command reports it, the time of the limited stage itself (``alloc
 row, ``run``'s ``allocate`` stage). The promise is 10 % + 1 s over a ``--timeout``; a refusal
 should come before the work it refuses.
 
-    python examples/limit_cases.py            # every row, into docs/bench/limit_cases.csv
+    python studies/limit_cases.py            # every row, into docs/bench/limit_cases.csv
 
 Rows (``key``):
 
 * ``alloc-2M-auto``, ``alloc-2M-minimalloc``: ``accelsim alloc`` on 2,090,351 generated buffers
-  (``examples/large_instances.py --buffers 2090351``) at LOAD, ``--timeout 10``;
+  (``studies/large_instances.py --buffers 2090351``) at LOAD, ``--timeout 10``;
 * ``run-100k-timeout-2``: ``accelsim run`` on a 100,000-operator chain (``frontend.synthetic.chain``)
   with ``--allocator auto --timeout 2``: the allocate stage against the limit;
 * ``run-100k-dag-spills-timeout-2``: the same on a 100,000-operator random DAG
@@ -94,7 +94,7 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="accelsim-limits-"))
     # the inputs are made in a child process, so this one stays small
-    subprocess.run([sys.executable, "-c", PREPARE, str(work), str(REPO / "examples")], check=True)
+    subprocess.run([sys.executable, "-c", PREPARE, str(work), str(REPO / "studies")], check=True)
     load = int((work / "load.txt").read_text())
     values = ",".join(str(v) for v in np.arange(1, 91))
     rows = [

@@ -5,8 +5,8 @@ wrote (docs/bench/run.sh holds the command that produced each one), never typed 
 Figures measured elsewhere (the C++ MiniMalloc reference, the best results other tools
 published) are in docs/bench/references.csv with their source.
 
-    python examples/readme_tables.py           # rewrite the generated tables in README.md
-    python examples/readme_tables.py --check   # exit 1 when README.md differs from the CSVs
+    python studies/readme_tables.py           # rewrite the generated tables in README.md
+    python studies/readme_tables.py --check   # exit 1 when README.md differs from the CSVs
 
 A generated table sits between ``<!-- table:NAME -->`` and ``<!-- /table:NAME -->``; the test
 suite runs ``--check`` so that the README cannot drift from the measured CSVs.
@@ -211,7 +211,7 @@ SWEEP = REPO / "docs" / "sweep"
 
 
 def table_sweep() -> list[str]:
-    """``accelsim sweep`` on 96 points, five settings (examples/sweep_speed.py)."""
+    """``accelsim sweep`` on 96 points, five settings (studies/sweep_speed.py)."""
     rows = read("speed.csv", SWEEP)
     lines = ["| run | command | seconds |", "|---|---|---:|"]
     for r in rows:
@@ -228,7 +228,7 @@ def _mib(value: str) -> str:
 
 
 def table_cmem() -> list[str]:
-    """The TPUv4 CMEM study (examples/cmem_study.py)."""
+    """The TPUv4 CMEM study (studies/cmem_study.py)."""
     lines = ["| model | smallest CMEM, no extra traffic | extra traffic, one granule less | cycles | "
              "half HBM: cycles | half HBM: energy |", "|---|---:|---:|---:|---:|---:|"]
     for r in sorted(read("cmem_study.csv", SWEEP), key=lambda r: int(r["smallest_zero_spill_cmem_bytes"])):
@@ -248,7 +248,7 @@ SPILL_METHODS = ("online-first-fit", *SPILL_LOOP, "cosma-fs", "cosma")
 
 
 def spill_points() -> dict[tuple[str, str, str], dict[str, dict[str, str]]]:
-    """The spill study's rows by (model, hw, point), then by method (examples/spill_study.py)."""
+    """The spill study's rows by (model, hw, point), then by method (studies/spill_study.py)."""
     points: dict[tuple[str, str, str], dict[str, dict[str, str]]] = {}
     for r in read("study.csv", SPILL):
         points.setdefault((r["model"], r["hw"], r["point"]), {})[r["method"]] = r
@@ -321,7 +321,7 @@ def table_spill_points() -> list[str]:
 def learned_counts(rows: list[dict]) -> dict[str, int]:
     """TelaMalloc §7.3's counts over the per-run rows of the learned-backtracking evaluation
     (``docs/bench/learned_backtracking.csv``, or the same rows before they are written: values
-    may be strings or integers). ``examples/train_backtracking.py`` prints its summary from
+    may be strings or integers). ``studies/train_backtracking.py`` prints its summary from
     these counts too."""
     def solved(row: dict, key: str) -> bool:
         return row[f"{key}_status"] == "solved"
@@ -400,7 +400,7 @@ def table_minimize10() -> list[str]:
 
 
 def table_first_contact() -> list[str]:
-    """Whole processes as a new user meets them (``examples/first_contact.py``), beside issue 21's figures
+    """Whole processes as a new user meets them (``studies/first_contact.py``), beside issue 21's figures
     and, for the challenging suite, C++ MiniMalloc's search on one thread."""
     refs = references()
     rows = read("first_contact.csv")
@@ -420,7 +420,7 @@ def table_first_contact() -> list[str]:
 
 
 def table_limit_cases() -> list[str]:
-    """Issue 22's limit cases (``examples/limit_cases.py``): the limited stage against its limit
+    """Issue 22's limit cases (``studies/limit_cases.py``): the limited stage against its limit
     (10 % + 1 s), and how fast a request for too much is refused."""
     lines = ["| case | command | exit | limit | the limited stage | whole process: wall / CPU | max RSS |",
              "|---|---|---:|---:|---:|---:|---:|"]
@@ -464,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = render(text)
     if args.check:
         if wanted != text:
-            print("README.md's generated tables differ from docs/bench/*.csv; run examples/readme_tables.py",
+            print("README.md's generated tables differ from docs/bench/*.csv; run studies/readme_tables.py",
                   file=sys.stderr)
             return 1
         return 0

@@ -8,7 +8,7 @@ venv, outside the repository (it needs ``numpy<2.4``; with numpy 2.4 it crashes)
 
 Two steps, run from the repository root, because the two halves need different environments:
 
-1. ``OMP_NUM_THREADS=1 python examples/scalesim_reference.py export docs/scalesim`` (accelsim's environment)
+1. ``OMP_NUM_THREADS=1 python studies/scalesim_reference.py export docs/scalesim`` (accelsim's environment)
    traces both models with ``frontend.trace_model(model, dtype="int8")`` and writes
 
    * ``{model}_layers.csv``: ``layer,op,T,K,N,groups,macs`` for every conv2d/linear, dense and grouped. The
@@ -17,7 +17,7 @@ Two steps, run from the repository root, because the two halves need different e
      the ``groups`` groups is one T x K x N product, so T*K*N*groups == the node's MACs (checked).
    * ``{model}_topology.csv``: the dense layers (groups == 1) in SCALE-Sim's GEMM topology format.
 
-2. ``/work/scalesim-venv/bin/python examples/scalesim_reference.py run docs/scalesim`` (SCALE-Sim's venv;
+2. ``/work/scalesim-venv/bin/python studies/scalesim_reference.py run docs/scalesim`` (SCALE-Sim's venv;
    imports neither torch nor accelsim) writes the config ``scalesim_ws128.cfg``, runs SCALE-Sim on each
    topology through its Python API (``scalesim(save_disk_space=True, ...)``, so no traces are written) and
    writes ``{model}_scalesim.csv``: layer, T, K, N and every per-layer figure of SCALE-Sim's COMPUTE_REPORT
@@ -26,7 +26,7 @@ Two steps, run from the repository root, because the two halves need different e
    every cycle against its SRAM model in pure Python.
 
    ``--dataflow os`` runs the same topologies on the same array with SCALE-Sim's output-stationary dataflow
-   instead (ws is the default): ``/work/scalesim-venv/bin/python examples/scalesim_reference.py run
+   instead (ws is the default): ``/work/scalesim-venv/bin/python studies/scalesim_reference.py run
    docs/scalesim --dataflow os`` writes the config ``scalesim_os128.cfg``, ``{model}_scalesim_os.csv`` (same
    columns) and the raw reports in ``raw_os/{model}/``, leaving the ws files alone. It took 8 minutes
    (resnet50 482 s, mobilenet_v2 113 s, in parallel on 2 cores).

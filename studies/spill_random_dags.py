@@ -6,7 +6,7 @@ and 3/4 points between M_R and the arena's no-spill size, print per allocator: h
 the loop's own plan beats, ties and loses to the arena, its total non-compulsory bytes against
 the arena's, and the range of rounds::
 
-    OMP_NUM_THREADS=1 python examples/spill_random_dags.py greedy-by-size,best-fit
+    OMP_NUM_THREADS=1 python studies/spill_random_dags.py greedy-by-size,best-fit
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ allocation stages). Methods:
 
 Usage::
 
-    python examples/spill_study.py --csv docs/spill/study.csv              # the README's table
-    python examples/spill_study.py --models resnet50 --hw pixel6 --methods auto,online-first-fit
+    python studies/spill_study.py --csv docs/spill/study.csv              # the README's table
+    python studies/spill_study.py --models resnet50 --hw pixel6 --methods auto,online-first-fit
 
 A model whose no-spill size equals M_R has no spilling point and gets no rows. A method that
 fails at a point (e.g. the solver found nothing) gets a row whose ``status`` says why.
@@ -30,6 +30,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -59,7 +60,7 @@ def run_method(graph: object, hw_name: str, sram: int, method: str, time_limit: 
     """One compile and simulation; the row's measured columns."""
     from accelsim.pipeline import CompileError, compile_and_simulate
 
-    options: dict[str, object] = {"sram": sram}
+    options: dict[str, Any] = {"sram": sram}
     if method.startswith("cosma"):
         options.update(scheduler=method, time_limit=time_limit)
     else:

@@ -1,6 +1,6 @@
 """How much of a sweep's time is the work itself? Per-point overhead from a sweep folder.
 
-    python examples/sweep_overhead.py DIR [--csv OUT]
+    python studies/sweep_overhead.py DIR [--csv OUT]
 
 Reads ``DIR/results.csv`` (each point's ``wall_s``: the worker's whole time for the point) and
 ``DIR/points/HASH.json`` (its ``stage_seconds``: tiling, scheduling, allocation, validation

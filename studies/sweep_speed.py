@@ -1,13 +1,13 @@
 """Measure ``accelsim sweep`` on this machine: every zoo model × 4 SRAM sizes on pixel6 (96 points).
 
-    python examples/sweep_speed.py [--csv docs/sweep/speed.csv] [--jobs N]
+    python studies/sweep_speed.py [--csv docs/sweep/speed.csv] [--jobs N]
 
 Runs the command as a user does (a subprocess each, so imports count) in five settings and
 writes one CSV row per run: a cold trace cache (every model traced), a warm cache, a warm
 cache without plots, the Dask executor (a LocalCluster) with a warm cache, and a re-run in a
 finished folder (everything resumed). With the cold run's folder it also gives the per-point
-overhead (``examples/sweep_overhead.py``: a point's wall time minus its compile stages). The
-README's sweep table is rendered from the CSV by ``examples/readme_tables.py``.
+overhead (``studies/sweep_overhead.py``: a point's wall time minus its compile stages). The
+README's sweep table is rendered from the CSV by ``studies/readme_tables.py``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Reproduces ``allocator/backtrack_model.npz``::
 
-    OMP_NUM_THREADS=1 python examples/train_backtracking.py --out allocator/backtrack_model.npz
+    OMP_NUM_THREADS=1 python studies/train_backtracking.py --out allocator/backtrack_model.npz
 
 Training data comes from generated instances only (``allocator.generators``, kind
 ``random``, seeds ``--seeds``), never from the challenging suite or the traces, which are
@@ -53,9 +53,9 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from readme_tables import learned_counts  # noqa: E402  (examples/ is on sys.path when run as a script)
+from readme_tables import learned_counts  # noqa: E402  (studies/ is on sys.path when run as a script)
 
-from allocator import lower_bound  # noqa: E402
+from allocator import Problem, lower_bound  # noqa: E402
 from allocator.backtrack_model import FEATURES, load, save  # noqa: E402
 from allocator.backtrack_model import export as export_model  # noqa: E402
 from allocator.generators import generate  # noqa: E402
@@ -75,7 +75,7 @@ CAPACITY_FACTORS = (1.0, 1.01, 1.02, 1.04)
 SIZES = (40, 60, 80, 100, 120)
 
 
-def instances(seeds: range) -> list[tuple[str, object, int]]:
+def instances(seeds: range) -> list[tuple[str, Problem, int]]:
     """(name, problem, capacity) of every generated instance and capacity."""
     out = []
     for seed in seeds:

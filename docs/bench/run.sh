@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Re-measure every CSV in docs/bench (the README's allocator tables are rendered from them by
-# examples/readme_tables.py). Run on a quiet machine; takes about a quarter of an hour on 2 cores.
+# studies/readme_tables.py). Run on a quiet machine; takes about a quarter of an hour on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1
@@ -28,14 +28,14 @@ python -m accelsim bench $B/minimalloc/challenging --method idealloc,greedy-by-s
 # 2d. issue 14's anytime targets: minimise the suite and the traces, 10 s each on one thread
 python -m accelsim bench $B/minimalloc/challenging $B/idealloc/somas_tensors $B/idealloc/iopddl \
     --method minimalloc,auto --minimize --timeout 10 --threads 1 --csv $OUT/minimize_10s.csv
-# 2e. the 62,185-buffer stand-in of an IOPDDL trace (examples/iopddl_like.py), minimised in 10 s
+# 2e. the 62,185-buffer stand-in of an IOPDDL trace (studies/iopddl_like.py), minimised in 10 s
 mkdir -p /tmp/accelsim-huge
-python examples/iopddl_like.py /tmp/accelsim-huge/iopddl_like_62185.csv
+python studies/iopddl_like.py /tmp/accelsim-huge/iopddl_like_62185.csv
 python -m accelsim bench /tmp/accelsim-huge/iopddl_like_62185.csv --method minimalloc,auto --minimize --timeout 10 --threads 1 --csv $OUT/huge_trace.csv
 # 3. large generated instances: reading, LOAD and the one-shot greedy methods under --timeout 10
 mkdir -p /tmp/accelsim-large
-python examples/large_instances.py --buffers 300000 --csv /tmp/accelsim-large/random-300k.csv
-python examples/large_instances.py --buffers 2000000 --csv /tmp/accelsim-large/random-2M.csv
+python studies/large_instances.py --buffers 300000 --csv /tmp/accelsim-large/random-300k.csv
+python studies/large_instances.py --buffers 2000000 --csv /tmp/accelsim-large/random-2M.csv
 python -m accelsim bench /tmp/accelsim-large --method greedy-by-size,best-fit,first-fit --load-fraction 1.5 --timeout 10 --csv $OUT/large.csv || true
 # 4. time limits: every method on the 300,000-buffer instance under --timeout 10, placing it at
 #    1.5 x LOAD and minimising its peak (each must stop within 10 % + 1 s of the limit)
@@ -49,9 +49,9 @@ python -m accelsim gen full-overlap 100 /tmp/accelsim-table1/full-overlap-100.cs
 python -m accelsim gen full-overlap 1000 /tmp/accelsim-table1/full-overlap-1K.csv
 python -m accelsim bench /tmp/accelsim-table1 --method telamalloc --load-fraction 1.0 --repeat 3 --csv $OUT/telamalloc_table1.csv
 # 6. TelaMalloc §7.3: learned against default backtracking on the held-out generated runs (step counts;
-#    examples/train_backtracking.py without --evaluate-only retrains the shipped model first, about 6 minutes)
-python examples/train_backtracking.py --evaluate-only
+#    studies/train_backtracking.py without --evaluate-only retrains the shipped model first, about 6 minutes)
+python studies/train_backtracking.py --evaluate-only
 # 7. issue 22's limit cases: 2M buffers under --timeout 10, run's allocate stage on 100,000 operators,
 #    and how fast requests for too much (1M operators, 65M grid points, 1e9 generated buffers) are refused
-python examples/limit_cases.py
-python examples/readme_tables.py
+python studies/limit_cases.py
+python studies/readme_tables.py

@@ -5,14 +5,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_readme_tables_match_the_bench_csvs(example):
-    module = example("readme_tables")
+def test_readme_tables_match_the_bench_csvs(study):
+    module = study("readme_tables")
     readme = (REPO / "README.md").read_text()
-    assert module.render(readme) == readme, "run python examples/readme_tables.py after re-measuring"
+    assert module.render(readme) == readme, "run python studies/readme_tables.py after re-measuring"
 
 
-def test_every_generated_table_is_in_the_readme_and_not_empty(example):
-    module = example("readme_tables")
+def test_every_generated_table_is_in_the_readme_and_not_empty(study):
+    module = study("readme_tables")
     readme = (REPO / "README.md").read_text()
     for name in module.TABLES:
         start, end = f"<!-- table:{name} -->\n", f"<!-- /table:{name} -->"

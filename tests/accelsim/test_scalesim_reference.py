@@ -1,6 +1,6 @@
 """accelsim's compute model reproduces SCALE-Sim 3.0.0 on every dense layer of resnet50 and mobilenet_v2.
 
-The reference cycles were recorded by running SCALE-Sim (``examples/scalesim_reference.py``, in its
+The reference cycles were recorded by running SCALE-Sim (``studies/scalesim_reference.py``, in its
 own venv) and are kept in ``docs/scalesim/``; this test traces the models for real and costs every
 operator through ``accelsim.compute`` on the same setting (one 128 x 128 array, ws and os, no fold
 overlap). Tracing both models for real takes most of a minute of CPU, so it belongs to the slow
@@ -19,8 +19,8 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 @pytest.mark.parametrize("dataflow", ["ws", "os"])
 @pytest.mark.parametrize("model", ["resnet50", "mobilenet_v2"])
-def test_every_dense_layer_matches_scalesim_within_one_percent(model, dataflow, example):
-    rows = example("scalesim_compare").compare(REPO / "docs" / "scalesim", model, dataflow)
+def test_every_dense_layer_matches_scalesim_within_one_percent(model, dataflow, study):
+    rows = study("scalesim_compare").compare(REPO / "docs" / "scalesim", model, dataflow)
     dense = [r for r in rows if r["groups"] == 1]
     assert len(dense) == {"resnet50": 54, "mobilenet_v2": 36}[model]
     for r in dense:

@@ -1,4 +1,4 @@
-"""examples/iopddl_like.py, the stand-in for issue 14's 62,185-buffer trace: built as its docstring
+"""studies/iopddl_like.py, the stand-in for issue 14's 62,185-buffer trace: built as its docstring
 says (parts back to back in time, sizes kept, seeded), so a starting heuristic packs it at LOAD."""
 
 from collections import Counter
@@ -8,8 +8,8 @@ import numpy as np
 from allocator import lower_bound, minimize, solve
 
 
-def test_the_stand_in_lays_copies_of_g1_back_to_back_and_is_packed_at_load(benchmarks, example):
-    stand_in = example("iopddl_like")
+def test_the_stand_in_lays_copies_of_g1_back_to_back_and_is_packed_at_load(benchmarks, study):
+    stand_in = study("iopddl_like")
     folder = benchmarks / "idealloc" / "iopddl"
     g_1 = stand_in.read_trace(folder / "G_1.csv")
     # 2,000 buffers: below S_1's size, so two whole G_1 copies and 368 buffers drawn from a third
@@ -33,7 +33,7 @@ def test_the_stand_in_lays_copies_of_g1_back_to_back_and_is_packed_at_load(bench
     assert result.optimal and result.stats["nodes"] == 0  # a starting heuristic proved it, no search
 
 
-def test_mirroring_reverses_lifetimes_in_time(example):
-    stand_in = example("iopddl_like")
+def test_mirroring_reverses_lifetimes_in_time(study):
+    stand_in = study("iopddl_like")
     rows = np.array([[0, 3, 7], [2, 5, 1]])
     assert stand_in.mirrored(rows).tolist() == [[2, 5, 7], [0, 3, 1]]

@@ -25,7 +25,7 @@ from allocator.telamalloc_learned import (
 from tests.allocator.test_minimalloc import cpsat_feasible, small_problems
 
 #: generated runs on which plain telamalloc makes major backtracks (checked in the tests below);
-#: seeds far from the training seeds of examples/train_backtracking.py
+#: seeds far from the training seeds of studies/train_backtracking.py
 HARD = [(40, 3, 1.02), (40, 4, 1.0), (80, 5, 1.0)]
 STEPS = 3_000
 
