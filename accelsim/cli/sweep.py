@@ -48,7 +48,8 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """``accelsim sweep``: the grid's points, resumable, with progress; see ``accelsim.sweeps``."""
-    from accelsim.sweeps import MAX_POINTS, SweepInterrupted, run_sweep
+    from accelsim.sweeps.grid import MAX_POINTS
+    from accelsim.sweeps.run import SweepInterrupted, run_sweep
 
     overrides = parse_overrides(args.set or [])
     options: dict[str, object] = {}

@@ -203,12 +203,12 @@ def test_ctrl_c_keeps_every_finished_point_and_a_rerun_finishes_the_rest(dag, tm
 
 
 def test_cli_ctrl_c_exits_130_saying_how_many_points_were_done(dag, tmp_path, capsys, monkeypatch):
-    import accelsim.sweeps
+    from accelsim.sweeps import run
 
     def interrupted(*args, **kwargs):
         raise SweepInterrupted(3, 8, 1)
 
-    monkeypatch.setattr(accelsim.sweeps, "run_sweep", interrupted)
+    monkeypatch.setattr(run, "run_sweep", interrupted)
     assert main(["sweep", dag, "--grid", "sram=2KiB", "--out", str(tmp_path / "o")]) == 130
     err = capsys.readouterr().err
     assert "3 of 8 points done (1 more from an earlier run)" in err and "Traceback" not in err
@@ -250,3 +250,11 @@ def test_plots_are_written_for_the_numeric_keys(dag, tmp_path):
     assert names == sorted(["sram.png", "dram_bandwidth_bytes_per_s.png", "pareto_sram.png",
                             "heatmap_sram_dram_bandwidth_bytes_per_s_dag.png"]), names
     assert all(p.parent == out and p.stat().st_size > 0 for p in outcome.plots)
+
+
+def test_accelsim_sweep_is_the_function_after_the_package_is_loaded():
+    import accelsim
+    import accelsim.sweeps.run
+    from accelsim.sweeps import sweep
+
+    assert accelsim.sweep is sweep and accelsim.sweeps.run.sweep is sweep

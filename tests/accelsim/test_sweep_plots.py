@@ -1,4 +1,4 @@
-"""accelsim.sweep_plots: which figures a sweep's results table gives, and the Pareto selection.
+"""accelsim.sweeps.plots: which figures a sweep's results table gives, and the Pareto selection.
 
 Synthetic tables only: no tracing, no simulation."""
 
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from accelsim.sweep_plots import pareto_mask, plot_sweep
+from accelsim.sweeps.plots import pareto_mask, plot_sweep
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -25,16 +25,20 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import frontend
-from accelsim import sweeps
 from accelsim.cli import main
 from accelsim.sweeps import (
     FIELD_ALIASES,
     MAX_POINTS,
     WORKER_DIED,
+    Base,
+    Task,
     check_one_name,
     check_sweep,
     dead_worker_reason,
+    executors,
+    grid_points,
     parse_grid,
+    run_local,
     run_sweep,
 )
 from frontend.synthetic import random_dag
@@ -257,13 +261,13 @@ def test_a_point_whose_worker_dies_is_a_row_and_the_sweep_goes_on(dag, tmp_path,
     def dies_at_8kib(task):  # a closure: cloudpickle sends it by value to the worker process
         import os
 
-        from accelsim import sweeps as in_worker
+        from accelsim.sweeps import executors as in_worker
 
         if dict(task.point.settings)["sram"] == 8192:
             os._exit(3)
         return in_worker.run_point(task)
 
-    monkeypatch.setattr(sweeps, "run_point", dies_at_8kib)
+    monkeypatch.setattr(executors, "run_point", dies_at_8kib)
     grid = ["sram=2KiB,4KiB,8KiB"]
     # no retry, and one task at a time on the one worker: no other point is on it when it dies
     # (Dask would count a death against every task the worker held)
@@ -482,10 +486,10 @@ def dies_at_8kib(task):
 
 
 def test_a_local_worker_that_dies_is_one_row_and_the_others_stand(dag):
-    base = sweeps.Base("pixel6")
-    points = sweeps.grid_points([dag], parse_grid(["sram=2KiB,4KiB,8KiB,16KiB,32KiB"]))
-    tasks = [sweeps.Task(p, base, f"h{i}", dag) for i, p in enumerate(points)]
-    rows = [row for row, _ in sweeps.run_local(tasks, 2, work=dies_at_8kib)]
+    base = Base("pixel6")
+    points = grid_points([dag], parse_grid(["sram=2KiB,4KiB,8KiB,16KiB,32KiB"]))
+    tasks = [Task(p, base, f"h{i}", dag) for i, p in enumerate(points)]
+    rows = [row for row, _ in run_local(tasks, 2, work=dies_at_8kib)]
     by_hash = {row["hash"]: row["status"] for row in rows}
     assert sorted(by_hash) == [f"h{i}" for i in range(5)]  # every point has its one row
     assert by_hash.pop("h2").startswith(f"{WORKER_DIED}: its worker process died, also when it ran alone")

@@ -1,0 +1,298 @@
+"""The grid of a sweep: its keys and values parsed, one name per field, the point count limit,
+the points, what each point runs (``effective``) and its hash. See ``accelsim.sweeps``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelsim.hw import HardwareConfig, apply_overrides, load_hw, parse_value, schema_fields
+from accelsim.pipeline import ONLINE_ALLOCATOR
+from accelsim.sources import model_label
+from accelsim.units import format_bytes, parse_bytes
+
+#: grid keys that are run options rather than hardware fields
+RUN_KEYS = ("sram", "scheduler", "allocator", "budget", "dtype", "weights")
+#: ``allocator`` grid value for the program / min-peak schedulers' online first-fit arena
+#: (short for ``online-first-fit``, which is accepted too)
+ONLINE = "online"
+#: one field, two names: a grid key or run option -> the hardware field it sets. A sweep takes
+#: each field under one name, in one place (``--grid``, ``--set`` or a run option)
+FIELD_ALIASES: dict[str, str] = {"sram": "sram_bytes_per_pe"}
+#: the most points (models x the grid's combinations) a sweep runs unless ``max_points``
+#: (``--max-points``) raises it; counted before any point is made
+MAX_POINTS = 100_000
+#: the run options ``accelsim sweep`` sets with a flag, for messages
+_OPTION_FLAGS = {"scheduler": "--scheduler", "allocator": "--allocator", "timeout": "--timeout",
+                 "time_limit": "--time-limit", "dtype": "--dtype", "budget": "--budget", "weights": "--no-weights"}
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+# --------------------------------------------------------------------------------------------
+# the grid
+
+
+def parse_grid_value(key: str, value: Any) -> Any:
+    """``value`` (text as written, or already a Python value) as grid key ``key`` wants it.
+
+    Hardware fields are parsed by their field's type, units and range (``accelsim.hw``); run
+    options: ``sram`` bytes (positive), ``scheduler`` one of ``scheduler.SCHEDULERS``,
+    ``allocator`` an allocator method or ``"online"``, ``budget`` ``MR``/``MH``/``MP`` or
+    bytes, ``dtype`` a storage dtype, ``weights`` true/false. Raises ``ValueError`` naming
+    the key and the value.
+
+    >>> parse_grid_value("sram", "256KiB"), parse_grid_value("dram_bandwidth_bytes_per_s", "25.6e9")
+    (262144, 25600000000.0)
+    """
+    text = value.strip() if isinstance(value, str) else value
+    shown = _shown(value)
+    if key == "sram":
+        try:
+            size = parse_bytes(text, "sram")
+        except ValueError as exc:
+            raise ValueError(f"--grid sram={shown}: {exc}") from None
+        if size <= 0:
+            raise ValueError(f"--grid sram={shown}: must be positive")
+        return size
+    if key == "scheduler":
+        from scheduler import SCHEDULERS
+
+        if not isinstance(text, str) or text not in SCHEDULERS:
+            raise ValueError(f"--grid scheduler={shown}: unknown scheduler; valid: {', '.join(SCHEDULERS)}")
+        return text
+    if key == "allocator":
+        import allocator
+
+        if not isinstance(text, str) or (text not in (ONLINE, ONLINE_ALLOCATOR) and text not in allocator.METHODS):
+            raise ValueError(f"--grid allocator={shown}: unknown allocator method; valid: {ONLINE} (the "
+                             f"scheduler's own first fit), {', '.join(sorted(allocator.METHODS))}")
+        return text
+    if key == "budget":
+        if isinstance(text, str) and text.upper() in ("MR", "MH", "MP"):
+            return text.upper()
+        try:
+            size = parse_bytes(text, "budget")
+        except ValueError as exc:
+            raise ValueError(f"--grid budget={shown}: {exc}") from None
+        if size <= 0:
+            raise ValueError(f"--grid budget={shown}: must be MR, MH, MP or a positive number of bytes")
+        return size
+    if key == "dtype":
+        from frontend import DTYPE_BYTES
+
+        if not isinstance(text, str) or text not in DTYPE_BYTES:
+            raise ValueError(f"--grid dtype={shown}: unknown dtype; valid: {', '.join(sorted(DTYPE_BYTES))}")
+        return text
+    if key == "weights":
+        if isinstance(text, bool):
+            return text
+        if isinstance(text, str) and text.lower() in _TRUE | _FALSE:
+            return text.lower() in _TRUE
+        raise ValueError(f"--grid weights={shown}: must be true or false")
+    known = schema_fields()
+    if key not in known:
+        raise ValueError(f"--grid {_shown(key)}: unknown key; a hardware field (see `accelsim configs --fields`) or "
+                         f"one of the run options {', '.join(RUN_KEYS)}")
+    try:
+        return parse_value(key, known[key], text)
+    except ValueError as exc:
+        raise ValueError(f"--grid {_shown(key)}={shown}: {exc}") from None
+
+
+def parse_grid(items: Sequence[str] | Mapping[str, Sequence[Any]], *, models: int = 1,
+               max_points: int | None = None) -> dict[str, list[Any]]:
+    """The grid as ``{key: [parsed values]}``, from ``--grid KEY=V1,V2`` texts or a mapping.
+
+    Keys keep the order given; a key given twice (also under another name, ``FIELD_ALIASES``:
+    ``sram`` and ``sram_bytes_per_pe``), a key without values, a value given twice (after
+    parsing: ``256KiB`` and ``262144`` are one value) or any bad value raises ``ValueError``
+    naming it. With ``max_points``, a grid whose points (``models`` x the product of the value
+    counts) are more is refused before any value is parsed.
+
+    >>> parse_grid(["sram=1MiB,256KiB", "scheduler=program"])
+    {'sram': [1048576, 262144], 'scheduler': ['program']}
+    >>> parse_grid(["sram=1MiB", "sram_bytes_per_pe=2MiB"])
+    Traceback (most recent call last):
+    ...
+    ValueError: --grid sram and --grid sram_bytes_per_pe set the same field (sram_bytes_per_pe): give it once
+    """
+    raw = _split_grid(items)
+    check_one_name({"--grid": list(raw)})
+    if max_points is not None:
+        check_grid_size(models, {key: len(values) for key, values in raw.items()}, max_points)
+    grid: dict[str, list[Any]] = {}
+    for key, values in raw.items():
+        if not values or any(isinstance(v, str) and not v.strip() for v in values):
+            raise ValueError(f"--grid {_shown(key)}: empty value (give KEY=V1,V2,...)")
+        parsed = [parse_grid_value(key, v) for v in values]
+        first: dict[Any, int] = {}
+        for i, v in enumerate(parsed):
+            if v in first:
+                raise ValueError(f"--grid {_shown(key)}: value {values[i]!r} given twice")
+            first[v] = i
+        grid[key] = parsed
+    return grid
+
+
+def _shown(value: Any) -> str:
+    """``value`` for an error message: as written when it is plain printable text, else its repr
+    (a newline or a control character in it would break the one-line message)."""
+    return value if isinstance(value, str) and value.isprintable() else repr(value)
+
+
+def _split_grid(items: Sequence[str] | Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
+    """``{key: [values as given]}``: the ``--grid`` texts split, or the mapping's lists."""
+    raw: dict[str, list[Any]] = {}
+    if isinstance(items, Mapping):
+        for key, values in items.items():
+            if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+                raise ValueError(f"grid {key!r}: give a list of values, got {values!r}")
+            if str(key) in raw:
+                raise ValueError(f"grid {key!r}: given twice")
+            raw[str(key)] = list(values)
+        return raw
+    if isinstance(items, str):
+        items = [items]
+    for item in items:
+        if not isinstance(item, str):
+            raise ValueError(f"--grid {item!r}: expected text KEY=V1,V2,..., e.g. sram=256KiB,1MiB")
+        key, sep, rest = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--grid {item!r}: expected KEY=V1,V2,..., e.g. sram=256KiB,1MiB")
+        if key in raw:
+            raise ValueError(f"--grid {_shown(key)}: given twice")
+        raw[key] = rest.split(",")
+    return raw
+
+
+def field_name(key: str) -> str:
+    """The field a grid key, ``--set`` key or run option sets: its own name, or the hardware
+    field it is another name for (``FIELD_ALIASES``)."""
+    return FIELD_ALIASES.get(key, key)
+
+
+def check_one_name(given: Mapping[str, Iterable[str]]) -> None:
+    """Refuse a field given twice: under two names (``sram``, ``sram_bytes_per_pe``) or in two
+    places. ``given`` maps a place (``"--grid"``, ``"--set"``, ``"options"``: the run options,
+    named by their ``accelsim sweep`` flag) to the keys given there. The later one would
+    silently win over the other, so the points would be labelled with a value they never used.
+
+    >>> check_one_name({"--grid": ["sram"], "--set": ["sram_bytes_per_pe"]})
+    Traceback (most recent call last):
+    ...
+    ValueError: --grid sram and --set sram_bytes_per_pe set the same field (sram_bytes_per_pe): give it once
+    """
+    seen: dict[str, str] = {}
+    for place, keys in given.items():
+        for key in keys:
+            label = _OPTION_FLAGS.get(key, f"option {_shown(key)}") if place == "options" else f"{place} {_shown(key)}"
+            name = field_name(key)
+            if name in seen:
+                raise ValueError(f"{seen[name]} and {label} set the same field ({name}): give it once")
+            seen[name] = label
+
+
+def check_grid_size(models: int, counts: Mapping[str, int], max_points: int) -> int:
+    """The number of points, ``models`` x the product of the value ``counts``; refused with
+    ``ValueError`` naming the count, the limit and ``--max-points`` when above ``max_points``.
+    Nothing is made: a grid of 10 keys x 10 values is refused at once, not after 10^10 points."""
+    if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 1:
+        raise ValueError(f"--max-points must be a positive integer, got {max_points!r}")
+    count = models * math.prod(counts.values())
+    if count > max_points:
+        models_text = f"{models} model{'s' if models != 1 else ''}"
+        factors = " x ".join([models_text, *(f"{n} {_shown(key)}" for key, n in counts.items())])
+        raise ValueError(f"the sweep has {count:,} points ({factors}), more than the limit of {max_points:,}; "
+                         f"raise it with --max-points {count} (max_points= in Python) if you mean it")
+    return count
+
+
+# --------------------------------------------------------------------------------------------
+# points
+
+
+@dataclass(frozen=True)
+class Point:
+    """One grid point: a model and the grid values (key -> parsed value), in grid order."""
+
+    model: str
+    settings: tuple[tuple[str, Any], ...]
+
+    def hw_overrides(self) -> dict[str, Any]:
+        return {k: v for k, v in self.settings if k not in RUN_KEYS}
+
+    def run_settings(self) -> dict[str, Any]:
+        return {k: v for k, v in self.settings if k in RUN_KEYS}
+
+    def label(self) -> str:
+        parts = [f"{k}={format_bytes(v) if k in ('sram', 'sram_bytes_per_pe') and isinstance(v, int) else v}"
+                 for k, v in self.settings]
+        return " ".join([model_label(self.model), *parts])
+
+
+def grid_points(models: Sequence[str], grid: Mapping[str, Sequence[Any]]) -> list[Point]:
+    """Every model × the cartesian product of the grid, models outermost, keys in grid order."""
+    keys = list(grid)
+    combos = list(itertools.product(*(grid[k] for k in keys))) if keys else [()]
+    return [Point(model, tuple(zip(keys, combo, strict=True))) for model in models for combo in combos]
+
+
+@dataclass(frozen=True)
+class Base:
+    """What every point shares: the hardware config (name or path) and its fixed overrides, and
+    the run options the grid does not vary (``accelsim.RunOptions`` field names)."""
+
+    hw: str
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+#: bundled or YAML configs already read in this process (reading and checking one takes ~30 ms)
+_CONFIGS: dict[str, HardwareConfig] = {}
+
+
+def config_of(hw: str) -> HardwareConfig:
+    """The config ``hw`` names, read once per process."""
+    if hw not in _CONFIGS:
+        _CONFIGS[hw] = load_hw(hw)
+    return _CONFIGS[hw]
+
+
+def effective(point: Point, base: Base) -> tuple[HardwareConfig, dict[str, Any]]:
+    """The point's hardware config and its ``RunOptions`` fields (the grid over the base)."""
+    config = apply_overrides(config_of(base.hw), {**dict(base.overrides), **point.hw_overrides()})
+    options = dict(base.options)
+    run = point.run_settings()
+    if "sram" in run:
+        config = config.with_sram(run.pop("sram"))
+    if "allocator" in run:
+        chosen = run.pop("allocator")
+        options["allocator"] = ONLINE_ALLOCATOR if chosen == ONLINE else chosen
+    options.update(run)
+    if options.get("allocator") == ONLINE_ALLOCATOR and str(options.get("scheduler", "program")).startswith("cosma"):
+        options["allocator"] = None  # "online" = the scheduler's own placement: a COSMA schedule's is its addresses
+    options.setdefault("dtype", None)
+    if options["dtype"] is None:
+        options["dtype"] = config.dtype
+    return config, options
+
+
+def point_hash(point: Point, base: Base) -> str:
+    """A short digest of the point's effective configuration (see the module docstring)."""
+    return config_hash(point, *effective(point, base))
+
+
+def config_hash(point: Point, config: HardwareConfig, options: Mapping[str, Any]) -> str:
+    """``point_hash`` of an already computed ``effective(point, base)``."""
+    payload = {"model": point.model, "hw": config.to_dict(), "options": {k: options[k] for k in sorted(options)}}
+    text = json.dumps(payload, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
