@@ -237,7 +237,9 @@ class RunOptions:
     scheduler: str = "program"  #: one of scheduler.SCHEDULERS
     #: replacement policy of the program / min-peak schedulers: belady or greedy (None: belady)
     replacement: str | None = None
-    order: str | Sequence[str] = "program"  #: the program-order baseline's order (a list of operators is accepted)
+    #: the order of the "program" scheduler: "program" (the graph's) or a list of every operator; other
+    #: schedulers choose their own (``fixed_order`` is cosma-fs's), so for them it is refused
+    order: str | Sequence[str] = "program"
     fixed_order: str | None = None  #: the order of cosma-fs: program or min-peak (None: program)
     budget: int | str | None = None  #: MR, MH, MP or bytes (per PE) to schedule in instead of the scratchpad
     weights: bool = True  #: False gives weights no memory and no traffic (activations only)
@@ -289,6 +291,10 @@ class RunOptions:
         if self.replacement is not None and solver:
             raise ValueError(f"replacement={self.replacement!r} applies to the program and min-peak schedulers, "
                              f"not to scheduler={self.scheduler!r}")
+        if not (isinstance(self.order, str) and self.order == "program") and self.scheduler != "program":
+            shown = self.order if isinstance(self.order, str) else "a list of operators"
+            raise ValueError(f"order={shown!r} is the 'program' scheduler's operator order; "
+                             f"scheduler={self.scheduler!r} chooses its own (cosma-fs takes fixed_order)")
         if self.fixed_order is not None and self.scheduler != "cosma-fs":
             raise ValueError(f"fixed_order={self.fixed_order!r} applies to scheduler='cosma-fs' only, "
                              f"not to scheduler={self.scheduler!r}")

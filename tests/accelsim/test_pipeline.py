@@ -271,3 +271,13 @@ def test_run_options_record_and_keyword_shorthand_agree(chain_graph):
     assert whole.cycles == short.cycles and whole.offsets == short.offsets
     with pytest.raises(ValueError, match="unknown run option 'sramm'"):
         compile_and_simulate(chain_graph(), "tpuv4", sramm="1MiB")
+
+
+@pytest.mark.parametrize("scheduler", ["min-peak", "cosma", "cosma-fs", "cosma-dnc"])
+def test_an_operator_order_for_a_scheduler_that_chooses_its_own_is_refused_up_front(scheduler):
+    from accelsim.pipeline import RunOptions
+
+    with pytest.raises(ValueError, match=f"order='min-peak' is the 'program' scheduler's operator order; "
+                                         f"scheduler='{scheduler}' chooses its own"):
+        RunOptions(scheduler=scheduler, order="min-peak").check()
+    RunOptions(scheduler="program", order=["op0"]).check()  # the program scheduler takes one (checked later)
