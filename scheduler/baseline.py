@@ -161,9 +161,17 @@ def schedule(
     names = resolve_order(graph, order)
     onchip = onchip_sizes(graph, sizes, alignment)
     need = check_capacity(graph, capacity_bytes, sizes, alignment)
-    arena = _Arena(graph, names, capacity_bytes, onchip, data_bytes(graph, sizes), replacement)
+    return _online(graph, names, order, capacity_bytes, onchip, data_bytes(graph, sizes), replacement, alignment,
+                   need)
+
+
+def _online(graph: nx.DiGraph, names: list[str], order: str | Sequence[str], capacity: int, onchip: dict[str, int],
+            data: dict[str, int], replacement: str, alignment: int, need: int,
+            tables: ArenaTables | None = None) -> Schedule:
+    """One run of the online first-fit arena (``schedule``'s work once its arguments are checked)."""
+    arena = _Arena(graph, names, capacity, onchip, data, replacement, None, tables)
     arena.run()
-    result = arena.schedule(order, capacity_bytes, alignment, arena.offsets)
+    result = arena.schedule(order, capacity, alignment, arena.offsets)
     result.stats = {
         "min_capacity": need,
         "evictions": arena.evictions,
@@ -242,6 +250,12 @@ class Planner:
         self.floors = step_footprints(graph, self.names, self.onchip)
         self.total = sum(self.onchip.values())
         self.tables = ArenaTables(graph, self.names, self.onchip)
+
+    def online(self, capacity: int, need: int) -> Schedule:
+        """``schedule(graph, capacity, ...)`` for this planner's graph, order, replacement and sizes,
+        on its shared tables; ``need`` is M_R, checked by the caller (``check_capacity``)."""
+        return _online(self.graph, self.names, self.order, capacity, self.onchip, self.data, self.replacement,
+                       self.alignment, need, self.tables)
 
     def plan(self, budgets: Sequence[int], *, deadline: float | None = None) -> Schedule:
         """Residencies and transfers under ``budgets`` (see ``plan_residencies``)."""

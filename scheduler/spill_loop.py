@@ -92,7 +92,7 @@ from typing import Any
 
 import networkx as nx
 
-from scheduler.baseline import DeadlineReached, Planner, schedule
+from scheduler.baseline import DeadlineReached, Planner
 from scheduler.budget import check_alignment, check_capacity
 from scheduler.schedule import Schedule, ScheduleError, live_bytes_over_time, peak_address, peak_live_bytes
 
@@ -253,10 +253,9 @@ def allocation_aware(
     check_alignment(alignment)
     need = check_capacity(graph, capacity_bytes, sizes, alignment)
     planner = Planner(graph, order, replacement, sizes, alignment)  # what every plan shares, made once
-    names = planner.names
     # the online arena's schedule, the safety net kept when it moves fewer bytes: a schedule of
     # its own (milliseconds per thousand operators), made before the loop's clock starts
-    online = schedule(graph, capacity_bytes, names, replacement, sizes, alignment)
+    online = planner.online(capacity_bytes, need)
     began = time.perf_counter()
     deadline = None if timeout is None else began + timeout
     loop = _Loop(planner, capacity_bytes, allocator, dict(allocator_options or {}), budget, max_rounds, deadline)
