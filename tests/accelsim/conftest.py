@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -59,3 +64,30 @@ def chain_graph() -> Callable[[], nx.DiGraph]:
     """``chain_graph()`` builds a fresh copy of the small chain graph."""
     return _chain_graph
 
+
+
+@pytest.fixture
+def interrupt_after() -> Callable[[list[str], str, Path], subprocess.CompletedProcess[str]]:
+    """``interrupt_after(argv, marker, cwd)`` runs ``python -m accelsim ARGV`` and sends SIGINT once a
+    stdout line contains ``marker``; it returns the finished process (stdout whole, stderr).
+
+    The child starts with SIGINT at its default, as in a terminal: a test run launched as a
+    background job of a non-interactive shell inherits SIGINT ignored, and Python then keeps
+    ignoring it (the child would never see the Ctrl-C the test sends)."""
+
+    def run(argv: list[str], marker: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        process = subprocess.Popen([sys.executable, "-m", "accelsim", *argv], cwd=cwd, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, env=env,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        assert process.stdout is not None
+        seen = []
+        for line in process.stdout:
+            seen.append(line)
+            if marker in line:
+                process.send_signal(signal.SIGINT)
+                break
+        out, err = process.communicate(timeout=120)
+        return subprocess.CompletedProcess(process.args, process.returncode, "".join(seen) + out, err)
+
+    return run

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -273,33 +270,13 @@ def test_minimize_with_a_capacity_it_meets_writes_the_placement(tiny_csv, tmp_pa
 # Ctrl-C
 
 
-def _interrupt_after(argv: list[str], marker: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m accelsim ARGV``, send SIGINT once a stdout line contains ``marker``.
-
-    The child starts with SIGINT at its default, as in a terminal: a test run launched as a
-    background job of a non-interactive shell inherits SIGINT ignored, and Python then keeps
-    ignoring it (the child would never see the Ctrl-C this test sends)."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    process = subprocess.Popen([sys.executable, "-m", "accelsim", *argv], cwd=cwd, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=env,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    assert process.stdout is not None
-    seen = []
-    for line in process.stdout:
-        seen.append(line)
-        if marker in line:
-            process.send_signal(signal.SIGINT)
-            break
-    out, err = process.communicate(timeout=120)
-    return subprocess.CompletedProcess(process.args, process.returncode, "".join(seen) + out, err)
-
-
-def test_ctrl_c_in_a_method_without_its_own_minimisation_keeps_the_insurance_placement(benchmarks, tmp_path):
+def test_ctrl_c_in_a_method_without_its_own_minimisation_keeps_the_insurance_placement(benchmarks, tmp_path,
+                                                                                       interrupt_after):
     # idealloc has no anytime routine: minimize runs it once, after greedy-by-size's insurance placement,
     # which is reported at once (issue 22: an interrupt used to keep nothing)
     hard = benchmarks / "minimalloc" / "challenging" / "D.1048576.csv"
     placed = tmp_path / "placed.csv"
-    done = _interrupt_after(["alloc", str(hard), "--minimize", "--method", "idealloc", "--timeout", "120",
+    done = interrupt_after(["alloc", str(hard), "--minimize", "--method", "idealloc", "--timeout", "120",
                              "--output", str(placed)], "best so far", tmp_path)
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr
@@ -308,10 +285,10 @@ def test_ctrl_c_in_a_method_without_its_own_minimisation_keeps_the_insurance_pla
     assert rows[0].endswith("offset") and len(rows) == sum(1 for _ in hard.open())
 
 
-def test_ctrl_c_in_bench_keeps_the_rows_already_measured(tiny_csv, benchmarks, tmp_path):
+def test_ctrl_c_in_bench_keeps_the_rows_already_measured(tiny_csv, benchmarks, tmp_path, interrupt_after):
     slow = benchmarks / "minimalloc" / "challenging" / "D.1048576.csv"  # no placement at 1,000,000 in seconds
     rows_csv = tmp_path / "rows.csv"
-    done = _interrupt_after(["bench", str(tiny_csv), str(slow), "--method", "minimalloc", "--capacity", "1000000",
+    done = interrupt_after(["bench", str(tiny_csv), str(slow), "--method", "minimalloc", "--capacity", "1000000",
                              "--timeout", "20", "--threads", "1", "--csv", str(rows_csv)], "tiny.csv", tmp_path)
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr
@@ -320,10 +297,10 @@ def test_ctrl_c_in_bench_keeps_the_rows_already_measured(tiny_csv, benchmarks, t
     assert len(rows) == 2 and rows[1].startswith("tiny.csv,minimalloc,5,12,1000000,solved")
 
 
-def test_ctrl_c_in_alloc_minimize_keeps_the_best_placement(benchmarks, tmp_path):
+def test_ctrl_c_in_alloc_minimize_keeps_the_best_placement(benchmarks, tmp_path, interrupt_after):
     hard = benchmarks / "minimalloc" / "challenging" / "D.1048576.csv"  # its optimum is not proven in minutes
     placed = tmp_path / "placed.csv"
-    done = _interrupt_after(["alloc", str(hard), "--minimize", "--timeout", "120", "--output", str(placed)],
+    done = interrupt_after(["alloc", str(hard), "--minimize", "--timeout", "120", "--output", str(placed)],
                             "best so far", tmp_path)
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr

@@ -10,12 +10,6 @@ D.1048576 is not solved to optimality in minutes, so no method finishes before t
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 import allocator
@@ -26,28 +20,6 @@ ANYTIME = sorted(name for name, entry in allocator.METHODS.items() if entry.capa
 WITHOUT_ROUTINE = ["idealloc"]
 
 
-def _interrupt_after(argv: list[str], marker: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m accelsim ARGV``, send SIGINT once a stdout line contains ``marker``.
-
-    The child starts with SIGINT at its default, as in a terminal: a test run launched as a
-    background job of a non-interactive shell inherits SIGINT ignored, and Python then keeps
-    ignoring it (the child would never see the Ctrl-C this test sends). (A copy of the helper
-    in ``test_cli_contract.py``: test modules are not imported from one another.)"""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    process = subprocess.Popen([sys.executable, "-m", "accelsim", *argv], cwd=cwd, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=env,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    assert process.stdout is not None
-    seen = []
-    for line in process.stdout:
-        seen.append(line)
-        if marker in line:
-            process.send_signal(signal.SIGINT)
-            break
-    out, err = process.communicate(timeout=120)
-    return subprocess.CompletedProcess(process.args, process.returncode, "".join(seen) + out, err)
-
-
 def test_the_registry_declares_the_anytime_methods():
     # the parametrisation below is read from the registry; an empty list would test nothing
     assert {"minimalloc", "telamalloc"} <= set(ANYTIME)
@@ -55,10 +27,11 @@ def test_the_registry_declares_the_anytime_methods():
 
 
 @pytest.mark.parametrize("method", ANYTIME + WITHOUT_ROUTINE)
-def test_ctrl_c_during_minimize_writes_the_best_placement_so_far(method, benchmarks, tmp_path):
+def test_ctrl_c_during_minimize_writes_the_best_placement_so_far(method, benchmarks, tmp_path,
+                                                                 interrupt_after):
     hard = benchmarks / "minimalloc" / "challenging" / "D.1048576.csv"
     placed = tmp_path / "placed.csv"
-    done = _interrupt_after(["alloc", str(hard), "--minimize", "--method", method, "--timeout", "120",
+    done = interrupt_after(["alloc", str(hard), "--minimize", "--method", method, "--timeout", "120",
                              "--output", str(placed)], "best so far", tmp_path)
     assert done.returncode == 130, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
