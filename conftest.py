@@ -57,14 +57,14 @@ def benchmarks() -> Path:
 
 @pytest.fixture(params=["python", "compiled"])
 def csv_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Runs a test once through each CSV parser of ``allocator.csv_io``: Python's csv module (what
-    files under ``allocator.problem.COMPILED_FROM`` lines take) and the compiled scan
+    """Runs a test once through each CSV parser of ``allocator.core.csv_io``: Python's csv module (what
+    files under ``allocator.core.problem.COMPILED_FROM`` lines take) and the compiled scan
     (``COMPILED_FROM`` set to 0, so that every file takes it). Use it as
     ``pytest.mark.usefixtures("csv_reader")``."""
-    import allocator.problem
+    import allocator.core.problem
 
     if request.param == "compiled":
-        monkeypatch.setattr(allocator.problem, "COMPILED_FROM", 0)
+        monkeypatch.setattr(allocator.core.problem, "COMPILED_FROM", 0)
     return str(request.param)
 
 
@@ -98,7 +98,7 @@ def compiled_kernels() -> None:
     against that limit (the CLI does the same before its clock). Every other test compiles what
     it uses when it first calls it, and its assertions do not depend on how long that takes.
     """
-    from accelsim.bench import warm_up
     from allocator import METHODS
+    from allocator.search.bench import warm_up
 
     warm_up([name for name in METHODS if name not in ("cpsat", "mip")])

@@ -23,7 +23,7 @@ numbers and returns a ``SimReport``:
    (``scheduler.spill_loop.allocation_aware``); ``online-first-fit`` keeps the old online arena, whose
    first fit decides the spills. A COSMA schedule keeps its CP-SAT addresses unless an
    ``allocator`` is named, which then re-places the same residencies;
-6. **validate** the placement with ``allocator.validate`` (never simulate an invalid one);
+6. **validate** the placement with ``allocator.core.validate`` (never simulate an invalid one);
 7. **simulate** it (``accelsim.sim``) and, with ``out_dir``, write the report folder.
 
 **The same answer on every machine.** Every default budget of these stages is work, never
@@ -199,12 +199,12 @@ def compile_kernels(scheduler_name: str, allocator_name: str | None) -> float:
     kernels are those of the run's allocator (``allocator_name``, or ``DEFAULT_ALLOCATOR`` for the
     program / min-peak schedulers; none for a cosma* schedule that keeps its own addresses) and
     of the spill loop's overflow locator (``scheduler.spill_loop.LOCATOR``), each fitted on tiny
-    problems as a placement runs (``allocator.warmup.warm_up`` in ``"fit"`` mode: no time limit,
-    no minimisation). The validator needs none below ``allocator.problem.COMPILED_FROM``
+    problems as a placement runs (``allocator.search.warmup.warm_up`` in ``"fit"`` mode: no time limit,
+    no minimisation). The validator needs none below ``allocator.core.problem.COMPILED_FROM``
     residencies (it runs in Python there); above, its kernels load in the validate stage, which
     no limit bounds, so the answer cannot depend on it.
     """
-    from allocator.warmup import warm_up
+    from allocator.search.warmup import warm_up
     from scheduler.spill_loop import LOCATOR
 
     began = time.perf_counter()

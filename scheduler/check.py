@@ -12,7 +12,7 @@ that
 * stays of one tensor do not overlap in time, drains happen where stays end, transfers move
   the tensor's bytes, every final output is stored exactly once;
 * the offsets, when given, keep every residency inside the capacity, aligned and apart from
-  every residency live at the same step (``allocator.validate`` on ``schedule.problem()``).
+  every residency live at the same step (``allocator.core.validate`` on ``schedule.problem()``).
 
 ``check_schedule`` returns the list of problems found (empty when the schedule is correct).
 """

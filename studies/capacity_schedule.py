@@ -10,7 +10,7 @@ that gives LOAD most of the time wastes it on the instances whose optimum lies a
 This schedule spreads the work instead:
 
 * **Resumable probes.** The search is a portfolio of static preorders whose node limit
-  doubles every round (``allocator.minimalloc.canonical_search``, the paper's restarts). A
+  doubles every round (``allocator.methods.minimalloc.canonical_search``, the paper's restarts). A
   probe here runs one round at a time and remembers where it stopped, so its next slice
   starts with the next, doubled, limit (``MiniMallocOptions.initial_node_factor``) and no
   round is searched twice: a capacity probed in many slices has had the rounds a single
@@ -33,7 +33,7 @@ Everything is counted in nodes, so with ``node_limit`` the result is the same on
 machine; the clock only stops the schedule at the deadline.
 
 **Not the default** (decision recorded here, measured with this script, one thread):
-``allocator.minimize`` runs ``allocator.minimalloc.canonical_bisection``, and this schedule
+``allocator.minimize`` runs ``allocator.methods.minimalloc.canonical_bisection``, and this schedule
 lives here, outside the package, with the comparison that decided it.
 Under equal node budgets the two tie within the noise of single instances (mean over D, J and
 three variants of each with 3 buffers left out, LOAD's share 0.6: 300,000 nodes, schedule
@@ -71,8 +71,10 @@ import numpy as np
 
 import allocator
 from allocator import MAX_VALUE, MinimizeResult, Problem, Solution
-from allocator.anytime import STARTING_HEURISTICS, Progress, peak_granularity
-from allocator.minimalloc import (
+from allocator.core.progress import STARTING_HEURISTICS, Progress, peak_granularity
+from allocator.core.registry import MinimizeRequest
+from allocator.core.validate import check
+from allocator.methods.minimalloc import (
     MiniMallocOptions,
     PreparedProblem,
     SearchOutcome,
@@ -80,8 +82,6 @@ from allocator.minimalloc import (
     canonical_search,
     next_probe,
 )
-from allocator.registry import MinimizeRequest
-from allocator.validate import check
 
 __all__ = ["SWEEP_POINTS", "CapacityProbe", "advance", "runs_per_round", "schedule_minimize", "sweep_capacities"]
 

@@ -107,8 +107,8 @@ def iopddl_like(buffers: int = ISSUE_BUFFERS, seed: int = 0, folder: Path = IOPD
 def check(path: Path) -> None:
     """Read ``path`` back and print LOAD and each starting heuristic's peak (validated by ``solve``)."""
     from allocator import solve
-    from allocator.anytime import STARTING_HEURISTICS
-    from allocator.validate import lower_bound
+    from allocator.core.progress import STARTING_HEURISTICS
+    from allocator.core.validate import lower_bound
 
     problem = read_csv(path)
     load = lower_bound(problem)

@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 import allocator
-from allocator.problem import Problem
-from allocator.registry import METHODS
-from allocator.sweep import sweep_arrays
+from allocator.core.problem import Problem
+from allocator.core.registry import METHODS
+from allocator.core.sections import sweep_arrays
 
 GREEDY = ("greedy-by-size", "best-fit", "first-fit")
 

@@ -71,7 +71,7 @@ from pathlib import Path
 
 import allocator
 import frontend
-from allocator.validate import lower_bound
+from allocator.core.validate import lower_bound
 from frontend.synthetic import chain, random_dag
 
 work = Path(sys.argv[1])

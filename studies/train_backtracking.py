@@ -1,21 +1,21 @@
 """Train the learned backtracking model of ``telamalloc-learned`` (TelaMalloc §6.3–6.5, §7.3).
 
-Reproduces ``allocator/backtrack_model.npz``::
+Reproduces ``allocator/methods/backtrack_model.npz``::
 
-    OMP_NUM_THREADS=1 python studies/train_backtracking.py --out allocator/backtrack_model.npz
+    OMP_NUM_THREADS=1 python studies/train_backtracking.py --out allocator/methods/backtrack_model.npz
 
-Training data comes from generated instances only (``allocator.generators``, kind
+Training data comes from generated instances only (``allocator.core.generators``, kind
 ``random``, seeds ``--seeds``), never from the challenging suite or the traces, which are
 the tests. Each instance is searched at several capacities (LOAD times ``CAPACITY_FACTORS``:
 §6.5 varies the memory for diverse paths). At every major backtrack (up to
-``--backtracks`` per run) the search stops (``allocator.telamalloc_learned.record``, a
+``--backtracks`` per run) the search stops (``allocator.methods.telamalloc_learned.record``, a
 deterministic replay), MiniMalloc's canonical search with a node limit labels the minimum
 target (``minimum_target``), and a seeded coin picks the oracle's target or the default rule's
 for the rest of the run (§6.5's 50 % mixing). When the run ends, the best target of each
 recorded backtrack is found from its final placement (``best_target``) and each candidate gets
 §6.4's pointwise score. A ydf gradient-boosted regression forest of ``--trees`` trees (the
 paper: 100) learns the score from the features, with one thread and a fixed seed, and is
-exported to flat arrays (``allocator.backtrack_model.export``).
+exported to flat arrays (``allocator.methods.backtrack_model.export``).
 
 ``--evaluate`` then runs the §7.3 measurement on a held-out generated set (seeds
 ``--test-seeds``, disjoint from the training seeds): every instance and capacity where plain
@@ -28,7 +28,7 @@ Measured (2026-11-25, one thread, 2-core machine shared with other jobs; steps a
   samples (21.1 % with a score > 0), 100 trees of 5,746 nodes; the exported arrays match ydf's
   predictions within 6e-6; 6 min 17 s wall (4 min 15 s of CPU). Two runs gave byte-identical
   files. The labels depend on the oracle's node counts, so a change to
-  ``allocator.minimalloc``'s search can change the model (a run during such a change gave
+  ``allocator.methods.minimalloc``'s search can change the model (a run during such a change gave
   82,344 samples);
 * ``--evaluate-only`` (seeds 5000-5399, step limit 100,000, threshold 2.25 with the fallback),
   ``docs/bench/learned_backtracking.csv``, 49 s: 253 held-out runs with > 1,000 telamalloc
@@ -56,11 +56,11 @@ import numpy as np  # noqa: E402
 from readme_tables import learned_counts  # noqa: E402  (studies/ is on sys.path when run as a script)
 
 from allocator import Problem, lower_bound  # noqa: E402
-from allocator.backtrack_model import FEATURES, load, save  # noqa: E402
-from allocator.backtrack_model import export as export_model  # noqa: E402
-from allocator.generators import generate  # noqa: E402
-from allocator.telamalloc import TelaMallocOptions, telamalloc_search  # noqa: E402
-from allocator.telamalloc_learned import (  # noqa: E402
+from allocator.core.generators import generate  # noqa: E402
+from allocator.methods.backtrack_model import FEATURES, load, save  # noqa: E402
+from allocator.methods.backtrack_model import export as export_model  # noqa: E402
+from allocator.methods.telamalloc import TelaMallocOptions, telamalloc_search  # noqa: E402
+from allocator.methods.telamalloc_learned import (  # noqa: E402
     LearnedOptions,
     best_target,
     learned_search,
@@ -145,7 +145,7 @@ def train(args: argparse.Namespace) -> None:
 
 
 def _scores(model, x: np.ndarray) -> np.ndarray:
-    from allocator.backtrack_model import score
+    from allocator.methods.backtrack_model import score
 
     return score(model, x.astype(np.float64), len(x))
 
@@ -177,7 +177,7 @@ def evaluate(args: argparse.Namespace) -> None:
 def candidate_cost(model, batch: int = 16, batches: int = 20_000) -> float:
     """Seconds per candidate scored by the compiled model, in batches like a major backtrack's
     (feature rows drawn from a seeded generator; the best of three timings)."""
-    from allocator.backtrack_model import score
+    from allocator.methods.backtrack_model import score
 
     rng = np.random.default_rng(0)
     rows = rng.random((batch, len(FEATURES))) * np.array([1, 1, 1, 100, 20, 10, 1000, 1, 5000, 100, 100])
@@ -198,7 +198,7 @@ def kernel_cost(runs: tuple[tuple[int, int, float], ...] = ((80, 1, 1.0), (80, 2
     threshold, so both take telamalloc's path and score the same candidates (best of three)."""
     import tempfile
 
-    from allocator.backtrack_model import constant
+    from allocator.methods.backtrack_model import constant
 
     empty_path = Path(tempfile.mkdtemp()) / "empty.npz"
     save(constant(0.0), empty_path)
@@ -229,7 +229,7 @@ def summary(rows: list[dict], step_limit: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("allocator/backtrack_model.npz"))
+    parser.add_argument("--out", type=Path, default=Path("allocator/methods/backtrack_model.npz"))
     parser.add_argument("--seeds", type=int, nargs=2, default=(1000, 1400), help="training seeds [from, to)")
     parser.add_argument("--test-seeds", type=int, nargs=2, default=(5000, 5400), help="held-out seeds [from, to)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the 50 %% oracle mixing and of ydf")

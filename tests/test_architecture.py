@@ -3,6 +3,8 @@ that breaks one fails here, naming the modules:
 
 * the packages depend in one direction: ``allocator`` on none of ours, ``scheduler`` on
   ``allocator`` only, ``frontend`` on none of ours, ``accelsim`` on all three;
+* inside ``allocator``, the rooms depend in one direction too: ``core`` (the problem, its
+  checks, the registry) on no other room, ``methods`` on ``core``, ``search`` on both;
 * no import cycle between modules, counting every import statement (also those inside
   functions and under ``TYPE_CHECKING``: a cycle there is still two modules that each need
   the other to be read);
@@ -58,7 +60,7 @@ def imports() -> dict[str, list[tuple[str, str, int]]]:
 
 
 def test_there_are_modules_to_check():
-    assert {"allocator.problem", "scheduler.schedule", "frontend.graph", "accelsim.pipeline"} <= set(MODULES)
+    assert {"allocator.core.problem", "scheduler.schedule", "frontend.graph", "accelsim.pipeline"} <= set(MODULES)
 
 
 def test_packages_depend_in_one_direction():
@@ -68,6 +70,30 @@ def test_packages_depend_in_one_direction():
         for target, _, line in rows:
             other = target.split(".")[0]
             if other != package and other not in ALLOWED[package]:
+                offenders.append(f"{MODULES[module].relative_to(ROOT)}:{line} imports {target}")
+    assert not offenders, "; ".join(offenders)
+
+
+#: the allocator's rooms (ARCHITECTURE.md): which rooms each may import; the registry in ``core``
+#: names the methods by "module:function" strings, imported when a method first runs
+ROOMS = {"allocator.core": {"allocator.core"},
+         "allocator.methods": {"allocator.core", "allocator.methods"},
+         "allocator.search": {"allocator.core", "allocator.methods", "allocator.search"}}
+
+
+def _room(module: str) -> str | None:
+    return next((room for room in ROOMS if module == room or module.startswith(room + ".")), None)
+
+
+def test_allocator_rooms_depend_in_one_direction():
+    assert {"allocator.core.problem", "allocator.methods.minimalloc", "allocator.search.anytime"} <= set(MODULES)
+    loose = [m for m in MODULES if m.startswith("allocator.") and _room(m) is None]
+    assert not loose, f"allocator modules outside core/, methods/ and search/: {loose}"
+    offenders = []
+    for module, rows in imports().items():
+        room = _room(module)
+        for target, _, line in rows:
+            if room is not None and target.startswith("allocator") and _room(target) not in ROOMS[room]:
                 offenders.append(f"{MODULES[module].relative_to(ROOT)}:{line} imports {target}")
     assert not offenders, "; ".join(offenders)
 

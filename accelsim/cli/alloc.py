@@ -51,7 +51,7 @@ def handle(args: argparse.Namespace) -> int:
             labels = entry.capabilities.labels()
             print(f"{name:<{width}}  {entry.description}" + (f" [{', '.join(labels)}]" if labels else ""))
         return 0
-    from accelsim.bench import parse_method, warm_up
+    from allocator.search.bench import parse_method, warm_up
     if args.file is None:
         raise ValueError("alloc needs a CSV file (or --methods to list the allocation methods)")
     if args.explain is not None:
@@ -122,7 +122,7 @@ def _read_problem(args: argparse.Namespace) -> tuple[allocator.Problem, int | No
             raise ValueError(f"{option} {written!r} is the input file {args.file!r}: it would be overwritten; "
                              "write to another file")
     if args.method is not None:
-        from accelsim.bench import parse_method
+        from allocator.search.bench import parse_method
 
         parse_method(args.method)  # an unknown method is refused before the file is read
     return allocator.read_csv(args.file, capacity=capacity), capacity
@@ -149,8 +149,8 @@ def _alloc_explain(args: argparse.Namespace, problem: allocator.Problem,
     set's ids (up to 10) go into the reason.
     """
     import allocator
-    from accelsim.bench import warm_up
-    from allocator.explain import DEFAULT_NODE_LIMIT, FeasibleProblemError, explain_infeasible
+    from allocator.search.bench import warm_up
+    from allocator.search.explain import DEFAULT_NODE_LIMIT, FeasibleProblemError, explain_infeasible
 
     reason = result.reason
     asked = args.explain is not None

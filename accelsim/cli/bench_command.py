@@ -1,7 +1,7 @@
 """``accelsim bench``: benchmark allocation methods over CSV instances, every placement validated.
 
 The command's module; the benchmark itself (rows, warm-up, plots) is the library module
-``accelsim.bench``."""
+``allocator.search.bench``."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """``accelsim bench``: one validated row per instance, method and capacity; Ctrl-C keeps the rows."""
-    from accelsim import bench
+    from allocator.search import bench
 
     methods = names(args.method, "--method", "method", "see `accelsim alloc --methods`")
     for method in methods:

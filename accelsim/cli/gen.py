@@ -1,4 +1,4 @@
-"""``accelsim gen``: write a generated allocation instance (see ``allocator.generators``)."""
+"""``accelsim gen``: write a generated allocation instance (see ``allocator.core.generators``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
 def handle(args: argparse.Namespace) -> int:
     """``accelsim gen``: write the generated instance as a MiniMalloc CSV."""
     import allocator
-    from allocator.generators import generate
+    from allocator.core.generators import generate
 
     check_output_file(args.output, "output")
     problem = generate(args.kind, args.n, seed=args.seed, max_size=args.max_size, alignment=args.alignment)

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from accelsim import bench
 from accelsim.cli import main
+from allocator.search import bench
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

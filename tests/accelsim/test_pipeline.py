@@ -17,7 +17,7 @@ from accelsim import (
 )
 from accelsim.pipeline import tensor_shares
 from accelsim.report import chrome_trace, format_summary
-from allocator.registry import METHODS, MethodOutput, register
+from allocator.core.registry import METHODS, MethodOutput, register
 from scheduler import CapacityError
 
 REPORT_KEYS = {

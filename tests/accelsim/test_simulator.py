@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import scheduler
 from accelsim.sim import MemoryViolation, Scratchpad, SimulationError, simulate
 from allocator import validate
-from allocator.problem import Solution
+from allocator.core.problem import Solution
 from frontend.graph import add_operator, add_tensor, new_graph
 from scheduler.schedule import Residency, Schedule, Transfer
 
@@ -469,7 +469,7 @@ def test_utilization_and_ideal_cycles(toy_hw):
 def test_valid_placements_never_violate_memory_with_any_dma_setting(n_ops, seed, slack, channels, depth, method,
                                                                     sram_bandwidth, toy_hw):
     """Deeper prefetch and parallel channels only move transfers earlier: every placement that
-    ``allocator.validate`` accepts must simulate without a memory violation, move exactly the
+    ``allocator.core.validate`` accepts must simulate without a memory violation, move exactly the
     schedule's bytes, and never finish before the operators' own cycles allow."""
     import allocator
     from frontend.synthetic import random_dag

@@ -9,12 +9,12 @@ import time
 import pytest
 
 from allocator import Buffer, Problem, minimize, validate
-from allocator.minimalloc import MiniMallocOptions, minimalloc_minimize
-from allocator.options import CPSATOptions
-from allocator.portfolio import auto_minimize
-from allocator.registry import METHODS, MinimizeRequest
-from allocator.telamalloc import TelaMallocOptions, telamalloc_anytime
-from allocator.telamalloc_learned import LearnedOptions, learned_anytime
+from allocator.core.options import CPSATOptions
+from allocator.core.registry import METHODS, MinimizeRequest
+from allocator.methods.minimalloc import MiniMallocOptions, minimalloc_minimize
+from allocator.methods.telamalloc import TelaMallocOptions, telamalloc_anytime
+from allocator.methods.telamalloc_learned import LearnedOptions, learned_anytime
+from allocator.search.portfolio import auto_minimize
 
 #: a timeout that never binds
 NO_RUSH = 600.0

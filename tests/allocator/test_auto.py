@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allocator import METHODS, Buffer, InvalidProblemError, Problem, lower_bound, minimize, solve, validate
-from allocator.generators import generate
-from allocator.minimalloc import MiniMallocOptions
-from allocator.portfolio import EXACT_STAGE, HEURISTIC_STAGES, MINIMIZE_ORDER, STAGES, auto_minimize
+from allocator.core.generators import generate
+from allocator.methods.minimalloc import MiniMallocOptions
+from allocator.search.portfolio import EXACT_STAGE, HEURISTIC_STAGES, MINIMIZE_ORDER, STAGES, auto_minimize
 
 #: a timeout that never binds: the node budgets decide
 NO_RUSH = 600

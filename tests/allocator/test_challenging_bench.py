@@ -13,8 +13,8 @@ about 30 s) and microseconds per node or step are measured by ``accelsim bench``
 import pytest
 
 from allocator import Solution, lower_bound, read_csv, solve, validate
-from allocator.minimalloc import MiniMallocOptions
-from allocator.telamalloc import TelaMallocOptions, telamalloc_search
+from allocator.methods.minimalloc import MiniMallocOptions
+from allocator.methods.telamalloc import TelaMallocOptions, telamalloc_search
 
 CAPACITY = 1_048_576
 #: ends a MiniMalloc search gone astray; every instance now solves within seconds on a loaded

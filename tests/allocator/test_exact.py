@@ -12,13 +12,13 @@ from allocator import (
     Buffer,
     InvalidProblemError,
     Problem,
-    exact,
     lower_bound,
     minimize,
     read_csv,
     solve,
     validate,
 )
+from allocator.methods import exact
 
 #: the paper example of MiniMalloc (Fig. 1), also in shared/benchmarks/minimalloc/examples/input.12.csv
 PAPER_EXAMPLE = [Buffer("b1", 0, 3, 4), Buffer("b2", 3, 9, 4), Buffer("b3", 0, 9, 4), Buffer("b4", 9, 21, 4),

@@ -1,4 +1,4 @@
-"""``allocator.explain``: the set it returns is infeasible, and feasible without any one of its buffers.
+"""``allocator.search.explain``: the set it returns is infeasible, and feasible without any one of its buffers.
 
 Both claims are checked with an independent CP-SAT model written here (it shares no code with
 the allocator): every buffer a rectangle in time x address, NoOverlap2D, addresses inside
@@ -20,7 +20,7 @@ from ortools.sat.python import cp_model
 
 from accelsim.cli import main
 from allocator import Buffer, InvalidProblemError, Problem, lower_bound, read_csv, write_csv
-from allocator.explain import ExplainOptions, Explanation, FeasibleProblemError, explain_infeasible
+from allocator.search.explain import ExplainOptions, Explanation, FeasibleProblemError, explain_infeasible
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,7 +1,7 @@
 """Generators check their size before allocating, and CSVs are written streaming and whole (issue 22).
 
 ``accelsim gen non-overlapping 1000000000 o.csv`` reached 12 GiB before it was killed. Now
-``allocator.generators.check_size`` estimates the memory first and refuses, in one line naming
+``allocator.core.generators.check_size`` estimates the memory first and refuses, in one line naming
 the number of buffers, the estimate and the memory available, before anything is allocated or
 written.
 """
@@ -12,8 +12,9 @@ import csv
 
 import pytest
 
-from allocator import InvalidProblemError, csv_io, generators, read_csv, solve, write_csv
-from allocator.generators import BYTES_PER_BUFFER, available_memory, check_size, estimated_bytes, generate
+from allocator import InvalidProblemError, read_csv, solve, write_csv
+from allocator.core import csv_io, generators
+from allocator.core.generators import BYTES_PER_BUFFER, available_memory, check_size, estimated_bytes, generate
 
 
 def test_a_billion_buffers_are_refused_up_front_with_one_line_and_nothing_written(tmp_path, capsys):

@@ -4,7 +4,7 @@ import pytest
 
 from accelsim.cli import main
 from allocator import InvalidProblemError, lower_bound, read_csv, solve, validate
-from allocator.generators import generate
+from allocator.core.generators import generate
 
 
 def test_microbenchmarks_have_the_documented_shape():

@@ -19,8 +19,8 @@ from allocator import (
     solve,
     validate,
 )
-from allocator.greedy import wide_product
-from allocator.problem import MAX_VALUE
+from allocator.core.problem import MAX_VALUE
+from allocator.methods.greedy import wide_product
 
 GREEDY = ["first-fit", "greedy-by-size", "best-fit", "load-best-fit"]
 

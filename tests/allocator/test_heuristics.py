@@ -1,4 +1,4 @@
-"""The production heuristics of allocator.heuristics: valid placements, their documented orders, verdicts."""
+"""The production heuristics of allocator.methods.heuristics: valid placements, their documented orders, verdicts."""
 
 import time
 
@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from allocator import METHODS, Buffer, Problem, lower_bound, read_csv, solve, validate
-from allocator.heuristics import breadth_visit_rank, conflict_counts, product_limbs
-from allocator.problem import MAX_VALUE
+from allocator.core.problem import MAX_VALUE
+from allocator.methods.heuristics import breadth_visit_rank, conflict_counts, product_limbs
 
 HEURISTICS = ["greedy-in-order", "greedy-by-breadth", "greedy-by-conflicts", "hill-climb", "telamalloc-heuristic"]
 
@@ -239,8 +239,8 @@ def _skyline_by_scanning(problem):
     """TelaMalloc §3.1's rule as the paper states it, in plain Python: at every step, scan every
     unplaced buffer for the lowest floor (the highest top it overlaps in time, aligned up) and,
     among those, the highest priority. The compiled kernel keeps the floors in a queue instead."""
-    from allocator.placement import lexsort_order
-    from allocator.sweep import sweep
+    from allocator.core.sections import sweep
+    from allocator.methods.sorting import lexsort_order
 
     starts, ends, sizes, aligns, fixed = problem.arrays()
     lifetime = ends - starts
@@ -265,7 +265,7 @@ def test_telamalloc_heuristic_queue_makes_the_choices_of_the_full_scan(problem):
 
 
 def test_starting_heuristics_stop_once_one_reaches_load(monkeypatch):
-    import allocator.anytime as anytime
+    import allocator.core.progress as progress
     from allocator import minimize
 
     ran = []
@@ -274,9 +274,9 @@ def test_starting_heuristics_stop_once_one_reaches_load(monkeypatch):
         ran.append(method)
         return solve(problem, method, **options)
 
-    monkeypatch.setattr(anytime, "solve", counting_solve)
+    monkeypatch.setattr(progress, "solve", counting_solve)
     # the first starting heuristic packs three buffers of 4 at LOAD: optimal, nothing more to run
     p = Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4), Buffer("c", 2, 4, 4)])
     r = minimize(p, "minimalloc", timeout=60)
     assert r.optimal and r.peak == lower_bound(p) == 8
-    assert ran == [anytime.STARTING_HEURISTICS[0]]
+    assert ran == [progress.STARTING_HEURISTICS[0]]

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allocator import METHODS, Buffer, Problem, Solution, lower_bound, solve, validate
-from allocator.csv_io import read_csv
-from allocator.generators import generate
-from allocator.idealloc import box, idealloc, tighten
-from allocator.placement import place
+from allocator.core.csv_io import read_csv
+from allocator.core.generators import generate
+from allocator.methods.idealloc import box, idealloc, tighten
+from allocator.methods.placement import place
 
 
 @st.composite

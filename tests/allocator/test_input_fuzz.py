@@ -2,7 +2,7 @@
 
 The contract: ``read_csv`` either returns a problem whose buffers are exactly what the file
 says (as read by the reference parser below, written from the format's rules with nothing
-shared with ``allocator.csv_io``), or raises ``CSVFormatError`` with a one-line message that
+shared with ``allocator.core.csv_io``), or raises ``CSVFormatError`` with a one-line message that
 names the file, and the line at fault when a single row is at fault. Nothing else may escape.
 
 The mutations cover bad integers, byte-order marks, missing and extra columns or cells,

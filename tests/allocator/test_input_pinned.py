@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from allocator import Buffer, CSVFormatError, InvalidProblemError, Problem, read_csv, solve
-from allocator.problem import first_overlap
+from allocator.core.problem import first_overlap
 
 
 def test_clashing_pins_are_refused_naming_both_ids_and_their_ranges():

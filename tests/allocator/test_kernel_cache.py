@@ -1,4 +1,4 @@
-"""Where the compiled kernels are cached (``allocator.kernel_cache``), checked in fresh processes."""
+"""Where the compiled kernels are cached (``allocator.core.kernel_cache``), checked in fresh processes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from allocator.kernel_cache import default_cache_dir
+from allocator.core.kernel_cache import default_cache_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,8 +30,8 @@ def _environ(**extra: str) -> dict[str, str]:
 
 _COMPILE_ONE = """
 import json, numpy as np, numba
-from allocator import sweep
-sweep.range_max(np.array([3, 1, 4]), np.array([0]), np.array([2]))
+from allocator.core import sections
+sections.range_max(np.array([3, 1, 4]), np.array([0]), np.array([2]))
 print(json.dumps({"dir": numba.config.CACHE_DIR, "env": __import__("os").environ["NUMBA_CACHE_DIR"]}))
 """
 
@@ -46,25 +46,25 @@ def test_kernels_are_cached_in_the_user_cache_directory(tmp_path: Path) -> None:
     got = _run(_COMPILE_ONE, _environ(XDG_CACHE_HOME=str(tmp_path)))
     expected = tmp_path / "accelsim" / "numba"
     assert got == {"dir": str(expected), "env": str(expected)}
-    indexes = list(expected.rglob("sweep._range_max-*.nbi"))
-    assert indexes, f"no cache index for sweep._range_max under {expected}"
+    indexes = list(expected.rglob("sections._range_max-*.nbi"))
+    assert indexes, f"no cache index for sections._range_max under {expected}"
 
 
 def test_a_cache_directory_the_user_chose_stands(tmp_path: Path) -> None:
     chosen = tmp_path / "mine"
     got = _run(_COMPILE_ONE, _environ(NUMBA_CACHE_DIR=str(chosen), XDG_CACHE_HOME=str(tmp_path / "xdg")))
     assert got == {"dir": str(chosen), "env": str(chosen)}
-    assert list(chosen.rglob("sweep._range_max-*.nbi"))
+    assert list(chosen.rglob("sections._range_max-*.nbi"))
     assert not (tmp_path / "xdg").exists()
 
 
 def test_rewritten_module_with_the_same_contents_keeps_its_cache(tmp_path: Path) -> None:
     """What a reinstall of the same version does to a kernel module: the same bytes at the same
     path, with a new modification time. numba keys the cache on the contents, so it still hits;
-    a changed file misses (documented in ``allocator.kernel_cache``)."""
+    a changed file misses (documented in ``allocator.core.kernel_cache``)."""
     package = tmp_path / "pkg"
     package.mkdir()
-    source = "from allocator import kernel_cache  # noqa: F401\nfrom numba import njit\n\n\n" \
+    source = "from allocator.core import kernel_cache  # noqa: F401\nfrom numba import njit\n\n\n" \
              "@njit(cache=True)\ndef twice(x):\n    return 2 * x\n"
     module = package / "kernels_under_test.py"
     module.write_text(source)
@@ -87,10 +87,10 @@ print(json.dumps({{"hits": sum(stats.cache_hits.values()), "misses": sum(stats.c
 
 
 def test_every_kernel_module_imports_the_cache_module() -> None:
-    """A kernel decorated before ``allocator.kernel_cache`` ran would be cached beside its source."""
-    sources = sorted((ROOT / "allocator").glob("*.py"))
+    """A kernel decorated before ``allocator.core.kernel_cache`` ran would be cached beside its source."""
+    sources = sorted((ROOT / "allocator").rglob("*.py"))
     decorated = re.compile(r"^@(numba\.)?(njit|jit)\b|^_helper = njit", re.M)
     with_kernels = [p for p in sources if decorated.search(p.read_text())]
     assert len(with_kernels) >= 8
-    missing = [p.name for p in with_kernels if "from allocator import kernel_cache" not in p.read_text()]
-    assert not missing, f"kernel modules without 'from allocator import kernel_cache': {missing}"
+    missing = [p.name for p in with_kernels if "from allocator.core import kernel_cache" not in p.read_text()]
+    assert not missing, f"kernel modules without 'from allocator.core import kernel_cache': {missing}"

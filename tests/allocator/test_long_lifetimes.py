@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from allocator import Problem, lower_bound, solve
-from allocator import _canonical as kernel
-from allocator.generators import generate
-from allocator.minimalloc import MiniMallocOptions, PreparedProblem, kernel_switches
+from allocator.core.generators import generate
+from allocator.methods import minimalloc_kernel as kernel
+from allocator.methods.minimalloc import MiniMallocOptions, PreparedProblem, kernel_switches
 
 
 def _staggered(seed: int, n: int = 160) -> Problem:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from allocator import Buffer, Problem, lower_bound, solve, validate
-from allocator.minimalloc import MiniMallocOptions
+from allocator.methods.minimalloc import MiniMallocOptions
 
 
 def cpsat_feasible(problem: Problem) -> bool:

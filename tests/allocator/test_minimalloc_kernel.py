@@ -9,8 +9,8 @@ import pytest
 from numba.core.registry import CPUDispatcher
 
 from allocator import Buffer, Problem, Solution, lower_bound, read_csv, solve, validate
-from allocator import _canonical as kernel
-from allocator.minimalloc import MiniMallocOptions, PreparedProblem, canonical_search, kernel_switches
+from allocator.methods import minimalloc_kernel as kernel
+from allocator.methods.minimalloc import MiniMallocOptions, PreparedProblem, canonical_search, kernel_switches
 
 DEFAULT = kernel_switches(MiniMallocOptions(), 100)
 

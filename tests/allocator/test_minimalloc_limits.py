@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from allocator import Buffer, Problem, lower_bound, read_csv, solve
-from allocator import _canonical as kernel
-from allocator.minimalloc import MiniMallocOptions, PreparedProblem, canonical_search, kernel_switches
+from allocator.methods import minimalloc_kernel as kernel
+from allocator.methods.minimalloc import MiniMallocOptions, PreparedProblem, canonical_search, kernel_switches
 
 
 class FakeClock:

@@ -1,6 +1,6 @@
 """Values near 2**62: the canonical search's int64 arithmetic never wraps around.
 
-``allocator.problem`` bounds every value and the stacked sum of sizes plus alignments by
+``allocator.core.problem`` bounds every value and the stacked sum of sizes plus alignments by
 MAX_VALUE = 2**62 - 1; within that range the search must give the same verdicts as a brute
 force over placement orders in exact Python integers, and ``minimize`` the same optimum.
 """
@@ -11,7 +11,7 @@ from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
 from allocator import Buffer, Problem, lower_bound, minimize, solve, validate
-from allocator.minimalloc import MiniMallocOptions, PreparedProblem
+from allocator.methods.minimalloc import MiniMallocOptions, PreparedProblem
 
 MAX_VALUE = 2**62 - 1
 
@@ -46,7 +46,7 @@ def huge_problems(draw):
     capacity = draw(st.integers(max(b.size for b in buffers), MAX_VALUE))
     try:
         return Problem(buffers, capacity)
-    except ValueError:  # beyond the stacked-sum limit of allocator.problem
+    except ValueError:  # beyond the stacked-sum limit of allocator.core.problem
         reject()
 
 

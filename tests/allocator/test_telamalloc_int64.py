@@ -1,6 +1,6 @@
 """TelaMalloc with integers near 2**62.
 
-``allocator.problem`` admits values up to 2**62 - 1 with the sizes plus alignment padding of
+``allocator.core.problem`` admits values up to 2**62 - 1 with the sizes plus alignment padding of
 all buffers summing to at most that. The search must then be exact: products such as size x
 lifetime (up to 2**124) must not wrap around in int64, and no position plus size may pass
 2**63. Verdicts are checked against a brute force in Python integers.
@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from allocator import Buffer, Problem, lower_bound, solve, validate
-from allocator.problem import MAX_VALUE, Solution
-from allocator.telamalloc import STRATEGIES, TelaMallocOptions, area_ranks, telamalloc_search
+from allocator.core.problem import MAX_VALUE, Solution
+from allocator.methods.telamalloc import STRATEGIES, TelaMallocOptions, area_ranks, telamalloc_search
 from tests.allocator.test_minimalloc import small_problems
 
 

@@ -11,7 +11,7 @@ from typing import get_type_hints
 import pytest
 
 from allocator import Buffer, Problem, solve
-from allocator.telamalloc import SELECTIONS, Switches, TelaMallocOptions, kernel_switches, telamalloc_search
+from allocator.methods.telamalloc import SELECTIONS, Switches, TelaMallocOptions, kernel_switches, telamalloc_search
 
 #: the MiniMalloc paper's example (Fig. 1): fits 12 bytes exactly
 PAPER_EXAMPLE = Problem([Buffer("b1", 0, 3, 4), Buffer("b2", 3, 9, 4), Buffer("b3", 0, 9, 4),

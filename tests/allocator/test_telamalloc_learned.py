@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 
 from allocator import METHODS, Buffer, InvalidProblemError, Problem, lower_bound, solve, validate
-from allocator.backtrack_model import DEFAULT_PATH, FEATURES, N_FEATURES, constant, export, load, save, score
-from allocator.generators import generate
-from allocator.minimalloc import MiniMallocOptions, canonical_search
-from allocator.telamalloc import TelaMallocOptions, telamalloc_search
-from allocator.telamalloc_learned import (
+from allocator.core.generators import generate
+from allocator.methods.backtrack_model import DEFAULT_PATH, FEATURES, N_FEATURES, constant, export, load, save, score
+from allocator.methods.minimalloc import MiniMallocOptions, canonical_search
+from allocator.methods.telamalloc import TelaMallocOptions, telamalloc_search
+from allocator.methods.telamalloc_learned import (
     LearnedOptions,
     best_target,
     block_features,

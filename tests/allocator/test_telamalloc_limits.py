@@ -9,7 +9,7 @@ by ``accelsim bench``, not here.
 import time
 
 from allocator import Buffer, Problem, lower_bound, minimize, solve
-from allocator.telamalloc import TelaMallocOptions, contention_phases, telamalloc_minimize, telamalloc_search
+from allocator.methods.telamalloc import TelaMallocOptions, contention_phases, telamalloc_minimize, telamalloc_search
 
 #: the MiniMalloc paper's example (Fig. 1): fits 12 bytes exactly
 PAPER_EXAMPLE = [Buffer("b1", 0, 3, 4), Buffer("b2", 3, 9, 4), Buffer("b3", 0, 9, 4), Buffer("b4", 9, 21, 4),

@@ -151,7 +151,7 @@ def test_lower_bound_matches_a_step_by_step_count(scale):
 
 
 def test_a_placement_with_too_many_overlaps_lists_the_first_and_counts_the_rest(monkeypatch):
-    monkeypatch.setattr(importlib.import_module("allocator.validate"), "MAX_LISTED_OVERLAPS", 10)
+    monkeypatch.setattr(importlib.import_module("allocator.core.validate"), "MAX_LISTED_OVERLAPS", 10)
     n = 12
     p = Problem([Buffer(f"b{i}", 0, 5, 2) for i in range(n)])
     report = validate(p, Solution({f"b{i}": 0 for i in range(n)}))  # every pair overlaps: 66

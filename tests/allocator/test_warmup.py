@@ -1,4 +1,4 @@
-"""``allocator.warmup``: a warm-up loads what a run reaches, so the run itself loads or compiles nothing."""
+"""``allocator.search.warmup``: a warm-up loads what a run reaches, so the run itself loads or compiles nothing."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def loaded():
 
 
 def _run(body: str) -> dict[str, object]:
-    code = _LOADED + "import allocator\nfrom allocator.warmup import warm_up\n" + body
+    code = _LOADED + "import allocator\nfrom allocator.search.warmup import warm_up\n" + body
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                           timeout=900)
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -41,9 +41,10 @@ print(json.dumps({"before": before, "after": loaded(), "status": result.status})
     assert got["after"] == got["before"]  # the timed run loaded or compiled no kernel
     loaded = got["before"]
     assert isinstance(loaded, dict)
-    assert "allocator._canonical.search" in loaded
+    assert "allocator.methods.minimalloc_kernel.search" in loaded
     # the greedy placement and the skyline are what a minimisation starts from, not a fit
-    assert not [name for name in loaded if name.startswith(("allocator.placement.", "allocator.heuristics."))]
+    assert not [name for name in loaded
+                if name.startswith(("allocator.methods.placement.", "allocator.methods.heuristics."))]
 
 
 def test_a_minimisation_loads_nothing_after_its_warm_up() -> None:
@@ -56,11 +57,11 @@ print(json.dumps({"before": before, "after": loaded(), "peak": result.peak}))
 """)
     assert got["peak"] is not None
     assert got["after"] == got["before"]
-    assert "allocator.placement._place_kernel" in got["before"]  # type: ignore[operator]
+    assert "allocator.methods.placement._place_kernel" in got["before"]  # type: ignore[operator]
 
 
 def test_a_bad_mode_is_refused() -> None:
-    from allocator.warmup import warm_up
+    from allocator.search.warmup import warm_up
 
     with pytest.raises(ValueError, match="'fit', 'minimize'"):
         warm_up("greedy-by-size", "all")  # type: ignore[arg-type]

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 import networkx as nx
 import pytest
 
-from allocator.problem import Solution
-from allocator.validate import validate
+from allocator.core.problem import Solution
+from allocator.core.validate import validate
 from frontend.graph import add_operator, add_tensor, check_graph, new_graph
 from scheduler.schedule import Schedule
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import allocator
 import scheduler
 import scheduler.spill_loop
-from allocator.minimalloc import MiniMallocOptions
+from allocator.methods.minimalloc import MiniMallocOptions
 from frontend.synthetic import chain, random_dag
 from scheduler import CapacityError, ScheduleError
 from scheduler.baseline import plan_residencies, step_footprints

@@ -15,7 +15,7 @@ import pytest
 
 import allocator
 import scheduler
-from allocator.minimalloc import MiniMallocOptions
+from allocator.methods.minimalloc import MiniMallocOptions
 from frontend.synthetic import random_dag
 from scheduler import CosmaOptions, ScheduleError
 from scheduler.cosma import DEFAULT_DETERMINISTIC_TIME, cosma, cosma_dnc
@@ -118,7 +118,7 @@ def test_a_timeout_that_fires_is_reported_and_the_online_arena_kept():
 
 
 def test_every_work_budget_names_a_field_of_its_methods_options():
-    from allocator.idealloc import DEFAULT_RUNS
+    from allocator.methods.idealloc import DEFAULT_RUNS
 
     for name, budget in WORK_BUDGETS.items():
         fields = {f.name for f in dataclasses.fields(allocator.METHODS[name].options)}

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allocator import Buffer, InvalidProblemError, Problem, Solution, lower_bound, minimize, read_csv, validate
-from allocator.anytime import STARTING_HEURISTICS, Progress
-from allocator.generators import generate
-from allocator.minimalloc import MiniMallocOptions, PreparedProblem, canonical_search
-from allocator.registry import MinimizeRequest
+from allocator.core.generators import generate
+from allocator.core.progress import STARTING_HEURISTICS, Progress
+from allocator.core.registry import MinimizeRequest
+from allocator.methods.minimalloc import MiniMallocOptions, PreparedProblem, canonical_search
 from studies.capacity_schedule import CapacityProbe, advance, schedule_minimize, sweep_capacities
 
 #: a timeout that never binds: the node budgets decide

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from allocator.problem import InvalidProblemError, Problem
+from allocator.core.problem import InvalidProblemError, Problem
 
 KINDS = ("non-overlapping", "full-overlap", "random")
 
@@ -90,7 +90,7 @@ def check_size(kind: str, n: int, available: int | None = None) -> None:
     >>> check_size("random", 10**9, available=8 * 2**30)
     Traceback (most recent call last):
     ...
-    allocator.problem.InvalidProblemError: 1,000,000,000 buffers need about 298.0 GiB (320 B each), more than ...
+    allocator.core.problem.InvalidProblemError: 1,000,000,000 buffers need about 298.0 GiB (320 B each), more than ...
     """
     needed = estimated_bytes(kind, n)
     if available is None:

@@ -51,7 +51,7 @@ packing once. On top of that the search prunes with:
 Fixed offsets take part in the canonical order at their pinned offset; a node where a pinned
 buffer can no longer be placed (something lies over it, or the canonical order has passed
 it) is a dead end. Alignment rounds every floor up. The inner loop is the numba code in
-``allocator._canonical``; this module prepares its arrays and runs the portfolio.
+``allocator.methods.minimalloc_kernel``; this module prepares its arrays and runs the portfolio.
 
 Options are one frozen dataclass, a field per technique, so each can be switched off for
 ablations. ``canonical=False`` also disables ``dominance``, ``offset_floor`` and
@@ -67,13 +67,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from allocator import _canonical
-from allocator._canonical import MAX_VALUE, Preorder, SearchInstance, SearchResult, SearchSwitches
-from allocator.anytime import STARTING_HEURISTICS, Progress, peak_granularity
-from allocator.problem import InvalidProblemError, MinimizeResult, Problem, Solution
-from allocator.registry import METHODS, MethodOutput, MinimizeRequest
-from allocator.sweep import sweep
-from allocator.validate import check
+from allocator.core.problem import InvalidProblemError, MinimizeResult, Problem, Solution
+from allocator.core.progress import STARTING_HEURISTICS, Progress, peak_granularity
+from allocator.core.registry import METHODS, MethodOutput, MinimizeRequest
+from allocator.core.sections import sweep
+from allocator.core.validate import check
+from allocator.methods import minimalloc_kernel as kernel
+from allocator.methods.minimalloc_kernel import MAX_VALUE, Preorder, SearchInstance, SearchResult, SearchSwitches
 
 #: letters of a preorder key, each sorting descending: T = largest section total the buffer
 #: spans, W = width (lifetime), A = area (size x lifetime), S = size
@@ -451,7 +451,7 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
     def run(preorder: Preorder, rerank: bool, run_limit: int, stop: np.ndarray,
             table: np.ndarray | None) -> SearchResult:
         own = switches if rerank else switches._replace(rerank_groups=False)
-        return _canonical.run_search(instance, preorder, own, capacity=capacity, node_limit=run_limit,
+        return kernel.run_search(instance, preorder, own, capacity=capacity, node_limit=run_limit,
                                      deadline=time_limit, stop=stop, table=table)
 
     fixed_runs = []
@@ -463,7 +463,7 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
     # A state exhausted at this capacity stays exhausted whatever the node limit, so each fixed
     # preorder keeps its table across rounds (a run reads and writes only its own: the answer does
     # not depend on the threads). Perturbed preorders are new every round and start empty.
-    tables = [_canonical.new_table(switches) if options.keep_tables and switches.table_bits else None
+    tables = [kernel.new_table(switches) if options.keep_tables and switches.table_bits else None
               for _ in fixed_runs]
     workers = _workers(options.workers)
     pool = ThreadPoolExecutor(workers) if workers > 1 else None
@@ -487,10 +487,10 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
             def job(index: int, preorder: Preorder, rerank: bool, stops: list[np.ndarray] = stops,
                     limits: list[int] = limits) -> SearchResult:
                 if stops[index][0] or limits[index] < 0:
-                    return SearchResult(_canonical.CANCELLED, np.zeros(0, np.int64), 0, 0, 0, 0)
+                    return SearchResult(kernel.CANCELLED, np.zeros(0, np.int64), 0, 0, 0, 0)
                 result = run(preorder, rerank, limits[index], stops[index],
                              tables[index] if index < len(tables) else None)
-                if result.status in (_canonical.SOLVED, _canonical.EXHAUSTED):
+                if result.status in (kernel.SOLVED, kernel.EXHAUSTED):
                     for later in stops[index + 1:]:
                         later[0] = 1  # a later run can no longer be the answer
                 return result
@@ -505,14 +505,14 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
                 totals["backtracks"] += result.backtracks
                 totals["splits"] += result.splits
                 totals["hits"] += result.table_hits
-                totals["runs"] += result.status != _canonical.CANCELLED
+                totals["runs"] += result.status != kernel.CANCELLED
             for result in results:
                 totals["charged"] += result.nodes  # a run before the deciding one did all its nodes
-                if result.status == _canonical.SOLVED:
+                if result.status == kernel.SOLVED:
                     return outcome("solved", result.offsets)
-                if result.status == _canonical.EXHAUSTED:
+                if result.status == kernel.EXHAUSTED:
                     return outcome("infeasible")
-                if result.status == _canonical.TIME_LIMIT:
+                if result.status == kernel.TIME_LIMIT:
                     return outcome("timeout")
             if any(run_limit < limit for run_limit in limits):
                 return outcome("node_limit")  # the budget cut this round short

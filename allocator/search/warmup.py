@@ -1,7 +1,7 @@
 """Load (or, with an empty compile cache, compile and cache) a method's numba kernels before a clock starts.
 
 The first call of a compiled kernel in a process loads its machine code from numba's cache
-(see ``allocator.kernel_cache``), or compiles it when the cache has none: far longer than a
+(see ``allocator.core.kernel_cache``), or compiles it when the cache has none: far longer than a
 small search. A caller that times a run, or gives it a time limit, calls :func:`warm_up`
 first, so that neither the loading nor a compilation is counted against the run and a
 time limit bounds the search alone.
@@ -32,7 +32,7 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from allocator.problem import Buffer, Problem
+from allocator.core.problem import Buffer, Problem
 
 __all__ = ["MODES", "STAIRCASE", "TINY", "Mode", "warm_up"]
 
@@ -63,8 +63,9 @@ def warm_up(method: str, mode: Mode = "fit", options: object = None) -> float:
     ...
     ValueError: warm-up mode must be one of 'fit', 'minimize'; got 'sideways'
     """
-    from allocator.anytime import FALLBACK_HEURISTIC, STARTING_HEURISTICS, minimize
-    from allocator.registry import solve
+    from allocator.core.progress import FALLBACK_HEURISTIC, STARTING_HEURISTICS
+    from allocator.core.registry import solve
+    from allocator.search.anytime import minimize
 
     if mode not in MODES:
         raise ValueError(f"warm-up mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}")

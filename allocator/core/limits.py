@@ -1,7 +1,7 @@
 """The range of every value an allocation problem may hold, in a module that imports nothing:
-``allocator.problem`` checks problems against it and re-exports it (``allocator.MAX_VALUE``),
-and the compiled kernels (``allocator.problem_kernels``) read it without importing
-``allocator.problem`` back."""
+``allocator.core.problem`` checks problems against it and re-exports it (``allocator.MAX_VALUE``),
+and the compiled kernels (``allocator.core.problem_kernels``) read it without importing
+``allocator.core.problem`` back."""
 
 #: The largest start, end, size, alignment, fixed offset (and fixed end) or capacity a problem
 #: may hold: 2**62 - 1. Two reasons fix it. The compiled kernels compute in int64, and adding

@@ -30,7 +30,7 @@ allocation" (STOC 2003), in three parts, each implemented here:
   in its boxes; on resnet50, pangu_2.6B, S_1, E, J and K none of the four was better than
   the others on all of them (12 runs each), so runs draw among them.
 * **Unboxing and placement** (D5.5 §4.2). The top-level items are placed with the shared
-  first-fit kernel (``allocator.placement.place``), in each run at random either in start
+  first-fit kernel (``allocator.methods.placement.place``), in each run at random either in start
   order (ties: taller first; the paper's interval colouring of its near-uniform boxes, which
   first fit in start order is for equal heights) or in decreasing height (ties: earlier
   start; measured better on some traces, worse on others, so runs draw either). Then every
@@ -90,7 +90,7 @@ implementation's constants, so none of them is copied here.
 
 Cost per run: O(n log n) expected per level for the random-point recursion (the random item
 splits the items like a random pivot), O(log(largest box / smallest size)) levels, plus one
-placement of the top-level items and one per tightening pass (``allocator.placement``'s
+placement of the top-level items and one per tightening pass (``allocator.methods.placement``'s
 O(overlapping pairs x log) each; the tightening passes are most of a run's time).
 """
 
@@ -99,11 +99,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
-from allocator.placement import clock, deadline_passed, lexsort_order, place, stable_argsort, timeout_reason
-from allocator.problem import Problem
-from allocator.registry import MethodOutput
-from allocator.validate import lower_bound
+from allocator.core import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
+from allocator.core.deadline import clock, deadline_passed, timeout_reason
+from allocator.core.problem import Problem
+from allocator.core.registry import MethodOutput
+from allocator.core.validate import lower_bound
+from allocator.methods.placement import place
+from allocator.methods.sorting import lexsort_order, stable_argsort
 
 __all__ = ["DEFAULT_PASSES", "DEFAULT_RUNS", "box", "idealloc", "tighten"]
 

@@ -67,11 +67,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from allocator.greedy import greedy_by_size
-from allocator.heuristics import conflict_counts
-from allocator.problem import Buffer, InvalidProblemError, Problem, Solution
-from allocator.registry import MethodOutput
-from allocator.validate import lower_bound
+from allocator.core.problem import Buffer, InvalidProblemError, Problem, Solution
+from allocator.core.registry import MethodOutput
+from allocator.core.validate import lower_bound
+from allocator.methods.greedy import greedy_by_size
+from allocator.methods.heuristics import conflict_counts
 
 if TYPE_CHECKING:  # OR-Tools is imported by the method that uses it: it pulls in pandas, a second of CPU
     from ortools.sat.python import cp_model
@@ -256,7 +256,7 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
     Raises ``InvalidProblemError`` when the numbers are too large for CP-SAT (see the
     module docstring), naming the buffer or sum at fault.
 
-    >>> from allocator.problem import Buffer
+    >>> from allocator.core.problem import Buffer
     >>> out = cpsat(Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4), Buffer("c", 2, 4, 4)]))
     >>> out.status, out.reason, out.stats["bound"]
     ('solved', 'CP-SAT OPTIMAL: peak 8 proven minimal', 8.0)
@@ -414,7 +414,7 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     1e-6 (or that overlaps once rounded) is reported ``"failed"``: numerical trouble, not a
     verdict.
 
-    >>> from allocator.problem import Buffer
+    >>> from allocator.core.problem import Buffer
     >>> out = mip(Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4)], capacity=8))
     >>> out.status, sorted(out.offsets.values()), out.reason
     ('solved', [0, 4], 'MIP SCIP OPTIMAL: placement fits capacity 8')

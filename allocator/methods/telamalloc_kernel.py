@@ -1,4 +1,4 @@
-"""The compiled search of ``telamalloc`` (see ``allocator.telamalloc`` for the method).
+"""The compiled search of ``telamalloc`` (see ``allocator.methods.telamalloc`` for the method).
 
 ``search(instance, phases, sections, switches, learning)`` is the one entry point. Its inputs
 are five typed records (``typing.NamedTuple``, which numba compiles as structs, so a field is read by
@@ -8,7 +8,7 @@ name and two switches cannot be swapped by position):
 * ``Phases``: the contention phases and, per phase, its members in the three candidate orders;
 * ``Sections``: per buffer its cross sections, per section its members (for the section check);
 * ``Switches``: every technique's switch and the limits (built by
-  ``allocator.telamalloc.kernel_switches`` from ``TelaMallocOptions``);
+  ``allocator.methods.telamalloc.kernel_switches`` from ``TelaMallocOptions``);
 * ``Learning``: what the learned backtracking of TelaMalloc §6 reads and writes (the model,
   per-buffer features, the replay list and the record buffers of oracle data collection); any
   arrays when ``Switches.mode`` is ``MODE_DEFAULT``, and then the search never reads it.
@@ -39,7 +39,7 @@ starts at a constant (``m = 0``) is typed as that literal on the first pass of t
 which compiles a second, literal-typed copy of every helper it is passed to (and of their
 callees). Variables passed to helpers therefore start as ``np.int64(...)``.
 
-Integer range: every quantity is an int64. ``allocator.problem`` bounds the capacity and every
+Integer range: every quantity is an int64. ``allocator.core.problem`` bounds the capacity and every
 size, alignment and offset by ``MAX_VALUE`` = 2**62 - 1, and the sum over all buffers of
 ``size + alignment - 1`` by ``MAX_VALUE`` too, so two such bounds add up to at most 2**63 - 2.
 The largest sums the search forms, audited:
@@ -55,21 +55,20 @@ The largest sums the search forms, audited:
 * the descending key ``capacity + 1 - hi`` is non-negative.
 
 Products are never formed here; the one the method needs, size x lifetime, is ranked exactly by
-``allocator.telamalloc.area_ranks``.
+``allocator.methods.telamalloc.area_ranks``.
 """
 
 from __future__ import annotations
 
-import time
 from typing import NamedTuple
 
-import numba
 import numpy as np
 from numba import njit
 
-from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
-from allocator.backtrack_model import N_FEATURES, BacktrackModel, score
-from allocator.placement import sort_by_key, sort_in_place, stable_argsort
+from allocator.core import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
+from allocator.core.deadline import clock
+from allocator.methods.backtrack_model import N_FEATURES, BacktrackModel, score
+from allocator.methods.sorting import sort_by_key, sort_in_place, stable_argsort
 
 #: ``RECORDED``: oracle data collection stopped at the requested major backtrack (``Learning``)
 SOLVED, EXHAUSTED, STEP_LIMIT, TIME_LIMIT, INFEASIBLE, RECORDED = 0, 1, 2, 3, 4, 5
@@ -94,7 +93,7 @@ _FAR = 1 << 62  # "no upper end" of an explanation range (clipped to the buffer'
 class Switches(NamedTuple):
     """What the search does and how long: one typed record, read by field name in the kernel.
 
-    Built from ``TelaMallocOptions`` by ``allocator.telamalloc.kernel_switches``; the meaning
+    Built from ``TelaMallocOptions`` by ``allocator.methods.telamalloc.kernel_switches``; the meaning
     of each technique is documented there.
     """
 
@@ -116,7 +115,7 @@ class Switches(NamedTuple):
 
 class Learning(NamedTuple):
     """The learned backtracking's inputs and record buffers (TelaMalloc §6); built by
-    ``allocator.telamalloc_learned``. Features per buffer are normalised as §6.4 says."""
+    ``allocator.methods.telamalloc_learned``. Features per buffer are normalised as §6.4 says."""
 
     model: BacktrackModel  #: the forest scoring candidate targets (``MODE_LEARNED``)
     size: np.ndarray  #: float64 per buffer: size / capacity
@@ -250,14 +249,6 @@ class WorkList(NamedTuple):
 
 
 @njit(cache=True)
-def _now():  # pragma: no cover - compiled
-    """``time.perf_counter()`` read from compiled code."""
-    with numba.objmode(t="float64"):
-        t = time.perf_counter()
-    return t
-
-
-@njit(cache=True)
 def neighbours(starts, ends, deadline):  # pragma: no cover - compiled
     """Time-overlap lists in CSR form: ``idx[ptr[i]:ptr[i + 1]]`` are the buffers overlapping i.
 
@@ -281,7 +272,7 @@ def neighbours(starts, ends, deadline):  # pragma: no cover - compiled
         work += b - a
         if work >= 1 << 20:
             work = 0
-            if deadline >= 0 and _now() > deadline:
+            if deadline >= 0 and clock() > deadline:
                 return np.zeros(1, np.int64), np.zeros(0, np.int32), False
     ptr = np.zeros(n + 1, np.int64)
     for i in range(n):
@@ -301,7 +292,7 @@ def neighbours(starts, ends, deadline):  # pragma: no cover - compiled
         work += b - a
         if work >= 1 << 20:
             work = 0
-            if deadline >= 0 and _now() > deadline:
+            if deadline >= 0 and clock() > deadline:
                 return np.zeros(1, np.int64), np.zeros(0, np.int32), False
     return ptr, idx, True
 
@@ -988,7 +979,7 @@ def search(instance, phases, sections, switches, learning):  # pragma: no cover 
     ``TIME_LIMIT``, ``INFEASIBLE`` (``RECORDED`` when recording); the offsets (valid when
     solved; the partial placement when recorded); the ``ST_*`` counters. ``learning`` is only
     read when ``switches.mode`` is not ``MODE_DEFAULT`` (see ``_learned_target``).
-    See ``allocator.telamalloc`` for the algorithm and the meaning of every switch.
+    See ``allocator.methods.telamalloc`` for the algorithm and the meaning of every switch.
 
     The loop alternates: drain the propagation queue (the queue is empty afterwards, so the
     next fill starts at ring slot 0); judge the last placement (a wiped domain
@@ -1177,7 +1168,7 @@ def search(instance, phases, sections, switches, learning):  # pragma: no cover 
         if step >= switches.step_limit:
             stats[ST_STEPS] = step
             return STEP_LIMIT, dom.offset, stats
-        if (step & check_mask) == 0 and switches.deadline >= 0 and _now() > switches.deadline:
+        if (step & check_mask) == 0 and switches.deadline >= 0 and clock() > switches.deadline:
             stats[ST_STEPS] = step
             return TIME_LIMIT, dom.offset, stats
         x = levels.candidates[d, levels.tried[d]]

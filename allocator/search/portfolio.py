@@ -45,10 +45,10 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from allocator.anytime import STARTING_HEURISTICS, Progress
-from allocator.minimalloc import MiniMallocOptions, canonical_bisection
-from allocator.problem import MinimizeResult, Problem, Solution
-from allocator.registry import METHODS, MethodOutput, MinimizeRequest
+from allocator.core.problem import MinimizeResult, Problem, Solution
+from allocator.core.progress import STARTING_HEURISTICS, Progress
+from allocator.core.registry import METHODS, MethodOutput, MinimizeRequest
+from allocator.methods.minimalloc import MiniMallocOptions, canonical_bisection
 
 #: the heuristic stages, tried in this order under a capacity (the order of issue 13)
 HEURISTIC_STAGES = ("best-fit", "greedy-by-size", "load-best-fit")

@@ -4,9 +4,9 @@ Every registered method has one options record, a frozen dataclass named in the 
 table (``METHODS[name].options`` is the class): ``solve(problem, name, options=record)``
 takes one, and ``solve(problem, name, field=value)`` is shorthand for the record's fields.
 The records of the exact searches live beside their search, with a field per technique of
-their paper: ``allocator.minimalloc.MiniMallocOptions`` (``minimalloc`` and ``auto``),
-``allocator.telamalloc.TelaMallocOptions`` (``telamalloc``) and
-``allocator.telamalloc_learned.LearnedOptions`` (``telamalloc-learned``). The records here
+their paper: ``allocator.methods.minimalloc.MiniMallocOptions`` (``minimalloc`` and ``auto``),
+``allocator.methods.telamalloc.TelaMallocOptions`` (``telamalloc``) and
+``allocator.methods.telamalloc_learned.LearnedOptions`` (``telamalloc-learned``). The records here
 belong to methods whose functions take their options as keyword arguments (``solve`` passes
 the record's fields by name); this module imports nothing heavy, so a user can list them
 without loading the methods.
@@ -38,7 +38,7 @@ class NoOptions:
 
 @dataclass(frozen=True)
 class HillClimbOptions:
-    """Options of ``hill-climb`` (TVM USMP's hill climbing; ``allocator.heuristics.hill_climb``)."""
+    """Options of ``hill-climb`` (TVM USMP's hill climbing; ``allocator.methods.heuristics.hill_climb``)."""
 
     seed: int = 0  #: seeds the random choice of the moves: the same seed, the same placement (within the time)
     iterations: int = 200  #: attempted moves at most (>= 0); each costs one full placement
@@ -47,20 +47,20 @@ class HillClimbOptions:
 @dataclass(frozen=True)
 class IdeallocOptions:
     """Options of ``idealloc`` (boxing and tightening, Buchsbaum et al. STOC'03 as in CONVOLVE
-    D5.5 §4; ``allocator.idealloc.idealloc``)."""
+    D5.5 §4; ``allocator.methods.idealloc.idealloc``)."""
 
     seed: int = 0  #: seeds every run's random draws: the same seed and runs, the same placement
-    #: runs at most (>= 1); None: until the deadline, or ``allocator.idealloc.DEFAULT_RUNS`` without one
+    #: runs at most (>= 1); None: until the deadline, or ``allocator.methods.idealloc.DEFAULT_RUNS`` without one
     runs: int | None = None
     ratio: float = 2.0  #: growth of the box height per level (> 1), D5.5 §4.2
     #: tightening passes per run at most (>= 1; 1 is D5.5's single pass). The same as
-    #: ``allocator.idealloc.DEFAULT_PASSES`` (a test holds them equal)
+    #: ``allocator.methods.idealloc.DEFAULT_PASSES`` (a test holds them equal)
     passes: int = 8
 
 
 @dataclass(frozen=True)
 class CPSATOptions:
-    """Options of ``cpsat`` (the NoOverlap2D model; ``allocator.exact.cpsat``)."""
+    """Options of ``cpsat`` (the NoOverlap2D model; ``allocator.methods.exact.cpsat``)."""
 
     #: CP-SAT ``num_workers`` (>= 1); with 1 worker and a fixed seed the answer is reproducible
     #: (as long as the time limit is not what stops the search)
@@ -75,9 +75,9 @@ class CPSATOptions:
 
 @dataclass(frozen=True)
 class MIPOptions:
-    """Options of ``mip`` (the big-M ILP of TelaMalloc Fig. 5, §3.2; ``allocator.exact.mip``)."""
+    """Options of ``mip`` (the big-M ILP of TelaMalloc Fig. 5, §3.2; ``allocator.methods.exact.mip``)."""
 
-    #: the ``pywraplp`` MIP solver: one of ``allocator.exact.MIP_BACKENDS`` (SCIP, HIGHS, CBC,
+    #: the ``pywraplp`` MIP solver: one of ``allocator.methods.exact.MIP_BACKENDS`` (SCIP, HIGHS, CBC,
     #: SAT), case-insensitive
     backend: str = "SCIP"
     #: give the greedy-by-size placement as a starting solution (SCIP and SAT only; skipped when

@@ -23,7 +23,7 @@ Options, one way for every method: ``solve(problem, name, options=record)`` with
 of ``METHODS[name].options``, or ``solve(problem, name, field=value, ...)`` as shorthand for
 that record's fields (both together: the fields replace the record's). The records:
 ``NoOptions`` (the greedy heuristics and ``telamalloc-heuristic``), ``HillClimbOptions``,
-``IdeallocOptions``, ``CPSATOptions``, ``MIPOptions`` (``allocator.options``),
+``IdeallocOptions``, ``CPSATOptions``, ``MIPOptions`` (``allocator.core.options``),
 ``MiniMallocOptions`` (``minimalloc`` and ``auto``), ``TelaMallocOptions`` (``telamalloc``)
 and ``LearnedOptions`` (``telamalloc-learned``); ``describe_options(name)`` lists a method's
 fields with their types and defaults.
@@ -41,8 +41,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from allocator.options import NoOptions
-from allocator.problem import (
+from allocator.core.options import NoOptions
+from allocator.core.problem import (
     AllocationResult,
     InvalidProblemError,
     MinimizeResult,
@@ -51,7 +51,7 @@ from allocator.problem import (
     Status,
     UnknownMethodError,
 )
-from allocator.validate import InvalidSolutionError, lower_bound, validate
+from allocator.core.validate import InvalidSolutionError, lower_bound, validate
 
 
 class InvalidOptionError(InvalidProblemError, TypeError):
@@ -104,7 +104,7 @@ AnytimeFunction = Callable[[Problem, MinimizeRequest], MinimizeResult]
 def resolve(reference: str) -> Any:
     """The object a ``"module:name"`` reference names, importing its module (Python imports a module once).
 
-    >>> resolve("allocator.options:NoOptions").__name__
+    >>> resolve("allocator.core.options:NoOptions").__name__
     'NoOptions'
     """
     module, _, name = reference.partition(":")
@@ -310,67 +310,68 @@ def _check_type(entry: MethodEntry, key: str, value: object, hint: Any) -> None:
 #: the built-in methods, in the order ``METHODS`` lists them; each one's function, anytime
 #: routine and options record are imported on first use (see the module docstring)
 BUILT_IN = (
-    MethodEntry("first-fit", "allocator.greedy:first_fit",
+    MethodEntry("first-fit", "allocator.methods.greedy:first_fit",
                 "buffers in start order, each at the lowest offset that fits (TelaMalloc §3.1 baseline)"),
-    MethodEntry("greedy-by-size", "allocator.greedy:greedy_by_size",
+    MethodEntry("greedy-by-size", "allocator.methods.greedy:greedy_by_size",
                 "largest first, lowest offset that fits (TensorFlow Lite GreedyBySize)"),
-    MethodEntry("best-fit", "allocator.greedy:best_fit",
+    MethodEntry("best-fit", "allocator.methods.greedy:best_fit",
                 "largest first, into the smallest gap that holds it (XLA global decreasing-size best fit)"),
-    MethodEntry("load-best-fit", "allocator.greedy:load_best_fit",
+    MethodEntry("load-best-fit", "allocator.methods.greedy:load_best_fit",
                 "most loaded cross section first, then longest, then largest area, into the smallest gap "
                 "(MiniMalloc's TWA preorder as a greedy order)"),
-    MethodEntry("greedy-in-order", "allocator.heuristics:greedy_in_order",
+    MethodEntry("greedy-in-order", "allocator.methods.heuristics:greedy_in_order",
                 "buffers in first-use order (start, then input order), lowest offset that fits "
                 "(TensorFlow Lite in-order)"),
-    MethodEntry("greedy-by-breadth", "allocator.heuristics:greedy_by_breadth",
+    MethodEntry("greedy-by-breadth", "allocator.methods.heuristics:greedy_by_breadth",
                 "steps in decreasing breadth, their live buffers largest first, into the smallest gap "
                 "(TensorFlow Lite GreedyByBreadth)"),
-    MethodEntry("greedy-by-conflicts", "allocator.heuristics:greedy_by_conflicts",
+    MethodEntry("greedy-by-conflicts", "allocator.methods.heuristics:greedy_by_conflicts",
                 "most time-overlapping buffers first, then largest, lowest offset that fits "
                 "(TVM USMP greedy_by_conflicts)"),
-    MethodEntry("telamalloc-heuristic", "allocator.heuristics:telamalloc_heuristic",
+    MethodEntry("telamalloc-heuristic", "allocator.methods.heuristics:telamalloc_heuristic",
                 "skyline filled bottom-up row by row: on the lowest floor, highest contention first "
                 "(ties: alignment, size x lifetime^2, lifetime) (TelaMalloc §3.1 baseline, Fig. 4)"),
-    MethodEntry("hill-climb", "allocator.heuristics:hill_climb",
+    MethodEntry("hill-climb", "allocator.methods.heuristics:hill_climb",
                 "greedy-by-size's order, then seeded random moves of a peak buffer earlier in the order, "
                 "keeping orders no worse (TVM USMP hill_climb)",
-                options="allocator.options:HillClimbOptions"),
-    MethodEntry("cpsat", "allocator.exact:cpsat",
+                options="allocator.core.options:HillClimbOptions"),
+    MethodEntry("cpsat", "allocator.methods.exact:cpsat",
                 "CP-SAT on the NoOverlap2D model with a redundant cumulative: feasibility under the capacity, "
                 "or the minimal peak without one",
-                Capabilities(exact=True), "allocator.options:CPSATOptions"),
-    MethodEntry("mip", "allocator.exact:mip",
+                Capabilities(exact=True), "allocator.core.options:CPSATOptions"),
+    MethodEntry("mip", "allocator.methods.exact:mip",
                 "the big-M ILP of TelaMalloc Fig. 5 (§3.2) through pywraplp (SCIP or HiGHS): feasibility under "
                 "the capacity, or the minimal peak without one",
-                Capabilities(exact=True), "allocator.options:MIPOptions"),
-    MethodEntry("telamalloc", "allocator.telamalloc:telamalloc",
+                Capabilities(exact=True), "allocator.core.options:MIPOptions"),
+    MethodEntry("telamalloc", "allocator.methods.telamalloc:telamalloc",
                 "search with per-step block selection (longest, largest, largest area), lowest valid position "
                 "from propagation, contention phases and smart backtracking (TelaMalloc, Maas et al. ASPLOS'23 "
                 "§4-5); without a capacity, bisects the peak",
-                Capabilities(anytime="allocator.telamalloc:telamalloc_anytime"),
-                "allocator.telamalloc:TelaMallocOptions", options_as_keywords=False),
-    MethodEntry("minimalloc", "allocator.minimalloc:minimalloc",
+                Capabilities(anytime="allocator.methods.telamalloc:telamalloc_anytime"),
+                "allocator.methods.telamalloc:TelaMallocOptions", options_as_keywords=False),
+    MethodEntry("minimalloc", "allocator.methods.minimalloc:minimalloc",
                 "exact search over canonical solutions with section inference, dominance and dynamic "
                 "decomposition (MiniMalloc, Moffitt ASPLOS'23 §5-7)",
-                Capabilities(exact=True, needs_capacity=True, anytime="allocator.minimalloc:minimalloc_minimize",
+                Capabilities(exact=True, needs_capacity=True,
+                             anytime="allocator.methods.minimalloc:minimalloc_minimize",
                              node_limit=True),
-                "allocator.minimalloc:MiniMallocOptions", options_as_keywords=False),
-    MethodEntry("auto", "allocator.portfolio:auto",
+                "allocator.methods.minimalloc:MiniMallocOptions", options_as_keywords=False),
+    MethodEntry("auto", "allocator.search.portfolio:auto",
                 "portfolio: best-fit, greedy-by-size, load-best-fit until one fits the capacity, then the exact "
                 "minimalloc search with the time left; without a capacity the best heuristic; minimising, the best "
                 "heuristic, then minimalloc's bisection",
-                Capabilities(exact=True, anytime="allocator.portfolio:auto_minimize", node_limit=True),
-                "allocator.minimalloc:MiniMallocOptions", options_as_keywords=False),
-    MethodEntry("idealloc", "allocator.idealloc:idealloc",
+                Capabilities(exact=True, anytime="allocator.search.portfolio:auto_minimize", node_limit=True),
+                "allocator.methods.minimalloc:MiniMallocOptions", options_as_keywords=False),
+    MethodEntry("idealloc", "allocator.methods.idealloc:idealloc",
                 "boxing with random point selection, unboxing, tightening down and up in turn, repeated with new "
                 "random draws keeping the lowest peak (Buchsbaum et al. STOC'03 as in CONVOLVE D5.5 §4)",
-                options="allocator.options:IdeallocOptions"),
-    MethodEntry("telamalloc-learned", "allocator.telamalloc_learned:telamalloc_learned",
+                options="allocator.core.options:IdeallocOptions"),
+    MethodEntry("telamalloc-learned", "allocator.methods.telamalloc_learned:telamalloc_learned",
                 "telamalloc whose major backtracks jump where a gradient-boosted tree model trained on an exact "
                 "oracle's labels says, when its score clears a threshold (TelaMalloc, Maas et al. ASPLOS'23 §6, "
                 "§7.3); without a capacity, bisects the peak as telamalloc does",
-                Capabilities(anytime="allocator.telamalloc_learned:learned_anytime"),
-                "allocator.telamalloc_learned:LearnedOptions", options_as_keywords=False),
+                Capabilities(anytime="allocator.methods.telamalloc_learned:learned_anytime"),
+                "allocator.methods.telamalloc_learned:LearnedOptions", options_as_keywords=False),
 )
 
 METHODS: dict[str, MethodEntry] = {entry.name: entry for entry in BUILT_IN}
@@ -458,7 +459,7 @@ def solve(problem: Problem, method: str = DEFAULT_METHOD, timeout: float | None 
     here for every status: a caller that wants LOAD reads it there instead of computing it
     again.
 
-    >>> from allocator.problem import Buffer
+    >>> from allocator.core.problem import Buffer
     >>> p = Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4)], capacity=8)
     >>> r = solve(p, method="greedy-by-size")
     >>> r.status, r.peak, sorted(r.solution.offsets.values())
@@ -472,7 +473,7 @@ def solve(problem: Problem, method: str = DEFAULT_METHOD, timeout: float | None 
     >>> solve(p, "hill-climb", sed=3)
     Traceback (most recent call last):
     ...
-    allocator.registry.InvalidOptionError: method 'hill-climb' has no option 'sed'; hill-climb's options ...
+    allocator.core.registry.InvalidOptionError: method 'hill-climb' has no option 'sed'; hill-climb's options ...
     """
     check_problem(problem, "solve")
     entry = method_entry(method)

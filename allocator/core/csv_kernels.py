@@ -1,7 +1,7 @@
-"""The compiled scans of ``allocator.csv_io``: splitting a file without quotes into cells and
+"""The compiled scans of ``allocator.core.csv_io``: splitting a file without quotes into cells and
 parsing integer cells, over the file's bytes.
 
-They live apart from ``allocator.csv_io`` so that importing the package does not import
+They live apart from ``allocator.core.csv_io`` so that importing the package does not import
 numba: ``csv_io`` imports this module inside the functions that scan, the first time a file
 is read.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
+from allocator.core import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
 
 __all__ = ["join_cells", "line_bounds", "parse_integers", "split_rows"]
 
@@ -77,7 +77,8 @@ def split_rows(buf: np.ndarray, begin: int, width: int) -> tuple[np.ndarray, np.
 
 @numba.njit(cache=True)
 def parse_integers(buf: np.ndarray, bounds: np.ndarray, column: int) -> tuple[np.ndarray, np.ndarray]:
-    """Parse one column of cells as ``-?[0-9]+``: ``(values, status)`` with the status codes of ``allocator.csv_io``
+    """Parse one column of cells as ``-?[0-9]+``: ``(values, status)`` with the status codes of
+    ``allocator.core.csv_io``
     (0 a number, 1 an empty cell, 2 not an integer, 3 too long: settled there).
 
     Up to 18 significant digits fit an int64 exactly; longer numbers get status 3 and are

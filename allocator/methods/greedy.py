@@ -21,7 +21,7 @@ Fixed-offset buffers are placed first, where they are pinned. The heuristics ign
 capacity while placing and then compare the peak with it: above the capacity the status is
 ``"failed"`` (a heuristic's miss is no proof of infeasibility) and the full placement is
 returned so the caller sees by how much it missed. The placement loop is
-``allocator.placement``'s compiled kernel: a buffer's placement reads only the placed buffers
+``allocator.methods.placement``'s compiled kernel: a buffer's placement reads only the placed buffers
 that overlap it in time. It reads the deadline every 1,024 buffers; when the deadline passes
 the method returns ``"timeout"`` without a placement (a partial placement is none) and says
 how many buffers it had placed.
@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from allocator.placement import deadline_passed, greedy_method, sort_by_key, timeout_reason
-from allocator.problem import Problem
-from allocator.registry import MethodOutput
-from allocator.sweep import sweep
+from allocator.core.deadline import deadline_passed, timeout_reason
+from allocator.core.problem import Problem
+from allocator.core.registry import MethodOutput
+from allocator.core.sections import sweep
+from allocator.methods.placement import greedy_method
+from allocator.methods.sorting import sort_by_key
 
 __all__ = ["best_fit", "first_fit", "greedy_by_size", "load_best_fit", "size_keys", "sort_by_key", "wide_product"]
 

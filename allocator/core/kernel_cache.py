@@ -1,7 +1,7 @@
 """Where numba keeps accelsim's compiled kernels: a user cache directory, set before any kernel exists.
 
 Every module with ``@njit(cache=True)`` kernels imports this one among its imports
-(``from allocator import kernel_cache  # noqa: F401``), so before its first decorator runs.
+(``from allocator.core import kernel_cache  # noqa: F401``), so before its first decorator runs.
 On import it chooses the directory numba caches compiled code in:
 
 * when the environment has ``NUMBA_CACHE_DIR`` (even empty), the user's choice stands;

@@ -1,6 +1,6 @@
-"""The compiled core of the exact canonical search (see ``allocator.minimalloc``).
+"""The compiled core of the exact canonical search (see ``allocator.methods.minimalloc``).
 
-Everything here is numba ``njit`` code over flat int64 arrays; ``allocator.minimalloc`` is
+Everything here is numba ``njit`` code over flat int64 arrays; ``allocator.methods.minimalloc`` is
 the Python layer that prepares the arrays, runs the portfolio and converts the result. Its one
 entry point is :func:`run_search`, which takes three typed records and the limits by keyword:
 
@@ -40,8 +40,8 @@ Integer range
 -------------
 All arithmetic is int64. It cannot overflow when the capacity, every size, alignment and
 pinned offset are at most ``MAX_VALUE = 2**62 - 1`` and the sizes plus alignments of all
-buffers sum to at most ``MAX_VALUE`` (``allocator.problem`` guarantees this for every
-problem; ``allocator.minimalloc`` checks the capacity of each search): a position is at most
+buffers sum to at most ``MAX_VALUE`` (``allocator.core.problem`` guarantees this for every
+problem; ``allocator.methods.minimalloc`` checks the capacity of each search): a position is at most
 ``capacity + alignment - 1`` (an aligned floor of a top that fits), so a position plus a
 size, or plus a section's unplaced bytes, stays below ``2 * MAX_VALUE < 2**63``.
 ``_BIG = 2**62`` stands for "none" because it exceeds every
@@ -61,7 +61,7 @@ numba's ``argsort`` and ``sort``, and helpers without a Python wrapper (``_helpe
 
 Time
 ----
-The clock is read through object mode (``_now``), which costs a few microseconds, so the
+The clock is read through object mode (``allocator.core.deadline.clock``), which costs a few microseconds, so the
 search reads it once per ``CLOCK_WORK`` units of work (a unit is one buffer or section
 visited), not once per node: a node on a large instance can visit a million buffers, and a
 node count alone would let the search overrun its deadline by seconds.
@@ -69,14 +69,13 @@ node count alone would let the search overrun its deadline by seconds.
 
 from __future__ import annotations
 
-import time
 from typing import Any, NamedTuple
 
-import numba
 import numpy as np
 from numba import njit
 
-from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
+from allocator.core import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
+from allocator.core.deadline import clock
 
 SOLVED, EXHAUSTED, NODE_LIMIT, TIME_LIMIT, CANCELLED = 0, 1, 2, 3, 4
 
@@ -134,7 +133,7 @@ class Preorder(NamedTuple):
 
 
 class SearchSwitches(NamedTuple):
-    """Which techniques the kernel applies; ``allocator.minimalloc.kernel_switches`` builds it
+    """Which techniques the kernel applies; ``allocator.methods.minimalloc.kernel_switches`` builds it
     from ``MiniMallocOptions`` (whose docstrings cite the paper's sections)."""
 
     canonical: bool  #: place in non-decreasing (offset, rank) order only
@@ -288,14 +287,6 @@ def _mix(a, b, salt):  # pragma: no cover - compiled
     z = (z ^ (z >> np.uint64(30))) * _MIX1
     z = (z ^ (z >> np.uint64(27))) * _MIX2
     return z ^ (z >> np.uint64(31))
-
-
-@njit(cache=True)
-def _now() -> float:  # pragma: no cover - compiled
-    """``time.perf_counter()`` from compiled code (object mode: read it sparingly)."""
-    with numba.objmode(t="float64"):
-        t = time.perf_counter()
-    return t
 
 
 @_helper
@@ -966,7 +957,7 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
     ``(buffer, rank)`` term to the hash.
     """
     n = instance.sizes.shape[0]
-    if deadline >= 0 and _now() > deadline:
+    if deadline >= 0 and clock() > deadline:
         unplaced = np.empty(n, np.int64)
         for j in range(n):
             unplaced[j] = -1
@@ -991,7 +982,7 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
     for j in range(n):
         span_total += instance.last_section[j] - instance.first_section[j]
     # the set-up walks every buffer's sections once: on a large instance that can outlast the deadline
-    if deadline >= 0 and _now() > deadline:
+    if deadline >= 0 and clock() > deadline:
         return TIME_LIMIT, offset, 0, 0, 0, 0
     work = 0  # units of work since the clock was last read
 
@@ -1024,7 +1015,7 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
             work = 0
             if stop[0] != 0:
                 return CANCELLED, offset, nodes, backtracks, splits, hits
-            now = _now()  # read even without a deadline: Python handles Ctrl-C during the reading
+            now = clock()  # read even without a deadline: Python handles Ctrl-C during the reading
             if deadline >= 0 and now > deadline:
                 return TIME_LIMIT, offset, nodes, backtracks, splits, hits
 

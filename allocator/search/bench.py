@@ -23,9 +23,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import allocator
-from allocator import warmup
-from allocator.warmup import Mode
+from allocator.core.csv_io import read_csv
+from allocator.core.problem import AllocationResult, MinimizeResult, Problem, UnknownMethodError
+from allocator.core.registry import METHODS, solve
+from allocator.core.validate import InvalidSolutionError, lower_bound, validate
+from allocator.search import anytime, warmup
+from allocator.search.warmup import Mode
 
 _CAPACITY_IN_NAME = re.compile(r"\.(\d+)\.csv$")
 
@@ -92,12 +95,12 @@ def parse_method(spec: str) -> tuple[str, dict[str, object]]:
     'area'
     """
     name, _, variant = spec.partition(":")
-    if name not in allocator.METHODS:
-        raise allocator.UnknownMethodError(
-            f"unknown allocator method {name!r}; known: {', '.join(sorted(allocator.METHODS))}")
+    if name not in METHODS:
+        raise UnknownMethodError(
+            f"unknown allocator method {name!r}; known: {', '.join(sorted(METHODS))}")
     if not variant:
         return name, {}
-    from allocator.telamalloc import STRATEGIES, TelaMallocOptions  # its kernels load only when it is asked for
+    from allocator.methods.telamalloc import STRATEGIES, TelaMallocOptions  # its kernels load only when it is asked for
 
     if name != "telamalloc":
         raise ValueError(f"method {spec!r}: only telamalloc takes a strategy after ':'")
@@ -109,10 +112,10 @@ def parse_method(spec: str) -> tuple[str, dict[str, object]]:
 def warm_up(methods: Sequence[str], mode: Mode = "minimize") -> dict[str, float]:
     """Load (or compile) each method's kernels on tiny problems; return the seconds each took.
 
-    ``allocator.warmup.warm_up`` per method spec (``telamalloc:max-area`` warms that strategy):
+    ``allocator.search.warmup.warm_up`` per method spec (``telamalloc:max-area`` warms that strategy):
     ``mode="fit"`` loads only what ``solve`` reaches (``accelsim alloc`` and ``bench`` without
     ``--minimize``: a ``minimalloc`` fit then loads neither the greedy placement nor the
-    starting heuristics); ``"minimize"`` (the default) also what ``allocator.minimize`` reaches,
+    starting heuristics); ``"minimize"`` (the default) also what ``minimize`` reaches,
     so no compilation happens inside a timed run of either kind.
     """
     spent = {}
@@ -155,16 +158,16 @@ def iter_rows(files: Sequence[Path], methods: Sequence[str], capacity: int | Non
     for fraction in load_fractions:
         if not fraction > 0 or not math.isfinite(fraction):
             raise ValueError(f"--load-fraction values must be positive and finite, got {fraction!r}")
-    from allocator.minimalloc import MiniMallocOptions
+    from allocator.methods.minimalloc import MiniMallocOptions
 
     options = MiniMallocOptions(workers=threads)
     for path in files:
         try:
             began = time.perf_counter()
-            problem = allocator.read_csv(path, capacity=None)
+            problem = read_csv(path, capacity=None)
             read_seconds = time.perf_counter() - began
             began = time.perf_counter()
-            load = allocator.lower_bound(problem)
+            load = lower_bound(problem)
             load_seconds = time.perf_counter() - began
             if load_fractions:
                 capacities: list[int | None] = [math.ceil(fraction * load) for fraction in load_fractions]
@@ -186,17 +189,17 @@ def iter_rows(files: Sequence[Path], methods: Sequence[str], capacity: int | Non
                 if name == "minimalloc":
                     extra = {"options": options}
                 times: list[float] = []
-                last: allocator.MinimizeResult | allocator.AllocationResult | None = None
+                last: MinimizeResult | AllocationResult | None = None
                 try:
                     for _ in range(repeat):
                         began = time.perf_counter()
                         if minimize:
-                            last = allocator.minimize(instance, method=name, timeout=timeout,
+                            last = anytime.minimize(instance, method=name, timeout=timeout,
                                                       options=extra.get("options"))  # type: ignore[arg-type]
                         else:
-                            last = allocator.solve(instance, name, timeout, **extra)
+                            last = solve(instance, name, timeout, **extra)
                         times.append(time.perf_counter() - began)
-                except allocator.InvalidSolutionError:
+                except InvalidSolutionError:
                     raise
                 except ValueError as exc:  # the method refuses this instance (e.g. values beyond its range)
                     yield _error_row(path, method, exc, len(problem), load, cap)
@@ -260,27 +263,27 @@ def strategy_summary(rows: Sequence[BenchRow]) -> str:
     return "\n".join(lines)
 
 
-def _row(path: Path, method: str, problem: allocator.Problem, load: int, capacity: int | None, result: object,
+def _row(path: Path, method: str, problem: Problem, load: int, capacity: int | None, result: object,
          seconds: float, minimize: bool) -> BenchRow:
     if minimize:
-        assert isinstance(result, allocator.MinimizeResult)
+        assert isinstance(result, MinimizeResult)
         if result.solution is None or result.peak is None:  # not even the fallback placed them in time
             return BenchRow(path.name, method, len(problem), load, None, "timeout", None, result.lower_bound, None,
                             seconds, int(result.stats.get("nodes", 0)), [], result.reason)
-        report = allocator.validate(problem.with_capacity(None), result.solution)
+        report = validate(problem.with_capacity(None), result.solution)
         if not report.ok:
-            raise allocator.InvalidSolutionError(f"{path.name} / {method}: {report}")
+            raise InvalidSolutionError(f"{path.name} / {method}: {report}")
         status = "optimal" if result.optimal else "best"
         trace = [(t, 100 * (peak - load) / load if load else 0.0) for t, peak, _ in result.history]
         return BenchRow(path.name, method, len(problem), load, None, status, result.peak, result.lower_bound,
                         100 * (result.peak - load) / load if load else 0.0, seconds,
                         int(result.stats.get("nodes", 0)), trace, result.reason)
-    assert isinstance(result, allocator.AllocationResult)
+    assert isinstance(result, AllocationResult)
     if result.solution is not None:
         checked = problem if result.solved else problem.with_capacity(None)
-        report = allocator.validate(checked, result.solution)
+        report = validate(checked, result.solution)
         if not report.ok:
-            raise allocator.InvalidSolutionError(f"{path.name} / {method}: {report}")
+            raise InvalidSolutionError(f"{path.name} / {method}: {report}")
     over = 100 * (result.peak - load) / load if result.peak is not None and load else None
     return BenchRow(path.name, method, len(problem), load, capacity, result.status, result.peak, None, over, seconds,
                     int(result.stats.get("nodes", 0)), [] if over is None else [(seconds, over)],

@@ -16,7 +16,7 @@ What a cell may hold (decisions, so that nothing is read as something else):
 * An integer is ASCII digits with an optional leading ``-``: ``+5``, ``1_000``, ``1e3``,
   ``5.0``, ``1 000`` and non-ASCII digits (Python's ``int()`` accepts several of these) are
   errors, not numbers. Every value must lie within ``[0, MAX_VALUE]`` (see
-  ``allocator.problem.MAX_VALUE``).
+  ``allocator.core.problem.MAX_VALUE``).
 * Cells may be quoted with ``"`` as in RFC 4180; a quoted id keeps its commas and newlines.
 * A blank line (empty, or spaces and tabs only) is skipped; a file with a header and no
   rows is an error ("no buffers").
@@ -27,12 +27,12 @@ reported; then what involves several rows (a duplicate id, the stacking sum, two
 buffers that clash) is reported at the line of the later row.
 
 Reading is columnar, for speed on large files (two million rows in a few seconds): a file
-without quotes is split by a compiled scan over its bytes (``allocator.csv_kernels``, imported
+without quotes is split by a compiled scan over its bytes (``allocator.core.csv_kernels``, imported
 on the first read so that importing the package does not import numba), integers are parsed
 in the same compiled code, and the rows are checked with whole-array operations; only the
 first bad row is looked at in Python, to word its message. A file with quotes goes through Python's
 ``csv`` module instead (same rules, slower), and so does a small file (fewer lines than
-``allocator.problem.COMPILED_FROM``): Python reads it in milliseconds, and it spares a first
+``allocator.core.problem.COMPILED_FROM``): Python reads it in milliseconds, and it spares a first
 run the compilation of the scan (about 1.4 s of CPU with an empty compile cache).
 """
 
@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from allocator.problem import (
+from allocator.core.problem import (
     MAX_VALUE,
     InvalidProblemError,
     Problem,
@@ -170,7 +170,7 @@ def _parse_compiled(path: Path, data: bytes) -> _Table:
     header_line = data[: len(data) if first_end < 0 else first_end].rstrip(b"\r").decode("utf-8")
     header = [name.strip(_PADDING) for name in header_line.split(",")]
     _check_header(path, header)
-    from allocator.csv_kernels import parse_integers, split_rows  # numba loads with the first scan
+    from allocator.core.csv_kernels import parse_integers, split_rows  # numba loads with the first scan
 
     buf = np.frombuffer(data, np.uint8)
     bounds, lines, bad_line, bad_count = split_rows(buf, len(data) if first_end < 0 else first_end + 1, len(header))
@@ -199,7 +199,7 @@ def _gather_text(data: bytes, buf: np.ndarray, bounds: np.ndarray, column: int) 
     """
     if not len(bounds):
         return []
-    from allocator.csv_kernels import join_cells  # numba loads with the first scan
+    from allocator.core.csv_kernels import join_cells  # numba loads with the first scan
 
     joined = join_cells(buf, bounds[:, column, 0], bounds[:, column, 1])
     return joined.tobytes().decode("utf-8").split("\n")
@@ -263,7 +263,7 @@ def _parse_column(cells: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
                 np.array([status for _, status in parsed], np.uint8).reshape(len(cells)))
     data = joined.encode("utf-8")
     buf = np.frombuffer(data, np.uint8)
-    from allocator.csv_kernels import line_bounds, parse_integers  # numba loads with the first scan
+    from allocator.core.csv_kernels import line_bounds, parse_integers  # numba loads with the first scan
 
     bounds = line_bounds(buf, len(cells))
     values, status = parse_integers(buf, bounds, 0)

@@ -3,7 +3,7 @@
 It shares no code with any placement method, so a bug in a method cannot hide in it. (The
 one kernel it borrows, ``problem.first_overlap``, belongs to the problem's own input checks,
 where it finds pinned buffers that clash; no method uses it.) Its compiled kernels live in
-``allocator.problem_kernels``, imported when first run, so that importing the package does
+``allocator.core.problem_kernels``, imported when first run, so that importing the package does
 not import numba.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from allocator.problem import MAX_VALUE, Problem, Solution, compiled_for, first_overlap
+from allocator.core.problem import MAX_VALUE, Problem, Solution, compiled_for, first_overlap
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def validate(problem: Problem, solution: Solution) -> ValidationReport:
     only when it finds a pair does a second, compiled sweep list the overlapping pairs (O(n x
     live)), at most ``MAX_LISTED_OVERLAPS`` of them plus one violation counting the rest.
 
-    >>> from allocator.problem import Buffer
+    >>> from allocator.core.problem import Buffer
     >>> p = Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4)], capacity=8)
     >>> validate(p, Solution({"a": 0, "b": 4})).ok
     True
@@ -129,7 +129,7 @@ def validate(problem: Problem, solution: Solution) -> ValidationReport:
     by_start = np.argsort(starts, kind="stable")
     position = np.empty(len(rows), np.int64)
     position[by_start] = np.arange(len(rows))
-    from allocator.problem_kernels import overlapping_pairs  # numba loads with the first kernel, not the package
+    from allocator.core.problem_kernels import overlapping_pairs  # numba loads with the first kernel, not the package
 
     earlier, later, total = overlapping_pairs(by_start, np.argsort(ends, kind="stable"), starts, ends, lows, highs,
                                               MAX_LISTED_OVERLAPS)
@@ -213,7 +213,7 @@ def lower_bound(problem: Problem) -> int:
     cumulative sums and a binary search. The maximum is reached at some start time.
     The sums stay in int64 because ``Problem`` bounds the sum of all sizes by ``MAX_VALUE``.
 
-    >>> from allocator.problem import Buffer
+    >>> from allocator.core.problem import Buffer
     >>> lower_bound(Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 5), Buffer("c", 2, 4, 1)]))
     9
     """
@@ -225,7 +225,7 @@ def lower_bound(problem: Problem) -> int:
     started = _sorted_by_time(starts, sizes, size_bits, packed)
     ended = _sorted_by_time(ends, sizes, size_bits, packed)
     if compiled_for(len(starts)):
-        from allocator.problem_kernels import max_live  # numba loads with the first kernel, not the package
+        from allocator.core.problem_kernels import max_live  # numba loads with the first kernel, not the package
 
         best = max_live(*started, *ended)
     else:  # the same merge in numpy: what ended by each start (half-open) leaves the live total

@@ -1,7 +1,7 @@
 """More production heuristics: the orders of TensorFlow Lite, TVM and TelaMalloc over one placement loop.
 
 Every method here but ``telamalloc-heuristic`` is an order of the buffers followed by
-``allocator.placement.place`` (lowest offset that fits, or best-fitting gap), so the gap walk
+``allocator.methods.placement.place`` (lowest offset that fits, or best-fitting gap), so the gap walk
 is compiled once, for all of them:
 
 * ``greedy-in-order``: buffers in the order they are first used (start, then index), each at
@@ -38,21 +38,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
-from allocator.greedy import size_keys, wide_product
-from allocator.placement import (
-    CLOCK_EVERY,
-    Placement,
-    clock,
-    deadline_passed,
-    greedy_method,
-    lexsort_order,
-    place,
-    verdict,
-)
-from allocator.problem import Problem
-from allocator.registry import MethodOutput
-from allocator.sweep import compress_times, range_max, sweep
+from allocator.core import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
+from allocator.core.deadline import CLOCK_EVERY, clock, deadline_passed
+from allocator.core.problem import Problem
+from allocator.core.registry import MethodOutput
+from allocator.core.sections import compress_times, range_max, sweep
+from allocator.methods.greedy import size_keys, wide_product
+from allocator.methods.placement import Placement, greedy_method, place, verdict
+from allocator.methods.sorting import lexsort_order
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -88,7 +81,7 @@ def breadth_visit_rank(problem: Problem) -> np.ndarray:
     spans (a cross section's steps share one live set, so visiting its first step places all
     its buffers and its later steps place nothing).
 
-    >>> from allocator.problem import Buffer
+    >>> from allocator.core.problem import Buffer
     >>> breadth_visit_rank(Problem([Buffer("a", 0, 2, 1), Buffer("b", 1, 2, 5), Buffer("c", 0, 1, 2)])).tolist()
     [0, 0, 1]
     """
@@ -356,7 +349,7 @@ def hill_climb(problem: Problem, deadline: float | None = None, seed: int = 0, i
     the deadline cuts the run short, which depends on the machine's speed. Its peak is never
     above greedy-by-size's; when the deadline passes before greedy-by-size's placement is
     complete the status is ``"timeout"`` without a placement. Each attempt costs one full
-    placement, about O(overlapping pairs x log) (``allocator.placement``).
+    placement, about O(overlapping pairs x log) (``allocator.methods.placement``).
     """
     if iterations < 0:
         raise ValueError(f"hill-climb: iterations must be >= 0, got {iterations}")

@@ -29,11 +29,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from allocator.limits import MAX_VALUE  # noqa: F401  (re-exported: allocator.MAX_VALUE)
+from allocator.core.limits import MAX_VALUE  # noqa: F401  (re-exported: allocator.MAX_VALUE)
 
-#: Inputs of at least this many buffers (or CSV rows, ``allocator.csv_io``) go through the
+#: Inputs of at least this many buffers (or CSV rows, ``allocator.core.csv_io``) go through the
 #: compiled kernels of the input checks and the validator (``invalid_buffers``, ``first_overlap``,
-#: ``validate.lower_bound``; they live in ``allocator.problem_kernels``); smaller ones through
+#: ``validate.lower_bound``; they live in ``allocator.core.problem_kernels``); smaller ones through
 #: numpy and Python, which compute the same answer (``compiled_for``; a test compares them).
 #: Below this size the Python path takes milliseconds, less than loading the kernels, and far
 #: less than compiling them: with an empty compile cache they cost about 2.5 s of CPU, which a
@@ -119,14 +119,14 @@ def invalid_buffers(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, ali
     All arguments are int64 arrays of one length; ``fixed`` is -1 for a free buffer (any
     other negative value is an invalid fixed offset). Locate the first True and call
     ``buffer_error`` on that buffer for the message. The compiled
-    ``allocator.problem_kernels.invalid_buffers`` runs (one pass, no temporaries) when
+    ``allocator.core.problem_kernels.invalid_buffers`` runs (one pass, no temporaries) when
     ``compiled_for(n)``; else whole-array numpy.
 
     >>> invalid_buffers(*(np.array(v) for v in ([0, 0], [2, 0], [4, 4], [1, 1], [-1, -1]))).tolist()
     [False, True]
     """
     if compiled_for(len(starts)):
-        from allocator import problem_kernels  # numba loads with the first kernel, not with the package
+        from allocator.core import problem_kernels  # numba loads with the first kernel, not with the package
 
         result: np.ndarray = problem_kernels.invalid_buffers(starts, ends, sizes, alignments, fixed)
         return result
@@ -193,8 +193,8 @@ def check_capacity(capacity: object) -> int | None:
     >>> check_capacity(2**62)
     Traceback (most recent call last):
     ...
-    allocator.problem.InvalidProblemError: capacity 4611686018427387904 is beyond MAX_VALUE = 2**62 - 1, the largest \
-value the allocator handles
+    allocator.core.problem.InvalidProblemError: capacity 4611686018427387904 is beyond MAX_VALUE = 2**62 - 1, the \
+largest value the allocator handles
     """
     if capacity is None:
         return None
@@ -253,8 +253,8 @@ class Problem:
     >>> Problem([Buffer("a", 0, 2, 4, offset=0), Buffer("b", 1, 3, 4, offset=2)])
     Traceback (most recent call last):
     ...
-    allocator.problem.InvalidProblemError: pinned buffers 'a' [0, 4) live [0, 2) and 'b' [2, 6) live [1, 3) overlap \
-in both time and address: no placement can exist
+    allocator.core.problem.InvalidProblemError: pinned buffers 'a' [0, 4) live [0, 2) and 'b' [2, 6) live [1, 3) \
+overlap in both time and address: no placement can exist
     """
 
     __slots__ = ("_ids", "_starts", "_ends", "_sizes", "_alignments", "_fixed", "_capacity", "_buffers",
@@ -520,7 +520,7 @@ def first_overlap(starts: np.ndarray, ends: np.ndarray, lows: np.ndarray, highs:
     if not compiled_for(n):
         sweep = _sweep_in_python
     else:
-        from allocator.problem_kernels import sweep_for_overlap as sweep  # numba loads with the first kernel
+        from allocator.core.problem_kernels import sweep_for_overlap as sweep  # numba loads with the first kernel
 
     # Everything gathered in the order the compiled loop reads it: sequentially by start and by end, and by rank
     # for the neighbours. Cache misses, not arithmetic, are what this loop costs on large inputs.
@@ -609,7 +609,7 @@ class AllocationResult:
 class MinimizeResult:
     """What ``allocator.minimize`` returns: the best placement found, its peak, the best proven
     lower bound and how they were reached (here, next to ``AllocationResult``, because a
-    method's anytime routine returns it too, see ``allocator.registry.AnytimeFunction``)."""
+    method's anytime routine returns it too, see ``allocator.core.registry.AnytimeFunction``)."""
 
     method: str
     solution: Solution | None  #: the best placement found (validated), None if none in time; see ``fits``

@@ -19,7 +19,7 @@ Two causes, handled differently:
 * **Fragmentation** (LOAD within the capacity, yet no placement). Deletion filtering
   (Chinneck and Dravnieks 1991, "Locating minimal infeasible constraint sets in linear
   programs", ORSA J. Computing 3(2)): for each buffer in turn, drop it when the rest is still
-  infeasible, as proven by the exact canonical search (``allocator.minimalloc``). The set is
+  infeasible, as proven by the exact canonical search (``allocator.methods.minimalloc``). The set is
   infeasible after every step, and a buffer that is kept was shown needed by a placement of
   the set without it. Before that the set is shrunk cheaply: buffers that never overlap in
   time with the others are independent, so one infeasible time-connected component is kept
@@ -48,11 +48,11 @@ from typing import Literal
 
 import numpy as np
 
-from allocator.greedy import greedy_by_size
-from allocator.minimalloc import MiniMallocOptions, canonical_search
-from allocator.problem import BufferId, InvalidProblemError, Problem, Solution
-from allocator.sweep import sweep_arrays
-from allocator.validate import InvalidSolutionError, lower_bound, validate
+from allocator.core.problem import BufferId, InvalidProblemError, Problem, Solution
+from allocator.core.sections import sweep_arrays
+from allocator.core.validate import InvalidSolutionError, lower_bound, validate
+from allocator.methods.greedy import greedy_by_size
+from allocator.methods.minimalloc import MiniMallocOptions, canonical_search
 
 __all__ = ["DEFAULT_NODE_LIMIT", "ExplainOptions", "Explanation", "FeasibleProblemError", "explain_infeasible"]
 
@@ -161,7 +161,7 @@ def explain_infeasible(problem: Problem, timeout: float | None = None, node_limi
     Raises ``InvalidProblemError`` for a problem without a capacity or a bad limit, and
     ``FeasibleProblemError`` (a subclass) when the problem turns out to have a placement.
 
-    >>> from allocator.problem import Buffer
+    >>> from allocator.core.problem import Buffer
     >>> p = Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 5), Buffer("c", 2, 4, 1), Buffer("d", 1, 2, 2)], 8)
     >>> e = explain_infeasible(p)
     >>> e.ids, e.minimal_proven, e.reason

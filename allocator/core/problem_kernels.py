@@ -1,6 +1,6 @@
 """The compiled kernels of the problem's input checks and of the validator.
 
-They live apart from ``allocator.problem`` and ``allocator.validate`` so that importing the
+They live apart from ``allocator.core.problem`` and ``allocator.core.validate`` so that importing the
 package does not import numba (a quarter of a second of CPU before any work): those modules
 import this one inside the functions that run a kernel, the first time one is needed. No
 placement method uses these kernels, so the validator still shares no code with a method.
@@ -17,8 +17,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
-from allocator.limits import MAX_VALUE
+from allocator.core import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
+from allocator.core.limits import MAX_VALUE
 
 __all__ = ["bitmap_above", "bitmap_below", "bitmap_clear", "bitmap_set", "highest_bit", "invalid_buffers",
            "max_live", "overlapping_pairs", "sweep_for_overlap"]

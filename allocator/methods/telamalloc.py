@@ -3,7 +3,7 @@
 Our own implementation of the search of Maas et al., "TelaMalloc: Efficient On-Chip Memory
 Allocation for Production Machine Learning Accelerators" (ASPLOS 2023). The paper drives a
 CP-SAT solver one decision at a time; we do the solver's part with our own incremental
-domain reasoning, compiled with numba (``allocator._telamalloc``), which is what makes a step
+domain reasoning, compiled with numba (``allocator.methods.telamalloc_kernel``), which is what makes a step
 cost microseconds rather than the paper's 10 µs – 1 ms:
 
 * **decisions** (§5.1, Fig. 7): a step picks one unplaced block (a *candidate*) and places it;
@@ -38,7 +38,7 @@ cost microseconds rather than the paper's 10 µs – 1 ms:
   blocks are placed before the search and propagate like any placement;
 * a **step limit** (the paper's evaluation: 500,000) and a time limit.
 
-The learned backtracking of §6 (``telamalloc-learned``, ``allocator.telamalloc_learned``) hooks
+The learned backtracking of §6 (``telamalloc-learned``, ``allocator.methods.telamalloc_learned``) hooks
 into the major backtracks through ``Switches.mode`` and a ``Learning`` record; with the default
 mode the search never reads them and takes exactly the path described here.
 
@@ -62,18 +62,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from allocator import _telamalloc
-from allocator._telamalloc import Instance, Learning, Phases, Sections, Switches, neighbours
-from allocator.anytime import FALLBACK_HEURISTIC, STARTING_HEURISTICS, Progress, peak_granularity
-from allocator.backtrack_model import N_FEATURES, constant
-from allocator.heuristics import conflict_counts
-from allocator.problem import InvalidProblemError, MinimizeResult, Problem, Solution, Status
-from allocator.registry import METHODS, MethodOutput, MinimizeRequest
-from allocator.sweep import Sweep, sweep
-from allocator.validate import check, lower_bound
+from allocator.core.problem import InvalidProblemError, MinimizeResult, Problem, Solution, Status
+from allocator.core.progress import FALLBACK_HEURISTIC, STARTING_HEURISTICS, Progress, peak_granularity
+from allocator.core.registry import METHODS, MethodOutput, MinimizeRequest
+from allocator.core.sections import Sweep, sweep
+from allocator.core.validate import check, lower_bound
+from allocator.methods import telamalloc_kernel as kernel
+from allocator.methods.backtrack_model import N_FEATURES, constant
+from allocator.methods.heuristics import conflict_counts
+from allocator.methods.telamalloc_kernel import Instance, Learning, Phases, Sections, Switches, neighbours
 
-SELECTIONS = {"telamalloc": _telamalloc.SEL_TELAMALLOC, "size": _telamalloc.SEL_SIZE,
-              "area": _telamalloc.SEL_AREA, "lifetime": _telamalloc.SEL_LIFETIME, "lowest": _telamalloc.SEL_LOWEST}
+SELECTIONS = {"telamalloc": kernel.SEL_TELAMALLOC, "size": kernel.SEL_SIZE,
+              "area": kernel.SEL_AREA, "lifetime": kernel.SEL_LIFETIME, "lowest": kernel.SEL_LOWEST}
 #: neighbour-list entries above which the search declines (memory: 4 bytes each)
 MAX_NEIGHBOUR_ENTRIES = 200_000_000
 #: (buffer, section) memberships above which the per-section check is skipped
@@ -84,7 +84,7 @@ PHASE_CACHE = 8
 #: be interrupted, so a search with less time left than this estimate does not start it)
 SECONDS_PER_PAIR = 25e-9
 # STARTING_HEURISTICS and FALLBACK_HEURISTIC (the first incumbent of the descent, shared with
-# minimalloc's anytime search) and peak_granularity live in allocator.anytime; imported above.
+# minimalloc's anytime search) and peak_granularity live in allocator.search.anytime; imported above.
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def kernel_switches(options: TelaMallocOptions, step_limit: int | None = None,
     every call.
 
     >>> switches = kernel_switches(TelaMallocOptions.strategy("max-size"), step_limit=10)
-    >>> switches.selection == _telamalloc.SEL_SIZE, switches.backjump, switches.step_limit, switches.deadline
+    >>> switches.selection == kernel.SEL_SIZE, switches.backjump, switches.step_limit, switches.deadline
     (True, False, 10, -1.0)
     """
     return Switches(
@@ -222,7 +222,7 @@ def contention_phases(problem: Problem, capacity: int, step: float = 0.05, cross
     (``time.perf_counter()``) the clock is read between thresholds and None is returned once
     it has passed.
 
-    >>> from allocator.problem import Buffer
+    >>> from allocator.core.problem import Buffer
     >>> p = Problem([Buffer("a", 0, 2, 8), Buffer("b", 1, 3, 2), Buffer("c", 3, 5, 4), Buffer("d", 4, 6, 1)])
     >>> [phase.tolist() for phase in contention_phases(p, 10, step=0.5)]
     [[0, 1], [2, 3]]
@@ -405,7 +405,7 @@ class _Prepared:
 def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOptions = TelaMallocOptions(),
                       deadline: float | None = None, step_limit: int | None = None,
                       prepared: _Prepared | None = None, learning: Learning | None = None,
-                      mode: int = _telamalloc.MODE_DEFAULT, threshold: float = 0.0) -> TelaMallocOutcome:
+                      mode: int = kernel.MODE_DEFAULT, threshold: float = 0.0) -> TelaMallocOutcome:
     """Run the search for a placement of ``problem`` within ``capacity`` bytes.
 
     ``deadline`` (a ``time.perf_counter()`` value) bounds the whole call: the compiled search
@@ -416,12 +416,12 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
     ``step_limit`` overrides ``options.step_limit``.
 
     ``learning``, ``mode`` and ``threshold`` drive the learned backtracking of TelaMalloc §6
-    (``allocator.telamalloc_learned`` builds them; ``mode`` is one of ``_telamalloc.MODE_*``);
+    (``allocator.methods.telamalloc_learned`` builds them; ``mode`` is one of ``kernel.MODE_*``);
     the default mode never reads ``learning``. In ``MODE_RECORD`` a search that stopped to
     record a major backtrack returns ``"failed"`` with ``stats["recorded"] = 1`` and its
     partial placement (-1 for unplaced buffers) as ``offsets``.
     """
-    if mode != _telamalloc.MODE_DEFAULT and learning is None:
+    if mode != kernel.MODE_DEFAULT and learning is None:
         raise InvalidProblemError("learned backtracking needs its Learning record")
     data = prepared or _Prepared(problem)
     if 2 * data.pairs > MAX_NEIGHBOUR_ENTRIES:
@@ -437,7 +437,7 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
     if phases is None:
         return TelaMallocOutcome("timeout", None, "ran out of time while grouping the buffers into contention phases")
     switches = kernel_switches(options, step_limit, deadline)
-    if mode != _telamalloc.MODE_DEFAULT:
+    if mode != kernel.MODE_DEFAULT:
         switches = switches._replace(mode=int(mode), threshold=float(threshold))
     sections = Sections(first=_NO_ARRAY, last=_NO_ARRAY, ptr=_NO_ARRAY, members=_NO_ARRAY)
     if options.energy:
@@ -448,29 +448,29 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
     if instance is None:
         return TelaMallocOutcome("timeout", None, f"ran out of time building the time-overlap lists of "
                                  f"{data.pairs:,} pairs")
-    status, offsets, raw = _telamalloc.search(instance, phases, sections, switches, learning or _NO_LEARNING)
+    status, offsets, raw = kernel.search(instance, phases, sections, switches, learning or _NO_LEARNING)
     stats: dict[str, float] = {
-             "steps": int(raw[_telamalloc.ST_STEPS]), "minor_backtracks": int(raw[_telamalloc.ST_MINOR]),
-             "major_backtracks": int(raw[_telamalloc.ST_MAJOR]), "stuck_jumps": int(raw[_telamalloc.ST_STUCK]),
-             "max_depth": int(raw[_telamalloc.ST_DEPTH]), "levels_skipped": int(raw[_telamalloc.ST_BACKJUMP_LEVELS])}
+             "steps": int(raw[kernel.ST_STEPS]), "minor_backtracks": int(raw[kernel.ST_MINOR]),
+             "major_backtracks": int(raw[kernel.ST_MAJOR]), "stuck_jumps": int(raw[kernel.ST_STUCK]),
+             "max_depth": int(raw[kernel.ST_DEPTH]), "levels_skipped": int(raw[kernel.ST_BACKJUMP_LEVELS])}
     stats["nodes"] = stats["steps"]
     stats["backtracks"] = stats["minor_backtracks"] + stats["major_backtracks"]
-    if mode != _telamalloc.MODE_DEFAULT:
-        stats["scored"] = int(raw[_telamalloc.ST_SCORED])
-        stats["learned_jumps"] = int(raw[_telamalloc.ST_LEARNED])
-    if status == _telamalloc.EXHAUSTED and mode != _telamalloc.MODE_DEFAULT:
+    if mode != kernel.MODE_DEFAULT:
+        stats["scored"] = int(raw[kernel.ST_SCORED])
+        stats["learned_jumps"] = int(raw[kernel.ST_LEARNED])
+    if status == kernel.EXHAUSTED and mode != kernel.MODE_DEFAULT:
         stats["exhausted"] = 1  # telamalloc-learned falls back to the default rule then
-    if status == _telamalloc.RECORDED:
+    if status == kernel.RECORDED:
         stats["recorded"] = 1
         return TelaMallocOutcome("failed", offsets, "stopped to record a major backtrack", stats)
-    if status == _telamalloc.SOLVED:
+    if status == kernel.SOLVED:
         return TelaMallocOutcome("solved", offsets, stats=stats)
-    if status == _telamalloc.INFEASIBLE:
+    if status == kernel.INFEASIBLE:
         return TelaMallocOutcome("infeasible", None, f"no placement fits {capacity}: a buffer has no position "
                                  "left once the pinned buffers and compulsory parts are placed", stats)
-    if status == _telamalloc.TIME_LIMIT:
+    if status == kernel.TIME_LIMIT:
         return TelaMallocOutcome("timeout", None, "ran out of time before a placement was found", stats)
-    if status == _telamalloc.STEP_LIMIT:
+    if status == kernel.STEP_LIMIT:
         return TelaMallocOutcome("failed", None, f"step limit {switches.step_limit:,} reached without a placement",
                                  stats)
     return TelaMallocOutcome("failed", None, "the search ran out of candidates (it is incomplete: this proves "

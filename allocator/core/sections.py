@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
-from allocator.problem import Problem
+from allocator.core import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
+from allocator.core.problem import Problem
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Sweep:
 def sweep(problem: Problem) -> Sweep:
     """Compute the cross sections of ``problem``.
 
-    >>> from allocator.problem import Buffer
+    >>> from allocator.core.problem import Buffer
     >>> s = sweep(Problem([Buffer("a", 0, 3, 4), Buffer("b", 3, 9, 4), Buffer("c", 0, 9, 4)]))
     >>> s.times.tolist(), s.first_section.tolist(), s.last_section.tolist(), s.section_total.tolist()
     ([0, 3, 9], [0, 1, 0], [1, 2, 2], [8, 8])
@@ -54,7 +54,7 @@ def sweep_arrays(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> Swe
 
     Whole-array numpy plus one compiled pass: about 1 s for 2,000,000 buffers. Section totals
     are exact int64 sums; they cannot overflow while the sizes add up to at most 2**63 - 1
-    (``allocator.problem`` limits the sum to 2**62 - 1).
+    (``allocator.core.problem`` limits the sum to 2**62 - 1).
     """
     times, first, last = compress_times(starts, ends)
     n_sections = max(len(times) - 1, 0)

@@ -1,11 +1,11 @@
 """``telamalloc-learned``: TelaMalloc with the learned backtracking model of §6.
 
-The search is ``telamalloc``'s (``allocator.telamalloc``, TelaMalloc §4–5) with one change,
+The search is ``telamalloc``'s (``allocator.methods.telamalloc``, TelaMalloc §4–5) with one change,
 at a major backtrack (§5.4: a decision point has run out of candidates):
 
 * **candidate targets** (§6.2): the levels of the backtrack reason (the conflict set), minus
   the last one, plus the top (the level nearest the root) of each range of levels 0-4, 5-8,
-  9-16, 17-32, ... that holds none of them (``allocator._telamalloc._candidate_targets``);
+  9-16, 17-32, ... that holds none of them (``allocator.methods.kernel._candidate_targets``);
 * **features** (§6.4): for the block placed at each candidate level, its size (share of the
   capacity), lifetime (share of the time span) and contention (most live bytes during its
   lifetime, share of the capacity); the level; how often the block was in a major
@@ -13,7 +13,7 @@ at a major backtrack (§5.4: a decision point has run out of candidates):
   subtree; whether it is in the contention phase (§5.3) of the last placement; the total
   backtracks. We add the depth backtracked from and the distance to it (a tree cannot
   subtract two columns);
-* **scoring** (§6.5): one call of ``allocator.backtrack_model.score`` scores the whole batch
+* **scoring** (§6.5): one call of ``allocator.methods.backtrack_model.score`` scores the whole batch
   inside the compiled search; the best score wins when it exceeds ``threshold``, otherwise
   the default rule (the second-to-last level of the conflict set) applies. We do not weight
   scores by depth (§6.5 does, with weights the paper does not give): the labels already score
@@ -28,7 +28,7 @@ as for ``telamalloc``: both searches are incomplete.
 Training data (§6.3, §6.5) comes from ``record`` and ``labels`` (used by
 ``studies/train_backtracking.py``): the search replays a list of forced targets for its first
 k major backtracks and stops at the next one to record its candidates, features and path;
-an exact oracle (MiniMalloc's canonical search, ``allocator.minimalloc.canonical_search``, on the
+an exact oracle (MiniMalloc's canonical search, ``allocator.methods.minimalloc.canonical_search``, on the
 problem with the path's placements pinned, capped by a node limit so it is deterministic)
 finds the *minimum* target, the deepest candidate whose kept placements still have a
 completion. The *best* target is the deepest candidate above which the path agrees with the
@@ -46,14 +46,13 @@ from typing import Any
 
 import numpy as np
 
-from allocator import _telamalloc
-from allocator._telamalloc import MAX_TARGETS, Learning
-from allocator.backtrack_model import DEFAULT_PATH, N_FEATURES, BacktrackModel, constant, load
-from allocator.minimalloc import MiniMallocOptions, canonical_search
-from allocator.problem import Buffer, InvalidProblemError, MinimizeResult, Problem
-from allocator.registry import METHODS, MethodOutput, MinimizeRequest
-from allocator.sweep import sweep
-from allocator.telamalloc import (
+from allocator.core.problem import Buffer, InvalidProblemError, MinimizeResult, Problem
+from allocator.core.registry import METHODS, MethodOutput, MinimizeRequest
+from allocator.core.sections import sweep
+from allocator.methods import telamalloc_kernel as kernel
+from allocator.methods.backtrack_model import DEFAULT_PATH, N_FEATURES, BacktrackModel, constant, load
+from allocator.methods.minimalloc import MiniMallocOptions, canonical_search
+from allocator.methods.telamalloc import (
     Probe,
     TelaMallocOptions,
     TelaMallocOutcome,
@@ -61,6 +60,7 @@ from allocator.telamalloc import (
     descent_output,
     telamalloc_search,
 )
+from allocator.methods.telamalloc_kernel import MAX_TARGETS, Learning
 
 #: the model a recording search carries (it never scores)
 _NO_MODEL = constant(0.0)
@@ -79,7 +79,8 @@ class LearnedOptions:
     #: 2.25 solved 31 step-limit failures and lost none; 1.5 solved 28, 3 solved 26 and lost 2,
     #: 5 solved 17 and lost 1
     threshold: float = 2.25
-    model: str | None = None  #: path of a model saved by ``allocator.backtrack_model.save``; None: the shipped one
+    #: path of a model saved by ``allocator.methods.backtrack_model.save``; None: the shipped one
+    model: str | None = None
     search: TelaMallocOptions = field(default_factory=TelaMallocOptions)  #: the search's own switches
     #: when the search runs out of candidates after jumps of the model's (a jump skipped the part
     #: of the tree that held the solution), search again with the default rule for the steps
@@ -105,7 +106,7 @@ def block_features(problem: Problem, capacity: int) -> tuple[np.ndarray, np.ndar
     """Per buffer: size / capacity, lifetime / time span, and contention (the most live bytes in
     any cross section of its lifetime) / capacity (§6.4's normalisation).
 
-    >>> from allocator.problem import Buffer
+    >>> from allocator.core.problem import Buffer
     >>> p = Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 4, 4)])
     >>> [x.tolist() for x in block_features(p, 8)]
     [[0.5, 0.5], [0.5, 0.75], [1.0, 1.0]]
@@ -144,7 +145,7 @@ def learned_search(problem: Problem, capacity: int, options: LearnedOptions = Le
     learning = learning_record(problem, capacity, model_of(options))
     limit = options.search.step_limit if step_limit is None else step_limit
     outcome = telamalloc_search(problem, capacity, options.search, deadline, limit, prepared=prepared,
-                                learning=learning, mode=_telamalloc.MODE_LEARNED, threshold=options.threshold)
+                                learning=learning, mode=kernel.MODE_LEARNED, threshold=options.threshold)
     if not (options.fallback and outcome.stats.get("exhausted") and outcome.stats.get("learned_jumps")):
         return outcome
     used = int(outcome.stats["steps"])
@@ -177,7 +178,7 @@ def record(problem: Problem, capacity: int, forced: list[int], options: TelaMall
     replay (the default rule from there on)."""
     learning = learning_record(problem, capacity, _NO_MODEL, forced, stop_at=len(forced) if stop else -1)
     outcome = telamalloc_search(problem, capacity, options or TelaMallocOptions(), None, step_limit,
-                                learning=learning, mode=_telamalloc.MODE_RECORD)
+                                learning=learning, mode=kernel.MODE_RECORD)
     if not outcome.stats.get("recorded"):
         return outcome, None
     assert outcome.offsets is not None

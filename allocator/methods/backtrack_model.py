@@ -3,7 +3,7 @@
 TelaMalloc §6.5 trains gradient-boosted trees (Yggdrasil Decision Forests) offline and bakes
 the model into the allocator, where it never changes. We do the same: ``studies/train_backtracking.py``
 trains a ydf regression forest and ``export`` flattens it into numpy arrays, saved as
-``allocator/backtrack_model.npz`` (shipped in the package). At run time nothing of ydf is
+``allocator/methods/backtrack_model.npz`` (shipped in the package). At run time nothing of ydf is
 needed: ``load`` reads the arrays into a ``BacktrackModel`` (a typed record numba compiles as a
 struct) and the search calls ``score`` on all candidate targets of one major backtrack at
 once, from compiled code (the paper's batched inference, without a Python round trip).
@@ -25,8 +25,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from allocator import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
-from allocator.problem import InvalidProblemError
+from allocator.core import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
+from allocator.core.problem import InvalidProblemError
 
 #: the features of one candidate target, in column order (TelaMalloc §6.4; the last two are ours:
 #: the level backtracked from and the distance, which trees cannot form from two columns)

@@ -1,0 +1,39 @@
+"""Deadlines: the one compiled clock every kernel reads, and the words a method uses when its
+time runs out.
+
+A deadline is a ``time.perf_counter()`` value. Compiled kernels read ``clock`` (object mode,
+about a microsecond a reading, so they read it every so many steps); Python code calls
+``deadline_passed``. A method that stops at its deadline answers status ``"timeout"`` with
+``timeout_reason``'s words.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numba
+from numba import njit
+
+from allocator.core import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
+
+#: the kernel reads the clock before its first placement and then once per this many
+#: placements (a read costs about a microsecond, far less than 1024 placements)
+CLOCK_EVERY = 1024
+
+
+@njit(cache=True)
+def clock() -> float:  # pragma: no cover - compiled
+    """``time.perf_counter()`` read from compiled code: the clock of ``solve``'s deadlines."""
+    with numba.objmode(t="float64"):
+        t = time.perf_counter()
+    return t
+
+
+def deadline_passed(deadline: float | None) -> bool:
+    """True when ``deadline`` (a ``time.perf_counter()`` value) is set and has passed."""
+    return deadline is not None and time.perf_counter() > deadline
+
+
+def timeout_reason(name: str, placed: int, total: int) -> str:
+    """``"greedy-by-size placed 812,345 of 2,000,000 buffers before the deadline"``."""
+    return f"{name} placed {placed:,} of {total:,} buffers before the deadline"
