@@ -12,7 +12,7 @@ from pathlib import Path
 
 from allocator.core.kernel_cache import default_cache_dir
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _run(code: str, env: dict[str, str]) -> dict[str, object]:

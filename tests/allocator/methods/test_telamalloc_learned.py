@@ -22,7 +22,7 @@ from allocator.methods.telamalloc_learned import (
     prefix_solvable,
     record,
 )
-from tests.allocator.test_minimalloc import cpsat_feasible, small_problems
+from tests.allocator.methods.test_minimalloc import cpsat_feasible, small_problems
 
 #: generated runs on which plain telamalloc makes major backtracks (checked in the tests below);
 #: seeds far from the training seeds of studies/train_backtracking.py

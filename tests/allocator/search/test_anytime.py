@@ -1,21 +1,50 @@
-"""Anytime peak minimisation: always a validated placement, a true lower bound, the optimum when proven.
+"""``allocator.search.anytime``: peak minimisation (``minimize``) and its anytime routines.
 
-The searches here are bounded by node budgets, not by the clock: every timeout is generous
-and never binds, so a busy machine cannot change an outcome.
+Always a validated placement, a true lower bound, the optimum when proven; every anytime routine
+refuses an options record of another method instead of running on the defaults; ``on_improve``
+reports every improvement as it happens. The searches here are bounded by node budgets, not by
+the clock: every timeout is generous and never binds, so a busy machine cannot change an outcome.
 """
 
-import math
+from __future__ import annotations
 
+import math
+import time
+
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
-from allocator import Buffer, InvalidProblemError, Problem, lower_bound, minimize, read_csv, solve, validate
-from allocator.methods.minimalloc import MiniMallocOptions
+import allocator
+from allocator import (
+    Buffer,
+    InvalidProblemError,
+    MinimizeResult,
+    Problem,
+    lower_bound,
+    minimize,
+    read_csv,
+    solve,
+    validate,
+)
+from allocator.core.options import CPSATOptions
+from allocator.core.registry import METHODS, MinimizeRequest
+from allocator.methods.minimalloc import MiniMallocOptions, minimalloc_minimize
+from allocator.methods.telamalloc import TelaMallocOptions, telamalloc_anytime
+from allocator.methods.telamalloc_learned import LearnedOptions, learned_anytime
+from allocator.search.portfolio import auto_minimize
+
+# --------------------------------------------------------------------------------------------------
+# Anytime peak minimisation: always a validated placement, a true lower bound, the optimum when proven.
+#
+# The searches here are bounded by node budgets, not by the clock: every timeout is generous
+# and never binds, so a busy machine cannot change an outcome.
+
 
 #: a timeout that never binds: the node budgets decide
-NO_RUSH = 600
+NO_RUSH = 600.0
 
 
 def cpsat_optimum(problem: Problem) -> int:
@@ -217,3 +246,130 @@ def test_the_default_minimisation_meets_issue_14s_targets_within_a_node_budget(b
     result = minimize(problem, timeout=NO_RUSH, node_limit=nodes, options=MiniMallocOptions(workers=1))
     assert validate(problem, result.solution).ok
     assert result.peak <= target and result.stats["nodes"] <= nodes
+
+
+# --------------------------------------------------------------------------------------------------
+# Anytime routines refuse an options record of another method instead of running on the defaults.
+#
+# Every minimisation here is bounded by a node budget or is a heuristic's first placement, and
+# every timeout is generous: no outcome depends on the machine's load.
+
+
+#: each anytime routine with its method's name and its own options record
+ROUTINES = [
+    ("minimalloc", minimalloc_minimize, MiniMallocOptions),
+    ("auto", auto_minimize, MiniMallocOptions),
+    ("telamalloc", telamalloc_anytime, TelaMallocOptions),
+    ("telamalloc-learned", learned_anytime, LearnedOptions),
+]
+
+#: records of the wrong type: another method's record, and a value that is no record at all
+WRONG = [CPSATOptions(), {"workers": 1}]
+
+
+def small() -> Problem:
+    return Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4), Buffer("c", 2, 4, 2)])
+
+
+def request(method: str, options: object) -> MinimizeRequest:
+    began = time.perf_counter()
+    node_limit = 1_000 if METHODS[method].capabilities.node_limit else None
+    return MinimizeRequest(method, NO_RUSH, began, began + NO_RUSH, options, 0.6, node_limit, None)
+
+
+def test_every_anytime_routine_is_listed_here():
+    # a routine registered later must be added to ROUTINES, so that it is checked too
+    listed = {name for name, _, _ in ROUTINES}
+    assert listed == {name for name, entry in METHODS.items() if entry.capabilities.anytime is not None}
+    assert all(METHODS[name].options is record for name, _, record in ROUTINES)
+
+
+@pytest.mark.parametrize("wrong", WRONG, ids=lambda w: type(w).__name__)
+@pytest.mark.parametrize(("method", "routine", "record"), ROUTINES, ids=[r[0] for r in ROUTINES])
+def test_a_routine_called_directly_refuses_another_record(method, routine, record, wrong):
+    with pytest.raises(TypeError) as raised:
+        routine(small(), request(method, wrong))
+    message = str(raised.value)
+    assert "\n" not in message
+    assert repr(method) in message and record.__qualname__ in message and type(wrong).__qualname__ in message
+
+
+@pytest.mark.parametrize("wrong", WRONG, ids=lambda w: type(w).__name__)
+@pytest.mark.parametrize(("method", "routine", "record"), ROUTINES, ids=[r[0] for r in ROUTINES])
+def test_minimize_refuses_another_record(method, routine, record, wrong):
+    with pytest.raises(TypeError) as raised:
+        minimize(small(), method, timeout=NO_RUSH, options=wrong)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert repr(method) in message and record.__qualname__ in message and type(wrong).__qualname__ in message
+
+
+@pytest.mark.parametrize(("method", "routine", "record"), ROUTINES, ids=[r[0] for r in ROUTINES])
+def test_no_options_and_the_own_record_both_run(method, routine, record):
+    problem = small()
+    for options in (None, record()):
+        direct = routine(problem, request(method, options))
+        assert direct.solution is not None and validate(problem, direct.solution).ok
+        node_limit = 1_000 if METHODS[method].capabilities.node_limit else None
+        through = minimize(problem, method, timeout=NO_RUSH, options=options, node_limit=node_limit)
+        assert through.solution is not None and validate(problem, through.solution).ok
+        assert through.peak == direct.peak == 8  # a and b overlap in time: LOAD, reached
+
+
+# --------------------------------------------------------------------------------------------------
+# ``minimize(..., on_improve=...)`` reports every anytime method's best as it improves (issue 22).
+#
+# A caller interrupted by Ctrl-C keeps the last result reported, so every method whose entry
+# declares an anytime routine must report its first placement (a heuristic's, made in
+# milliseconds) and every later improvement, each one validated; the last one reported is the
+# answer. ``telamalloc`` and ``telamalloc-learned`` reported nothing before.
+
+
+ANYTIME = sorted(name for name, entry in allocator.METHODS.items() if entry.capabilities.anytime is not None)
+
+
+def _problem(seed: int) -> Problem:
+    rng = np.random.default_rng(seed)
+    n = 40
+    starts = rng.integers(0, 30, n)
+    return Problem.from_arrays([f"b{i}" for i in range(n)], starts, starts + rng.integers(1, 12, n),
+                               rng.integers(1, 40, n))
+
+
+@pytest.mark.parametrize("method", ANYTIME)
+@pytest.mark.parametrize("seed", range(3))
+def test_every_improvement_is_reported_validated_and_the_last_is_the_answer(method, seed):
+    problem = _problem(seed)
+    reports: list[MinimizeResult] = []
+    budget = {"node_limit": 20_000} if allocator.METHODS[method].capabilities.node_limit else {}
+    result = allocator.minimize(problem, method, timeout=20, on_improve=reports.append, **budget)
+    assert reports, f"{method} reported nothing"
+    for report in reports:
+        assert report.solution is not None and report.peak is not None
+        assert allocator.validate(problem, report.solution).ok
+        assert report.solution.peak(problem) == report.peak
+    peaks = [report.peak for report in reports]
+    assert peaks == sorted(peaks, reverse=True)  # an improvement is never reported twice or upwards
+    assert result.peak == peaks[-1]
+
+
+def test_the_first_heuristic_is_reported_before_the_next_one_runs(monkeypatch):
+    # the starting heuristics can take seconds each on large traces: an interrupt during the
+    # second must keep the first's placement
+    from allocator.core import progress
+
+    problem = _problem(0)
+    seen: list[int] = []
+    calls: list[str] = []
+    original = progress.solve
+
+    def spy(free, name, **kwargs):
+        calls.append(name)
+        if len(calls) == 2:
+            assert len(seen) == 1, "the first heuristic's placement was not reported before the second ran"
+        return original(free, name, **kwargs)
+
+    monkeypatch.setattr(progress, "solve", spy)
+    allocator.minimize(problem, "minimalloc", timeout=20, node_limit=1_000,
+                       on_improve=lambda report: seen.append(int(report.peak or 0)))
+    assert len(calls) >= 2

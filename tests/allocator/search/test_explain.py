@@ -22,7 +22,7 @@ from accelsim.cli import main
 from allocator import Buffer, InvalidProblemError, Problem, lower_bound, read_csv, write_csv
 from allocator.search.explain import ExplainOptions, Explanation, FeasibleProblemError, explain_infeasible
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 #: enough nodes for every probe on these small problems: asserted outcomes never depend on the clock
 NODES = 100_000

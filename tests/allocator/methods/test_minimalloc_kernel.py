@@ -1,16 +1,32 @@
-"""The compiled canonical search's interface: typed records, keyword limits, cached compilation."""
+"""``allocator.methods.minimalloc_kernel``, the compiled canonical search: its interface, its limits, its arithmetic.
+
+Typed records, keyword limits and cached compilation; time limits that are limits (the search
+stops at its deadline however slow its nodes are, never starts a run after it, and lets Ctrl-C
+through); and int64 arithmetic that never wraps around for values near 2**62.
+"""
 
 import inspect
+import os
 import random
+import signal
+import threading
+import time
 from dataclasses import fields, replace
+from itertools import permutations
 
 import numpy as np
 import pytest
+from hypothesis import given, reject, settings
+from hypothesis import strategies as st
 from numba.core.registry import CPUDispatcher
 
-from allocator import Buffer, Problem, Solution, lower_bound, read_csv, solve, validate
+from allocator import Buffer, Problem, Solution, lower_bound, minimize, read_csv, solve, validate
 from allocator.methods import minimalloc_kernel as kernel
 from allocator.methods.minimalloc import MiniMallocOptions, PreparedProblem, canonical_search, kernel_switches
+
+# --------------------------------------------------------------------------------------------------
+# The compiled canonical search's interface: typed records, keyword limits, cached compilation.
+
 
 DEFAULT = kernel_switches(MiniMallocOptions(), 100)
 
@@ -206,3 +222,177 @@ def test_kept_tables_let_each_round_go_on_where_the_last_stopped(benchmarks):
     assert kept.runs > 3 and kept.table_hits > fresh.table_hits
     assert kept.sequential_nodes < fresh.sequential_nodes
     assert validate(problem, _solution(problem, kept.offsets)).ok
+
+
+# --------------------------------------------------------------------------------------------------
+# Time limits are limits: the canonical search stops at its deadline however slow its nodes are,
+# never starts a run after it, and lets Ctrl-C through. No test here reads the wall clock: a
+# fake clock that advances one second per reading makes every deadline a count of readings.
+
+
+class FakeClock:
+    """``time.perf_counter`` replaced by a counter: each reading advances one second."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.readings = 0
+
+    def __call__(self) -> float:
+        self.readings += 1
+        self.now += 1.0
+        return self.now
+
+
+def _stack(n: int) -> Problem:
+    """``n`` buffers all live at once: every node of the search scans all ``n`` of them."""
+    problem = Problem([Buffer(f"b{i}", 0, 1, 1 + i % 7) for i in range(n)])
+    return problem.with_capacity(lower_bound(problem))
+
+
+def test_a_deadline_already_past_searches_nothing():
+    problem = _stack(50)
+    outcome = canonical_search(problem, problem.capacity, MiniMallocOptions(workers=1),
+                               deadline=time.perf_counter() - 1.0)
+    assert outcome.status == "timeout" and outcome.nodes == 0 and outcome.runs == 0
+
+
+def test_slow_nodes_read_the_clock_by_work_not_by_node_count(monkeypatch):
+    # Each node here visits 20,000 buffers. Reading the clock every 1,024 nodes (as the search
+    # once did) would search 20 million buffers past the deadline; reading it every
+    # CLOCK_WORK buffers stops within a few dozen nodes of it.
+    problem = _stack(20_000)
+    clock = FakeClock()
+    monkeypatch.setattr(time, "perf_counter", clock)
+    outcome = canonical_search(problem, problem.capacity, MiniMallocOptions(workers=1, portfolio=False),
+                               deadline=clock.now + 12)
+    assert outcome.status == "timeout"
+    assert 0 < outcome.nodes <= 12 * kernel.CLOCK_WORK // 20_000 + 2
+
+
+def test_a_run_that_starts_after_the_deadline_searches_nothing():
+    # on threads a run can start late (its turn came after the deadline): it must not search
+    problem = _stack(50)
+    data = PreparedProblem(problem)
+    preorder, _ = data.preorder("TWA", twins=True)
+    result = kernel.run_search(data.instance(False), preorder, kernel_switches(MiniMallocOptions(), 50),
+                               capacity=problem.capacity, node_limit=10**9, deadline=time.perf_counter() - 1.0,
+                               stop=np.zeros(1, np.int64))
+    assert result.status == kernel.TIME_LIMIT and result.nodes == 0
+
+
+def test_the_timeout_reason_says_the_time_ran_out(monkeypatch):
+    problem = _stack(20_000)
+    clock = FakeClock()
+    monkeypatch.setattr(time, "perf_counter", clock)
+    result = solve(problem, "minimalloc", timeout=30, options=MiniMallocOptions(workers=1))
+    assert result.status == "timeout" and result.solution is None
+    assert result.reason.startswith("ran out of time after")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_stops_the_search_as_a_keyboard_interrupt(benchmarks, workers):
+    # D at its LOAD is beyond the search (no deadline, no node limit): only Ctrl-C ends it
+    problem = read_csv(benchmarks / "minimalloc" / "challenging" / "D.1048576.csv")
+    problem = problem.with_capacity(lower_bound(problem))
+    # Python's own handler: a library loaded earlier (OR-Tools' CP-SAT) may have replaced it
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            canonical_search(problem, problem.capacity, MiniMallocOptions(workers=workers))
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+
+
+def test_capacity_beyond_the_kernels_range_is_refused():
+    problem = Problem([Buffer("a", 0, 1, 8)])
+    with pytest.raises(ValueError, match="MAX_VALUE"):
+        canonical_search(problem, 2**62, MiniMallocOptions(workers=1))
+
+
+# --------------------------------------------------------------------------------------------------
+# Values near 2**62: the canonical search's int64 arithmetic never wraps around.
+#
+# ``allocator.core.problem`` bounds every value and the stacked sum of sizes plus alignments by
+# MAX_VALUE = 2**62 - 1; within that range the search must give the same verdicts as a brute
+# force over placement orders in exact Python integers, and ``minimize`` the same optimum.
+
+
+MAX_VALUE = 2**62 - 1
+
+
+def _floor_peak(buffers: list[Buffer], order: tuple[int, ...]) -> int:
+    """Peak of placing ``buffers`` in ``order``, each at the lowest aligned offset above the
+    placed buffers it meets in time. Every placement can be pushed down into such a one (sort
+    it by offset), so the least peak over all orders is the optimum."""
+    tops: dict[int, int] = {}
+    for i in order:
+        b = buffers[i]
+        floor = max((tops[j] for j in tops if b.overlaps_in_time(buffers[j])), default=0)
+        offset = -(-floor // b.alignment) * b.alignment
+        tops[i] = offset + b.size
+    return max(tops.values(), default=0)
+
+
+def brute_force_optimum(buffers: list[Buffer]) -> int:
+    return min(_floor_peak(buffers, order) for order in permutations(range(len(buffers))))
+
+
+@st.composite
+def huge_problems(draw):
+    n = draw(st.integers(2, 4))
+    buffers = []
+    for i in range(n):
+        start = draw(st.integers(0, MAX_VALUE - 1))
+        end = draw(st.integers(start + 1, MAX_VALUE))
+        size = draw(st.integers(10**17, MAX_VALUE // n - 2**56))
+        alignment = 2 ** draw(st.integers(0, 55))
+        buffers.append(Buffer(f"b{i}", start, end, size, alignment))
+    capacity = draw(st.integers(max(b.size for b in buffers), MAX_VALUE))
+    try:
+        return Problem(buffers, capacity)
+    except ValueError:  # beyond the stacked-sum limit of allocator.core.problem
+        reject()
+
+
+@settings(max_examples=40)
+@given(huge_problems())
+def test_verdict_near_2_62_matches_brute_force(problem):
+    buffers = list(problem.buffers)
+    fits = brute_force_optimum(buffers) <= problem.capacity
+    result = solve(problem, "minimalloc", options=MiniMallocOptions(workers=1, node_limit=100_000))
+    assert result.status == ("solved" if fits else "infeasible"), result.reason
+    if fits:
+        assert validate(problem, result.solution).ok
+
+
+@settings(max_examples=15)
+@given(huge_problems())
+def test_minimize_near_2_62_reaches_the_brute_force_optimum(problem):
+    free = problem.with_capacity(None)
+    result = minimize(free, timeout=600, node_limit=100_000, options=MiniMallocOptions(workers=1))
+    assert validate(free, result.solution).ok
+    assert result.optimal and result.peak == brute_force_optimum(list(free.buffers))
+
+
+def test_three_buffers_of_one_and_a_half_exabytes_fit_under_4_6e18():
+    # the issue's case, inside the limits: 3 x 1.5e18 B live together, capacity 4.6e18
+    size = 1_500_000_000_000_000_000
+    buffers = [Buffer(f"x{i}", i, 2**61 + i, size, 2**20) for i in range(3)]
+    problem = Problem(buffers, capacity=4_600_000_000_000_000_000)
+    assert lower_bound(problem) == 3 * size
+    result = solve(problem, "minimalloc", options=MiniMallocOptions(workers=1))
+    assert result.solved and validate(problem, result.solution).ok
+    tight = problem.with_capacity(3 * size)  # the alignment padding no longer fits
+    assert brute_force_optimum(list(problem.buffers)) > 3 * size
+    assert solve(tight, "minimalloc", options=MiniMallocOptions(workers=1)).status == "infeasible"
+
+
+def test_area_order_survives_products_beyond_int64():
+    # width x size = 2**70 wraps to 0 in int64; the order must still put that buffer first
+    huge = Buffer("huge", 0, 2**40, 2**30)
+    small = Buffer("small", 0, 2, 2**30)
+    rank = PreparedProblem(Problem([small, huge])).rank("A")
+    assert rank.tolist() == [1, 0]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 #: every numba kernel of the allocator's modules loaded so far, with its number of compiled signatures
 _LOADED = """
