@@ -43,7 +43,7 @@ from accelsim.sweeps import (
 )
 from frontend.synthetic import random_dag
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PROGRESS = re.compile(r"\[\d+/\d+\] ")
 
 
