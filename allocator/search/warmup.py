@@ -42,7 +42,7 @@ MODES: tuple[Mode, ...] = ("fit", "minimize")
 #: two buffers that overlap in time, capacity 8: every method places them at once
 TINY = Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4)], capacity=8)
 #: LOAD 5 fits the capacity 5, yet nothing does (a staircase of thin buffers, see
-#: tests/allocator/test_explain.py): every greedy heuristic fails on it
+#: tests/allocator/search/test_explain.py): every greedy heuristic fails on it
 STAIRCASE = Problem([Buffer(f"s{i}", *spec) for i, spec in enumerate(
     ((0, 3, 1), (1, 4, 1), (2, 5, 2), (1, 2, 3), (4, 5, 3), (0, 1, 4), (3, 4, 2)))], capacity=5)
 
