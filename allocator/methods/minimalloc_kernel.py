@@ -36,6 +36,19 @@ tried and the dominance bounds of the node. A *sequence* frame holds the indepen
 a dynamic temporal decomposition split the node into; they are solved one after another and
 never backtracked into (they do not interact), so a failure in one fails the whole node.
 
+Failed-state table
+------------------
+``switches.table_bits > 0`` turns on the table of ``2**table_bits`` failed states (``table``,
+two rows of uint64 keys, which may hold the states of an earlier run on the same problem,
+preorder and capacity). The future of a node depends only on its unplaced buffers, the
+section tops where they live and the canonical bounds, so a state that was searched to
+exhaustion once fails again wherever it recurs. States are keyed by two independent 64-bit
+Zobrist-style hashes (unplaced buffers XOR per-section ``(section, top)`` terms XOR the bounds),
+kept incrementally; a false hit needs both to collide. Entries are overwritten on collision of
+the slot. With ``rerank_groups`` a group's ranks can differ from ``preorder.rank``; the ranks
+of unplaced buffers steer their future, so every rank that differs adds a ``(buffer, rank)``
+term to the hash.
+
 Integer range
 -------------
 All arithmetic is int64. It cannot overflow when the capacity, every size, alignment and
@@ -936,6 +949,202 @@ def _sections_hold(node, floor, effective_height, capacity, members, buffers, pl
     return True
 
 
+@_helper
+def _unplaced_offsets(n):  # pragma: no cover - compiled
+    """An offset of -1 (unplaced) for each of ``n`` buffers: what a search stopped before it began returns."""
+    offsets = np.empty(n, np.int64)
+    for j in range(n):
+        offsets[j] = -1
+    return offsets
+
+
+@_helper
+def _scratch(n, n_sections):  # pragma: no cover - compiled
+    """The scratch arrays the pruning checks reuse at every node, so that no node allocates:
+    ``(effective, tree, stair_pos, stair_size)``: the effective height per section (section
+    inference, §6.2), the segment trees over the sections, and the staircase's positions and
+    sizes (see ``_sections_hold`` and ``_staircase_holds``)."""
+    effective = np.empty(n_sections, np.int64)
+    tree = np.empty(2 * n_sections + 2, np.int64)
+    for k in range(n_sections):
+        effective[k] = 0
+    return effective, tree, np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
+
+
+@_helper
+def _total_span(buffers):  # pragma: no cover - compiled
+    """The sum over the buffers of the number of sections each is live in (bounds the section trail)."""
+    span_total = 0
+    for j in range(buffers.sizes.shape[0]):
+        span_total += buffers.last_section[j] - buffers.first_section[j]
+    return span_total
+
+
+@_helper
+def _stacks(by_start, span_total):  # pragma: no cover - compiled
+    """The stacks of the search, sized for a start and grown (``_grow``, ``_grow_trail``) when a
+    node needs more: ``(section_trail, position_trail, rank_trail, placed, members, bounds,
+    frames)``. ``members`` starts with the root group, every buffer by start time (see the
+    module docstring's "Frames")."""
+    n = by_start.shape[0]
+    members = np.empty(4 * n + 16, np.int64)
+    for x in range(n):
+        members[x] = by_start[x]
+    return (np.empty((min(span_total + 1, 4 * n + 16), 2), np.int64), np.empty((4 * n + 16, 2), np.int64),
+            np.empty((n + 16, 2), np.int64), np.empty(n + 1, np.int64), members, np.empty(4 * n + 16, np.int64),
+            np.empty((2 * n + 8, _FRAME_FIELDS), np.int64))
+
+
+@_helper
+def _interrupted(stop, deadline):  # pragma: no cover - compiled
+    """Read the clock (once per ``CLOCK_WORK`` units of work, see the module docstring): CANCELLED
+    when another thread set ``stop[0]``, TIME_LIMIT past a ``deadline`` (negative: none), else -1.
+    The clock is read even without a deadline: Python handles Ctrl-C during the reading."""
+    if stop[0] != 0:
+        return CANCELLED
+    now = clock()
+    if deadline >= 0 and now > deadline:
+        return TIME_LIMIT
+    return -1
+
+
+@_helper
+def _close_frame(frames, d, failed, table_a, table_b):  # pragma: no cover - compiled
+    """Leave frame ``d``: with ``failed`` its state was searched to exhaustion, so the failed-state
+    table remembers its key (see the module docstring). Returns the frame's ``(members top,
+    bounds top)`` marks, which free the groups it pushed."""
+    if failed:
+        _remember(table_a, table_b, np.uint64(frames[d, _F_KEY_A]), np.uint64(frames[d, _F_KEY_B]))
+    return frames[d, _F_MEMBERS_MARK], frames[d, _F_BOUNDS_MARK]
+
+
+@_helper
+def _push_marks(frames, depth, hash_a, hash_b, key_a, key_b, omax, imax, section_top, position_top, placed_top,
+                members_top, bounds_top, rank_top):  # pragma: no cover - compiled
+    """Open frame ``depth`` with what either kind of frame keeps: the state hashes to restore,
+    the state key for the failed-state table, the canonical bounds on entry and the tops of
+    every trail and stack (the undo marks). The hashes go in as int64 of the same bits."""
+    frames[depth, _F_HASH_A] = np.int64(hash_a)
+    frames[depth, _F_HASH_B] = np.int64(hash_b)
+    frames[depth, _F_KEY_A] = np.int64(key_a)
+    frames[depth, _F_KEY_B] = np.int64(key_b)
+    frames[depth, _F_OMAX] = omax
+    frames[depth, _F_IMAX] = imax
+    frames[depth, _F_SECTION_MARK] = section_top
+    frames[depth, _F_POSITION_MARK] = position_top
+    frames[depth, _F_PLACED_MARK] = placed_top
+    frames[depth, _F_MEMBERS_MARK] = members_top
+    frames[depth, _F_BOUNDS_MARK] = bounds_top
+    frames[depth, _F_RANK_MARK] = rank_top
+
+
+@_helper
+def _open_sequence(frames, depth, count, runs, begin, end, members, members_top, bounds, bounds_top, rerank,
+                   preorder, buffers, placement, sections, rank_trail, rank_top, tree, trees, hash_a,
+                   hash_b):  # pragma: no cover - compiled
+    """Make frame ``depth`` a sequence frame: dynamic temporal decomposition (§7) splits the
+    group ``members[begin:end]`` (``count`` unplaced buffers) into its ``runs`` groups that do
+    not overlap in time, copied above ``members_top``, their bounds pushed onto ``bounds``
+    (``_split_into_runs``). With ``rerank`` (``rerank_groups`` with ``restart_groups``) each
+    group re-ranks its buffers (``_rerank``), which changes the state hashes. Returns
+    ``(members, bounds, rank_trail, members top, bounds top, rank trail top, hash a, hash b)``:
+    the three stacks grown when they had no room.
+    """
+    members = _grow(members, members_top + count)
+    bounds = _grow(bounds, bounds_top + 2 * runs)
+    if rerank:
+        rank_trail = _grow_trail(rank_trail, rank_top + count)
+    frames[depth, _F_KIND] = _SEQUENCE
+    frames[depth, _F_GROUP] = 0
+    frames[depth, _F_GROUPS] = runs
+    frames[depth, _F_BEGIN] = bounds_top
+    members_top, bounds_top = _split_into_runs(members, begin, end, members_top, bounds, bounds_top, buffers,
+                                               placement)
+    if rerank:
+        for grp in range(runs):
+            first = bounds[frames[depth, _F_BEGIN] + 2 * grp]
+            last = bounds[frames[depth, _F_BEGIN] + 2 * grp + 1]
+            rank_top, da, db = _rerank(members, first, last, preorder, buffers, placement, sections, rank_trail,
+                                       rank_top, tree, trees)
+            hash_a ^= da
+            hash_b ^= db
+    return members, bounds, rank_trail, members_top, bounds_top, rank_top, hash_a, hash_b
+
+
+@_helper
+def _open_normal(frames, depth, begin, end, klo, khi, hmin, fmin, ceiling):  # pragma: no cover - compiled
+    """Make frame ``depth`` a normal frame, a search node over the group ``members[begin:end]``:
+    record the node's bounds once (they hold for every candidate, see ``_Node``) with no
+    candidate tried yet."""
+    frames[depth, _F_KIND] = _NORMAL
+    frames[depth, _F_BEGIN] = begin
+    frames[depth, _F_END] = end
+    frames[depth, _F_LAST_POS] = -1
+    frames[depth, _F_LAST_RANK] = -1
+    frames[depth, _F_HATLESS] = 0
+    frames[depth, _F_KLO] = klo
+    frames[depth, _F_KHI] = khi
+    frames[depth, _F_HMIN] = hmin
+    frames[depth, _F_FMIN] = fmin
+    frames[depth, _F_CEILING] = ceiling
+
+
+@_helper
+def _frame_node(frames, d):  # pragma: no cover - compiled
+    """The ``_Node`` of normal frame ``d``. Hatless pruning: when the candidate refuted last
+    overlapped no unplaced buffer, any completion of the node could move it down to its floor
+    and place it first; it had none, so neither has the node, and the node looks at no further
+    candidate (``scan_end = begin``)."""
+    row = frames[d]
+    return _Node(begin=row[_F_BEGIN], end=row[_F_END], scan_end=row[_F_BEGIN] if row[_F_HATLESS] else row[_F_END],
+                 omax=row[_F_OMAX], imax=row[_F_IMAX], last_pos=row[_F_LAST_POS], last_rank=row[_F_LAST_RANK],
+                 klo=row[_F_KLO], khi=row[_F_KHI], hmin=row[_F_HMIN], fmin=row[_F_FMIN], ceiling=row[_F_CEILING])
+
+
+@_helper
+def _undo_placements(frames, d, buffers, placement, sections, section_trail, section_top, position_trail,
+                     position_top, placed, placed_top):  # pragma: no cover - compiled
+    """Take back everything placed since frame ``d`` opened: the section tops and positions
+    from their trails, then the placed buffers. Returns ``(section top, position top, placed
+    top)``, the frame's marks."""
+    section_top = _restore(sections.top, section_trail, section_top, frames[d, _F_SECTION_MARK])
+    position_top = _restore(placement.pos, position_trail, position_top, frames[d, _F_POSITION_MARK])
+    placed_top = _unplace(placed, placed_top, frames[d, _F_PLACED_MARK], buffers, placement, sections)
+    return section_top, position_top, placed_top
+
+
+@_helper
+def _mark_placed(i, p, offset, rank, rank0, hash_key_a, hash_key_b, placed, placed_top, hash_a,
+                 hash_b):  # pragma: no cover - compiled
+    """Place buffer ``i`` at offset ``p``: push it on the ``placed`` stack and take it out of the
+    state hashes (and its current rank ``rank[i]``, if it differs from the static one ``rank0[i]``).
+    The sections and positions it changes are ``_occupy_sections``' and ``_raise_overlapping``'.
+    Returns ``(placed top, hash a, hash b)``."""
+    offset[i] = p
+    placed[placed_top] = i
+    placed_top += 1
+    hash_a ^= hash_key_a[i]
+    hash_b ^= hash_key_b[i]
+    if rank[i] != rank0[i]:
+        da, db = _rank_term(i, rank[i], rank0[i])
+        hash_a ^= da
+        hash_b ^= db
+    return placed_top, hash_a, hash_b
+
+
+@_helper
+def _next_group(frames, d, bounds, restart_groups):  # pragma: no cover - compiled
+    """Sequence frame ``d`` moves on to its next group: returns ``(more, begin, end, omax, imax)``,
+    whether one is left, its run of ``members`` and the canonical bounds it starts from
+    (``_group_bounds``)."""
+    frames[d, _F_GROUP] += 1
+    if frames[d, _F_GROUP] >= frames[d, _F_GROUPS]:
+        return False, np.int64(0), np.int64(0), np.int64(0), np.int64(-1)
+    at = frames[d, _F_BEGIN] + 2 * frames[d, _F_GROUP]
+    omax, imax = _group_bounds(frames[d, _F_OMAX], frames[d, _F_IMAX], restart_groups)
+    return True, bounds[at], bounds[at + 1], omax, imax
+
+
 @njit(cache=True, nogil=True)
 def search(instance, preorder, switches, capacity, node_limit, deadline, stop, table):  # pragma: no cover - compiled
     """Depth-first search over canonical partial solutions (call it through :func:`run_search`).
@@ -943,83 +1152,48 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
     Returns ``(status, offsets, nodes, backtracks, splits, table_hits)``; ``status`` is SOLVED,
     EXHAUSTED (the whole space was searched: infeasible), NODE_LIMIT, TIME_LIMIT or CANCELLED
     (another thread set ``stop[0]``, a one-element int64 array, to non-zero). ``deadline`` is a
-    ``time.perf_counter()`` value, or a negative number for none.
+    ``time.perf_counter()`` value, or a negative number for none. ``switches.table_bits > 0``
+    turns on the failed-state ``table`` (see the module docstring).
 
-    ``switches.table_bits > 0`` turns on the table of ``2**table_bits`` failed states (``table``,
-    two rows of uint64 keys, which may hold the states of an earlier run on the same problem,
-    preorder and capacity). The future of a node depends only on its unplaced buffers, the
-    section tops where they live and the canonical bounds, so a state that was searched to
-    exhaustion once fails again wherever it recurs. States are keyed by two independent 64-bit Zobrist-style hashes
-    (unplaced buffers XOR per-section ``(section, top)`` terms XOR the bounds), kept
-    incrementally; a false hit needs both to collide. Entries are overwritten on collision of
-    the slot. With ``rerank_groups`` a group's ranks can differ from ``preorder.rank``; the
-    ranks of unplaced buffers steer their future, so every rank that differs adds a
-    ``(buffer, rank)`` term to the hash.
+    The search is a state machine over the frame stack: _OPEN a node on a group, _NEXT
+    candidate of the top frame, _FAIL back to the frame below, _SUCCEED on to the next group.
     """
     n = instance.sizes.shape[0]
     if deadline >= 0 and clock() > deadline:
-        unplaced = np.empty(n, np.int64)
-        for j in range(n):
-            unplaced[j] = -1
-        return TIME_LIMIT, unplaced, 0, 0, 0, 0
+        return TIME_LIMIT, _unplaced_offsets(n), 0, 0, 0, 0
     buffers = _Buffers(sizes=instance.sizes, aligns=instance.aligns, fixed=instance.fixed,
                        first_section=instance.first_section, last_section=instance.last_section)
     placement, sections = _root_state(buffers, preorder.rank, instance.n_sections)
-    offset = placement.offset
+    offset = placement.offset  # bound once: reading a record's field in the loop costs a reference count
     rank = placement.rank
-    rank0 = preorder.rank
     hash_a, hash_b = _root_hash(instance.hash_key_a, instance.hash_key_b, sections)
     use_table = switches.table_bits > 0
     table_a = table[0]
     table_b = table[1]
-    effective = np.empty(instance.n_sections, np.int64)
-    tree = np.empty(2 * instance.n_sections + 2, np.int64)  # segment trees over the sections (scratch)
-    for k in range(instance.n_sections):
-        effective[k] = 0
-    stair_pos = np.empty(n + 1, np.int64)
-    stair_size = np.empty(n + 1, np.int64)
-    span_total = 0
-    for j in range(n):
-        span_total += instance.last_section[j] - instance.first_section[j]
+    effective, tree, stair_pos, stair_size = _scratch(n, instance.n_sections)
+    span_total = _total_span(buffers)
     # the set-up walks every buffer's sections once: on a large instance that can outlast the deadline
     if deadline >= 0 and clock() > deadline:
         return TIME_LIMIT, offset, 0, 0, 0, 0
     work = 0  # units of work since the clock was last read
-
-    section_trail = np.empty((min(span_total + 1, 4 * n + 16), 2), np.int64)
-    section_top = np.int64(0)  # np.int64, not 0: a literal 0 would compile the helpers twice
-    position_trail = np.empty((4 * n + 16, 2), np.int64)
-    position_top = np.int64(0)
-    rank_trail = np.empty((n + 16, 2), np.int64)
-    rank_top = np.int64(0)
-    placed = np.empty(n + 1, np.int64)
-    placed_top = np.int64(0)
-    members = np.empty(4 * n + 16, np.int64)
-    for x in range(n):
-        members[x] = instance.by_start[x]
+    section_trail, position_trail, rank_trail, placed, members, bounds, frames = _stacks(instance.by_start, span_total)
+    # np.int64, not 0: a literal 0 would compile the helpers twice
+    section_top, position_top, rank_top, placed_top, bounds_top = (np.int64(0), np.int64(0), np.int64(0),
+                                                                   np.int64(0), np.int64(0))
     members_top = n
-    bounds = np.empty(4 * n + 16, np.int64)
-    bounds_top = np.int64(0)
-    frames = np.empty((2 * n + 8, _FRAME_FIELDS), np.int64)
     depth = 0
-
-    nodes = 0
-    backtracks = 0
-    splits = 0
-    hits = 0
+    nodes, backtracks, splits, hits = 0, 0, 0, 0
     state = _OPEN
     g_begin, g_end, omax, imax = np.int64(0), n, np.int64(0), np.int64(-1)
 
     while True:
         if work >= CLOCK_WORK:
             work = 0
-            if stop[0] != 0:
-                return CANCELLED, offset, nodes, backtracks, splits, hits
-            now = clock()  # read even without a deadline: Python handles Ctrl-C during the reading
-            if deadline >= 0 and now > deadline:
-                return TIME_LIMIT, offset, nodes, backtracks, splits, hits
+            status = _interrupted(stop, deadline)
+            if status >= 0:
+                return status, offset, nodes, backtracks, splits, hits
 
-        if state == _OPEN:
+        if state == _OPEN:  # open a node on the group members[g_begin:g_end]
             work += g_end - g_begin + 1
             count, runs, klo, khi, hmin, fmin = _survey(members, g_begin, g_end, instance.n_sections, buffers,
                                                         placement)
@@ -1032,85 +1206,40 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
                 hits += 1
                 state = _FAIL
                 continue
-            frames[depth, _F_HASH_A] = np.int64(hash_a)
-            frames[depth, _F_HASH_B] = np.int64(hash_b)
-            frames[depth, _F_KEY_A] = np.int64(key_a)
-            frames[depth, _F_KEY_B] = np.int64(key_b)
-            # undo marks and canonical bounds of the node, the same for either kind of frame
-            frames[depth, _F_OMAX] = omax
-            frames[depth, _F_IMAX] = imax
-            frames[depth, _F_SECTION_MARK] = section_top
-            frames[depth, _F_POSITION_MARK] = position_top
-            frames[depth, _F_PLACED_MARK] = placed_top
-            frames[depth, _F_MEMBERS_MARK] = members_top
-            frames[depth, _F_BOUNDS_MARK] = bounds_top
-            frames[depth, _F_RANK_MARK] = rank_top
+            _push_marks(frames, depth, hash_a, hash_b, key_a, key_b, omax, imax, section_top, position_top,
+                        placed_top, members_top, bounds_top, rank_top)
             if switches.decomposition and runs > 1:
                 splits += 1
                 work += count
-                members = _grow(members, members_top + count)
-                bounds = _grow(bounds, bounds_top + 2 * runs)
-                frames[depth, _F_KIND] = _SEQUENCE
-                frames[depth, _F_GROUP] = 0
-                frames[depth, _F_GROUPS] = runs
-                frames[depth, _F_BEGIN] = bounds_top
-                members_top, bounds_top = _split_into_runs(members, g_begin, g_end, members_top, bounds, bounds_top,
-                                                           buffers, placement)
-                if switches.rerank_groups and switches.restart_groups:
-                    rank_trail = _grow_trail(rank_trail, rank_top + count)
-                    for grp in range(runs):
-                        first = bounds[frames[depth, _F_BEGIN] + 2 * grp]
-                        last = bounds[frames[depth, _F_BEGIN] + 2 * grp + 1]
-                        rank_top, da, db = _rerank(members, first, last, preorder, buffers, placement, sections,
-                                                   rank_trail, rank_top, tree, switches.section_trees)
-                        hash_a ^= da
-                        hash_b ^= db
-                depth += 1
-                g_begin = bounds[frames[depth - 1, _F_BEGIN]]
-                g_end = bounds[frames[depth - 1, _F_BEGIN] + 1]
+                members, bounds, rank_trail, members_top, bounds_top, rank_top, hash_a, hash_b = _open_sequence(
+                    frames, depth, count, runs, g_begin, g_end, members, members_top, bounds, bounds_top,
+                    switches.rerank_groups and switches.restart_groups, preorder, buffers, placement, sections,
+                    rank_trail, rank_top, tree, switches.section_trees, hash_a, hash_b)
+                g_begin = bounds[frames[depth, _F_BEGIN]]
+                g_end = bounds[frames[depth, _F_BEGIN] + 1]
                 omax, imax = _group_bounds(omax, imax, switches.restart_groups)
+                depth += 1
                 continue  # open the first group; it is one run, so it becomes a normal frame
-            # A normal frame: record the node's bounds once; they hold for every candidate.
-            frames[depth, _F_KIND] = _NORMAL
-            frames[depth, _F_BEGIN] = g_begin
-            frames[depth, _F_END] = g_end
-            frames[depth, _F_LAST_POS] = -1
-            frames[depth, _F_LAST_RANK] = -1
-            frames[depth, _F_HATLESS] = 0
-            frames[depth, _F_KLO] = klo
-            frames[depth, _F_KHI] = khi
-            frames[depth, _F_HMIN] = hmin
-            frames[depth, _F_FMIN] = fmin
-            frames[depth, _F_CEILING] = _ceiling(switches.offset_ceiling, capacity, sections.free, klo, khi)
+            _open_normal(frames, depth, g_begin, g_end, klo, khi, hmin, fmin,
+                         _ceiling(switches.offset_ceiling, capacity, sections.free, klo, khi))
             depth += 1
             state = _NEXT
 
-        elif state == _NEXT:
+        elif state == _NEXT:  # undo the top node's last candidate, place its next one
             d = depth - 1
-            # Hatless pruning: when the candidate just refuted overlaps no unplaced buffer, any
-            # completion of this node could move it down to its floor and place it first; it
-            # had none, so neither has the node: look at no further candidate.
-            row = frames[d]
-            node = _Node(begin=row[_F_BEGIN], end=row[_F_END],
-                         scan_end=row[_F_BEGIN] if row[_F_HATLESS] else row[_F_END], omax=row[_F_OMAX],
-                         imax=row[_F_IMAX], last_pos=row[_F_LAST_POS], last_rank=row[_F_LAST_RANK], klo=row[_F_KLO],
-                         khi=row[_F_KHI], hmin=row[_F_HMIN], fmin=row[_F_FMIN], ceiling=row[_F_CEILING])
+            node = _frame_node(frames, d)
             work += node.end - node.begin + node.khi - node.klo + 1
-            # Undo the previous candidate of this node, if any.
-            section_top = _restore(sections.top, section_trail, section_top, frames[d, _F_SECTION_MARK])
-            position_top = _restore(placement.pos, position_trail, position_top, frames[d, _F_POSITION_MARK])
-            placed_top = _unplace(placed, placed_top, frames[d, _F_PLACED_MARK], buffers, placement, sections)
+            section_top, position_top, placed_top = _undo_placements(frames, d, buffers, placement, sections,
+                                                                     section_trail, section_top, position_trail,
+                                                                     position_top, placed, placed_top)
             hash_a = np.uint64(frames[d, _F_HASH_A])
             hash_b = np.uint64(frames[d, _F_HASH_B])
             omax = node.omax
             imax = node.imax
             i, p, r = _pick_candidate(node, switches, capacity, members, buffers, placement, preorder.twin_before)
-            if i < 0:
-                if use_table:
-                    _remember(table_a, table_b, np.uint64(frames[d, _F_KEY_A]), np.uint64(frames[d, _F_KEY_B]))
+            if i < 0:  # no candidate left: the node fails
+                members_top, bounds_top = _close_frame(frames, d, use_table, table_a, table_b)
                 depth -= 1
-                members_top = frames[d, _F_MEMBERS_MARK]
-                bounds_top = frames[d, _F_BOUNDS_MARK]
                 state = _FAIL
                 continue
             nodes += 1
@@ -1119,15 +1248,8 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
             frames[d, _F_LAST_POS] = p
             frames[d, _F_LAST_RANK] = r
             # Place it: the buffer, then the sections it spans, then the positions it raises.
-            offset[i] = p
-            placed[placed_top] = i
-            placed_top += 1
-            hash_a ^= instance.hash_key_a[i]
-            hash_b ^= instance.hash_key_b[i]
-            if rank[i] != rank0[i]:
-                da, db = _rank_term(i, rank[i], rank0[i])
-                hash_a ^= da
-                hash_b ^= db
+            placed_top, hash_a, hash_b = _mark_placed(i, p, offset, rank, preorder.rank, instance.hash_key_a,
+                                                      instance.hash_key_b, placed, placed_top, hash_a, hash_b)
             section_trail = _grow_trail(section_trail,
                                         section_top + instance.last_section[i] - instance.first_section[i])
             section_top, hash_a, hash_b = _occupy_sections(i, p + instance.sizes[i], buffers, sections, section_trail,
@@ -1157,26 +1279,23 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
             imax = rank[i]
             state = _OPEN
 
-        elif state == _FAIL:
+        elif state == _FAIL:  # the node just opened or left has no solution
             if depth == 0:
                 return EXHAUSTED, offset, nodes, backtracks, splits, hits
             d = depth - 1
             if frames[d, _F_KIND] == _NORMAL:
                 backtracks += 1
                 state = _NEXT
-            else:
-                # One group of a decomposition has no solution: neither has the node.
-                if use_table:
-                    _remember(table_a, table_b, np.uint64(frames[d, _F_KEY_A]), np.uint64(frames[d, _F_KEY_B]))
-                hash_a = np.uint64(frames[d, _F_HASH_A])
-                hash_b = np.uint64(frames[d, _F_HASH_B])
-                rank_top = _restore(rank, rank_trail, rank_top, frames[d, _F_RANK_MARK])
-                section_top = _restore(sections.top, section_trail, section_top, frames[d, _F_SECTION_MARK])
-                position_top = _restore(placement.pos, position_trail, position_top, frames[d, _F_POSITION_MARK])
-                placed_top = _unplace(placed, placed_top, frames[d, _F_PLACED_MARK], buffers, placement, sections)
-                depth -= 1
-                members_top = frames[d, _F_MEMBERS_MARK]
-                bounds_top = frames[d, _F_BOUNDS_MARK]
+                continue
+            # One group of a decomposition has no solution: neither has the node.
+            members_top, bounds_top = _close_frame(frames, d, use_table, table_a, table_b)
+            hash_a = np.uint64(frames[d, _F_HASH_A])
+            hash_b = np.uint64(frames[d, _F_HASH_B])
+            rank_top = _restore(rank, rank_trail, rank_top, frames[d, _F_RANK_MARK])
+            section_top, position_top, placed_top = _undo_placements(frames, d, buffers, placement, sections,
+                                                                     section_trail, section_top, position_trail,
+                                                                     position_top, placed, placed_top)
+            depth -= 1
 
         else:  # _SUCCEED: the group just opened has every member placed
             while depth > 0 and frames[depth - 1, _F_KIND] == _NORMAL:
@@ -1184,13 +1303,10 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
             if depth == 0:
                 return SOLVED, offset, nodes, backtracks, splits, hits
             d = depth - 1
-            frames[d, _F_GROUP] += 1
-            if frames[d, _F_GROUP] < frames[d, _F_GROUPS]:
-                g_begin = bounds[frames[d, _F_BEGIN] + 2 * frames[d, _F_GROUP]]
-                g_end = bounds[frames[d, _F_BEGIN] + 2 * frames[d, _F_GROUP] + 1]
-                omax, imax = _group_bounds(frames[d, _F_OMAX], frames[d, _F_IMAX], switches.restart_groups)
+            more, g_begin, g_end, omax, imax = _next_group(frames, d, bounds, switches.restart_groups)
+            if more:
                 state = _OPEN
-            else:
-                depth -= 1
+            else:  # every group solved: so is the node
                 members_top = frames[d, _F_MEMBERS_MARK]
                 bounds_top = frames[d, _F_BOUNDS_MARK]
+                depth -= 1
