@@ -972,6 +972,72 @@ def _phase_counts(phases, fixed):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _scratch(inst):  # pragma: no cover - compiled
+    """The scratch space of gap walks and of the section check, sized by the largest neighbour
+    list; returns ``(gaps, crowd, check_mask)``, ``check_mask`` saying how often the clock is read.
+    """
+    max_deg = 1
+    for i in range(inst.sizes.shape[0]):
+        max_deg = max(max_deg, inst.ptr[i + 1] - inst.ptr[i])
+    gaps = GapScratch(np.empty(max_deg, np.int64), np.empty(max_deg, np.int64), np.empty(max_deg, np.int64),
+                      np.empty(max_deg, np.int64), np.empty(max_deg, np.int64))
+    # a section holds at most max_deg + 1 buffers
+    crowd = SectionScratch(np.empty(max_deg + 1, np.int64), np.empty(max_deg + 1, np.int64),
+                           np.empty(max_deg + 1, np.int64), np.empty(max_deg + 1, np.int64),
+                           np.empty(max_deg + 1, np.int64), np.empty(max_deg + 1, np.int64),
+                           np.empty(max_deg + 1, np.int64))
+    # every 16 steps, every step where a step can take long (a placement on iopddl/S_1 touches
+    # up to 19,000 neighbours and costs ~0.2 s)
+    check_mask = 0 if max_deg > 2000 else 15
+    return gaps, crowd, check_mask
+
+
+@njit(cache=True)
+def _level_tables(n_free, max_candidates):  # pragma: no cover - compiled
+    """The per-level records of a search that places ``n_free`` buffers: ``(levels, conflicts)``."""
+    levels = Levels(np.empty((n_free + 1, 4 * max_candidates), np.int64), np.zeros(n_free + 1, np.int64),
+                    np.zeros(n_free + 1, np.int64), np.zeros(n_free + 1, np.int64), np.zeros(n_free + 1, np.int64),
+                    np.zeros(n_free + 1, np.int64))
+    conf = Conflicts(np.empty((n_free + 1, _KC), np.int64), np.zeros(n_free + 1, np.int64),
+                     np.full(n_free + 1, -1, np.int64))
+    return levels, conf
+
+
+@njit(cache=True)
+def _learned_tables(n, n_free, learned):  # pragma: no cover - compiled
+    """What learned backtracking counts (TelaMalloc §6.4 features), empty when not ``learned``:
+    per buffer, its appearances in major backtracks' reasons; per level, the backtracks that
+    landed on its current choice; and the scratch of scoring. ``(reason_count, landed, targets,
+    features)``."""
+    reason_count = np.zeros(n if learned else 0, np.int64)
+    landed = np.zeros(n_free + 1 if learned else 0, np.int64)
+    targets = np.empty(MAX_TARGETS if learned else 0, np.int64)
+    features = np.empty((MAX_TARGETS if learned else 0, N_FEATURES), np.float64)
+    return reason_count, landed, targets, features
+
+
+@njit(cache=True)
+def _stuck_target(d, bt, stats, levels, conf, limit):  # pragma: no cover - compiled
+    """The level to abandon a stuck subtree at (TelaMalloc §5.4): the deepest choice above ``d``
+    that has seen more than ``limit`` backtracks. The levels above it start counting again, and
+    its conflict set blames every level above it. Returns the level.
+    """
+    t = _stuck_level(levels, d, bt, limit)
+    stats[ST_STUCK] += 1
+    for v in range(t):
+        levels.stamp[v] = bt
+    _blame_all_below(conf, t, t - 1)
+    return t
+
+
+@njit(cache=True)
+def _ended(status, step, offsets, stats):  # pragma: no cover - compiled
+    """What ``search`` returns: ``(status, offsets, stats)`` with the steps taken counted."""
+    stats[ST_STEPS] = step
+    return status, offsets, stats
+
+
+@njit(cache=True)
 def search(instance, phases, sections, switches, learning):  # pragma: no cover - compiled
     """Search for a placement of every buffer within ``instance.capacity``.
 
@@ -982,10 +1048,17 @@ def search(instance, phases, sections, switches, learning):  # pragma: no cover 
     See ``allocator.methods.telamalloc`` for the algorithm and the meaning of every switch.
 
     The loop alternates: drain the propagation queue (the queue is empty afterwards, so the
-    next fill starts at ring slot 0); judge the last placement (a wiped domain
-    or a crowded section is a minor backtrack, otherwise descend a level); open a new level
-    (its candidates); abandon a stuck subtree; major backtracks while a level has no untried
+    next fill starts at ring slot 0); judge the last placement (a wiped domain or a crowded
+    section is a minor backtrack, otherwise descend a level); open a new level (its candidates);
+    abandon a stuck subtree (``_stuck_target``); major backtracks while a level has no untried
     candidate; then one step, placing the level's next candidate.
+
+    Why the phases are not all helpers: numba increments the reference count of every array
+    argument on a call's entry and decrements it on exit (the records hold 15-35 arrays), and
+    arrays allocated here are known not to alias one another. Helpers for the propagation, the
+    judgement, the new level, the placement and the return to a level cost 7-25 % of the step
+    rate on the challenging suite, inlined (``inline="always"``) or not, and so did allocating
+    the trail, queue and work list in a helper. Helpers take the setup and the rare phases.
     """
     inst = instance
     n = inst.sizes.shape[0]
@@ -995,50 +1068,26 @@ def search(instance, phases, sections, switches, learning):  # pragma: no cover 
     if not fits:
         return INFEASIBLE, dom.offset, stats
     reasons = Reasons(np.full(n, -2, np.int64), np.full(n, -1, np.int64))
-    max_deg = 1
-    for i in range(n):
-        max_deg = max(max_deg, inst.ptr[i + 1] - inst.ptr[i])
-    gaps = GapScratch(np.empty(max_deg, np.int64), np.empty(max_deg, np.int64), np.empty(max_deg, np.int64),
-                      np.empty(max_deg, np.int64), np.empty(max_deg, np.int64))
-    # a section holds at most max_deg + 1 buffers
-    crowd = SectionScratch(np.empty(max_deg + 1, np.int64), np.empty(max_deg + 1, np.int64),
-                           np.empty(max_deg + 1, np.int64), np.empty(max_deg + 1, np.int64),
-                           np.empty(max_deg + 1, np.int64), np.empty(max_deg + 1, np.int64),
-                           np.empty(max_deg + 1, np.int64))
-    # how often the clock is read: every 16 steps, every step where a step can take long (a
-    # placement on iopddl/S_1 touches up to 19,000 neighbours and costs ~0.2 s)
-    check_mask = 0 if max_deg > 2000 else 15
     size = 4 * n + 16
     trail = Trail(np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64),
                   np.empty(size, np.int64), np.empty(size, np.int8))
-    top = np.int64(0)
     queue = Queue(np.empty(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int8))
     touched = np.full(n, -1, np.int64)  # the step at which a buffer's domain was last trailed
     work = WorkList(np.empty(2 * n + 2, np.int64), np.empty(2 * n + 2, np.int64), np.empty(2 * n + 2, np.int64),
                     np.empty(2 * n + 2, np.int64), np.full(n, -1, np.int64))
-    explanations = np.int64(0)
-    first_live = np.int64(0)  # no phase before this one has an unplaced buffer
+    gaps, crowd, check_mask = _scratch(inst)
     ph_left = _phase_counts(phases, inst.fixed)
-    n_free = 0
-    for i in range(n):
-        if inst.fixed[i] < 0:
-            n_free += 1
-    levels = Levels(np.empty((n_free + 1, 4 * switches.max_candidates), np.int64), np.zeros(n_free + 1, np.int64),
-                    np.zeros(n_free + 1, np.int64), np.zeros(n_free + 1, np.int64), np.zeros(n_free + 1, np.int64),
-                    np.zeros(n_free + 1, np.int64))
-    conf = Conflicts(np.empty((n_free + 1, _KC), np.int64), np.zeros(n_free + 1, np.int64),
-                     np.full(n_free + 1, -1, np.int64))
-    # learned backtracking (§6.4 features): per buffer, its appearances in major backtracks'
-    # reasons; per level, the backtracks that landed on its current choice
+    n_free = np.int64(np.sum(inst.fixed < 0))
+    levels, conf = _level_tables(n_free, switches.max_candidates)
     learned = switches.mode != MODE_DEFAULT
-    reason_count = np.zeros(n if learned else 0, np.int64)
-    landed = np.zeros(n_free + 1 if learned else 0, np.int64)
-    targets = np.empty(MAX_TARGETS if learned else 0, np.int64)
-    features = np.empty((MAX_TARGETS if learned else 0, N_FEATURES), np.float64)
+    reason_count, landed, targets, features = _learned_tables(n, n_free, learned)
 
     if not _place_pins(inst, dom, reasons, use_comp, gaps):
         return INFEASIBLE, dom.offset, stats
     waiting = _queue_root_obstacles(inst, dom, use_comp, queue)
+    top = np.int64(0)  # the trail's top
+    explanations = np.int64(0)
+    first_live = np.int64(0)  # no phase before this one has an unplaced buffer
     step = np.int64(0)
     level = np.int64(-1)  # level of the last placement (-1: the root)
     bt = np.int64(0)  # backtracks so far (minor + major): the stuck-subtree counter
@@ -1052,8 +1101,8 @@ def search(instance, phases, sections, switches, learning):  # pragma: no cover 
         # when they reach its highest; a narrowed domain is trailed once per step (``touched``);
         # a new compulsory part queues the buffer's own neighbours; the first emptied domain
         # (``wiped``) ends the narrowing (the rest of the queue is dropped). Without propagation
-        # the queue is only emptied. This loop stays in ``search``: as a helper it would take ~25
-        # state arrays, and the reference-count updates of its arguments cost ~8 % of the step rate.
+        # the queue is only emptied. It stays in ``search`` (see the docstring): as a helper it
+        # would take ~25 state arrays.
         wiped = np.int64(-1)
         head = np.int64(0)
         while waiting > 0:
@@ -1116,8 +1165,7 @@ def search(instance, phases, sections, switches, learning):  # pragma: no cover 
         if need_candidates:
             need_candidates = False
             if d == n_free:
-                stats[ST_STEPS] = step
-                return SOLVED, dom.offset, stats
+                return _ended(SOLVED, step, dom.offset, stats)
             levels.mark[d] = top
             levels.tried[d] = 0
             if learned:
@@ -1131,14 +1179,9 @@ def search(instance, phases, sections, switches, learning):  # pragma: no cover 
         # ---------- stuck subtree: abandon the deepest choice that has seen too many backtracks ----------
         limit = switches.stuck_limit
         if limit > 0 and d > 0 and bt - levels.stamp[0] > limit and levels.tried[d] > 0:
-            t = _stuck_level(levels, d, bt, limit)
-            stats[ST_STUCK] += 1
-            for v in range(t):
-                levels.stamp[v] = bt
-            first_live = _undo_to(levels.mark[t], top, trail, dom, reasons, phases.phase_of, ph_left, first_live)
-            top = levels.mark[t]
-            d = t
-            _blame_all_below(conf, d, d - 1)
+            d = _stuck_target(d, bt, stats, levels, conf, limit)
+            first_live = _undo_to(levels.mark[d], top, trail, dom, reasons, phases.phase_of, ph_left, first_live)
+            top = levels.mark[d]
             levels.tried[d] += 1
         # ---------- major backtracks while the level's candidates are used up ----------
         while levels.tried[d] >= levels.n_candidates[d]:
@@ -1146,14 +1189,12 @@ def search(instance, phases, sections, switches, learning):  # pragma: no cover 
             bt += 1
             t = _jump_target(d, conf, switches.backjump)
             if t < 0:
-                stats[ST_STEPS] = step
-                return EXHAUSTED, dom.offset, stats
+                return _ended(EXHAUSTED, step, dom.offset, stats)
             if learned:
                 t = _learned_target(d, t, bt, stats, conf, levels, phases.phase_of, learning, switches, reason_count,
                                     landed, targets, features)
                 if t < 0:  # recorded: stop here
-                    stats[ST_STEPS] = step
-                    return RECORDED, dom.offset, stats
+                    return _ended(RECORDED, step, dom.offset, stats)
                 landed[t] += 1
             stats[ST_BACKJUMP_LEVELS] += d - 1 - t
             if switches.prepend:
@@ -1166,11 +1207,9 @@ def search(instance, phases, sections, switches, learning):  # pragma: no cover 
             levels.tried[d] += 1
         # ---------- one step: place the next candidate at its lowest valid position ----------
         if step >= switches.step_limit:
-            stats[ST_STEPS] = step
-            return STEP_LIMIT, dom.offset, stats
+            return _ended(STEP_LIMIT, step, dom.offset, stats)
         if (step & check_mask) == 0 and switches.deadline >= 0 and clock() > switches.deadline:
-            stats[ST_STEPS] = step
-            return TIME_LIMIT, dom.offset, stats
+            return _ended(TIME_LIMIT, step, dom.offset, stats)
         x = levels.candidates[d, levels.tried[d]]
         if dom.placed[x]:
             levels.tried[d] += 1
