@@ -8,6 +8,7 @@ that breaks one fails here, naming the modules:
 * no import cycle between modules, counting every import statement (also those inside
   functions and under ``TYPE_CHECKING``: a cycle there is still two modules that each need
   the other to be read);
+* no function is longer than 120 lines, but the two compiled search kernels;
 * no module imports another module's private names (``from x import _y``); a private module
   (``frontend/_fx.py``) is imported only from its own package.
 """
@@ -131,3 +132,20 @@ def test_no_private_name_is_imported_across_modules():
             if private_module and target.rpartition(".")[0] != module.rpartition(".")[0]:
                 offenders.append(f"{where} imports the private module {target} from outside its package")
     assert not offenders, "; ".join(offenders)
+
+
+#: the two compiled search kernels, whose hot phases stay in one loop: as helpers they cost
+#: numba speed (each function's docstring says how much); every other function fits a reader
+LONG_FUNCTIONS_ALLOWED = {"allocator.methods.minimalloc_kernel.search", "allocator.methods.telamalloc_kernel.search"}
+MAX_FUNCTION_LINES = 120
+
+
+def test_no_function_is_longer_than_a_reader_holds():
+    long = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES and f"{module}.{node.name}" not in LONG_FUNCTIONS_ALLOWED:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, "; ".join(long)
