@@ -5,7 +5,7 @@ at a major backtrack (§5.4: a decision point has run out of candidates):
 
 * **candidate targets** (§6.2): the levels of the backtrack reason (the conflict set), minus
   the last one, plus the top (the level nearest the root) of each range of levels 0-4, 5-8,
-  9-16, 17-32, ... that holds none of them (``allocator.methods.kernel._candidate_targets``);
+  9-16, 17-32, ... that holds none of them (``allocator.methods.telamalloc_kernel._candidate_targets``);
 * **features** (§6.4): for the block placed at each candidate level, its size (share of the
   capacity), lifetime (share of the time span) and contention (most live bytes during its
   lifetime, share of the capacity); the level; how often the block was in a major

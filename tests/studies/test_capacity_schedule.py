@@ -8,38 +8,20 @@ import time
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from allocator import Buffer, InvalidProblemError, Problem, Solution, lower_bound, minimize, read_csv, validate
+from allocator import Buffer, Problem, Solution, lower_bound, minimize, read_csv, validate
 from allocator.core.generators import generate
 from allocator.core.progress import STARTING_HEURISTICS, Progress
 from allocator.core.registry import MinimizeRequest
 from allocator.methods.minimalloc import MiniMallocOptions, PreparedProblem, canonical_search
 from studies.capacity_schedule import CapacityProbe, advance, schedule_minimize, sweep_capacities
+from tests.allocator.search.test_anytime import small_problems  # up to 9 short-lived buffers, some pinned
 
 #: a timeout that never binds: the node budgets decide
 NO_RUSH = 600
 
 #: one pinned buffer and an aligned one: LOAD 3 does not fit, 4 does
 ALIGNED = [Buffer("a", 0, 2, 1, offset=1), Buffer("b", 0, 2, 2, alignment=2), Buffer("c", 2, 4, 1)]
-
-
-@st.composite
-def small_problems(draw):
-    """Up to 9 short-lived buffers, alignments 1/2/4, some pinned."""
-    buffers = []
-    for i in range(draw(st.integers(1, 9))):
-        start = draw(st.integers(0, 8))
-        alignment = draw(st.sampled_from([1, 1, 2, 4]))
-        offset = None
-        if draw(st.integers(0, 6)) == 0:
-            offset = draw(st.integers(0, 4)) * alignment
-        buffers.append(Buffer(f"b{i}", start, start + draw(st.integers(1, 5)), draw(st.integers(1, 6)), alignment,
-                              offset))
-    try:
-        return Problem(buffers)
-    except InvalidProblemError:
-        return Problem([b for b in buffers if b.offset is None])
 
 
 def test_the_sweep_spreads_points_and_steps_down_from_the_incumbent():
