@@ -59,9 +59,10 @@ from frontend import zoo
 from frontend.graph import GraphFormatError, dtype_bytes, load_graph, save_graph
 
 #: The frontend's version in the cache key. Bump it whenever a traced graph would change:
-#: tracing, shape propagation or costs (``frontend.trace``, ``frontend._fx``, ``frontend.cost``),
-#: how the zoo builds a model or picks its default input (``frontend.zoo``), or the format
-#: ``save_graph`` writes (``frontend.graph``). Every cached graph is then traced again.
+#: tracing, shape propagation or costs (``frontend.trace``, ``frontend.fx_capture``,
+#: ``frontend.fx_convert``, ``frontend.cost``), how the zoo builds a model or picks its default
+#: input (``frontend.zoo``), or the format ``save_graph`` writes (``frontend.graph``). Every
+#: cached graph is then traced again.
 FRONTEND_VERSION = "1"
 
 #: the graph attribute that holds the key inputs in a cache file (removed from a loaded graph)

@@ -1,6 +1,7 @@
 """The tracing error, in a module that imports nothing, below both ``frontend.trace`` (which
-raises it and re-exports it as ``frontend.TraceError``) and ``frontend._fx`` (the torch.fx
-converter, which raises it too), so that neither imports the other back."""
+raises it and re-exports it as ``frontend.TraceError``) and ``frontend.fx_capture`` /
+``frontend.fx_convert`` (the torch.fx capture and converter, which raise it too), so that
+neither imports the other back."""
 
 
 class TraceError(ValueError):

@@ -7,7 +7,7 @@ carry shape, dtype and device but no data, so no activation is ever computed: me
 not grow with the input size, and the model's weights may be on the ``meta`` device (the zoo's
 ``trace_model`` builds them there). Only an operator whose output shape depends on tensor
 *data* (``nonzero``, boolean masks) makes the propagation fall back to the real inputs; see
-``frontend._fx``. The graph:
+``frontend.fx_capture``. The graph:
 
 * **operators** are the FX ``call_module`` / ``call_function`` / ``call_method`` nodes that
   compute tensors, named after their FX node, with a normalised ``op`` kind and their cost
@@ -159,6 +159,6 @@ def trace(
     GraphFormatError
         ``dtype`` is unknown.
     """
-    from frontend import _fx  # imports torch; kept out of ``import frontend``
+    from frontend import fx_convert  # imports torch; kept out of ``import frontend``
 
-    return _fx.trace(model, example_inputs, dtype=dtype, name=name, leaf_modules=tuple(leaf_modules))
+    return fx_convert.trace(model, example_inputs, dtype=dtype, name=name, leaf_modules=tuple(leaf_modules))

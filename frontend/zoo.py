@@ -17,7 +17,7 @@ is ever downloaded, and an attempt to would raise. ``trace_model`` goes further 
 model with its weights on the ``meta`` device (``load_model(name, device="meta")``): parameters
 and buffers have their shapes and dtypes but no storage, initialising them does nothing, and the
 example inputs are meta tensors. That is all tracing reads (shapes propagate on fake tensors,
-see ``frontend._fx``), so tracing skips weight initialisation and needs no memory for weights or
+see ``frontend.fx_capture``), so tracing skips weight initialisation and needs no memory for weights or
 activations at any input size. (resnet50, CPU-seconds on one thread: build 0.47 -> 0.12, shapes
 0.57 -> 0.37; a first call also imports torch and torchvision, about 5.7, which this cannot cut.) Every model of
 ``list_models()`` builds this way and traces to the same graph as with real weights (the slow

@@ -10,7 +10,7 @@ that breaks one fails here, naming the modules:
   the other to be read);
 * no function is longer than 120 lines, but the two compiled search kernels;
 * no module imports another module's private names (``from x import _y``); a private module
-  (``frontend/_fx.py``) is imported only from its own package.
+  (``frontend/_something.py``) is imported only from its own package.
 """
 
 from __future__ import annotations

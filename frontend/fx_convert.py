@@ -1,0 +1,470 @@
+"""The FX graph -> ``DataflowGraph`` conversion, and ``trace``, the torch half of
+``frontend.trace.trace``: capture (``frontend.fx_capture``: tracing and shape propagation under
+fake tensors), then convert.
+
+The policy (what is an operator, a weight, an alias, a view, a cast) is documented in
+``frontend.trace``; ``_Converter`` implements it: it walks the traced graph in order, gives
+every tensor a storage (views and in-place results share their base's), costs every operator
+(``frontend.cost``) and emits the nodes and edges of the dataflow graph.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import torch
+import torch.fx
+import torch.nn.functional as F
+from torch.fx.node import Node, _get_qualified_name
+from torch.fx.passes.shape_prop import TensorMetadata
+
+from frontend import cost
+from frontend.errors import TraceError
+from frontend.fx_capture import fetch_attr, propagate_shapes, quiet_fake_tensors, symbolic_trace
+from frontend.graph import add_operator, add_tensor, check_graph, dtype_bytes, new_graph
+
+#: tensor methods that return a view of their first argument
+_VIEW_METHODS = frozenset({
+    "view", "reshape", "flatten", "unflatten", "view_as", "reshape_as", "squeeze", "unsqueeze",
+    "squeeze_", "unsqueeze_", "expand", "expand_as", "broadcast_to", "contiguous", "detach",
+    "detach_", "select", "narrow", "chunk", "split", "tensor_split", "split_with_sizes", "unbind",
+})
+#: torch functions that return a view of their first argument
+_VIEW_FUNCTIONS = frozenset({
+    "flatten", "reshape", "squeeze", "unsqueeze", "chunk", "split", "tensor_split", "unbind",
+    "narrow", "select", "detach", "broadcast_to", "unflatten",
+})
+#: conversions: views when they keep the dtype, ``cast`` operators otherwise
+_CAST_METHODS = frozenset({
+    "to", "type", "type_as", "float", "double", "half", "bfloat16", "int", "long", "short",
+    "bool", "byte", "char", "cpu", "cuda",
+})
+#: dropout-like functions (torch's, and torchvision's fx-wrapped ``stochastic_depth``): views
+#: when their ``training`` argument is False
+_DROPOUT_FUNCTIONS = frozenset({
+    "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
+    "stochastic_depth",
+})
+#: functions / methods that read only their tensor arguments' metadata
+_METADATA_ONLY = frozenset({
+    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
+    "new_zeros", "new_ones", "new_empty", "new_full",
+})
+_INPLACE_OPERATORS = frozenset({
+    "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "imatmul", "iand", "ior",
+    "ixor", "ilshift", "irshift",
+})
+_TRANSPOSE_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
+
+_INTEGER_DTYPES = {
+    torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8",
+    torch.uint8: "uint8", torch.bool: "bool",
+}
+
+
+def _is_torch_function(target: Any, name: str) -> bool:
+    return any(getattr(ns, name, None) is target for ns in (torch, F, torch.Tensor))
+
+
+@dataclass
+class _Tensor:
+    shape: list[int]
+    dtype: str
+    nbytes: int
+
+
+@dataclass
+class _Op:
+    name: str
+    kind: str
+    target: str
+    inputs: list[str]
+    outputs: list[str]
+    macs: int
+    elements: int
+    gemm: list[tuple[int, int, int, int]]
+    live_outputs: list[str] = field(default_factory=list)
+
+
+
+def _nodes_in(obj: Any) -> Iterator[Node]:
+    """Every FX node inside an argument structure (tuples, lists, mappings, slices), in order.
+
+    Strings in FX arguments are literals (e.g. ``"bilinear"``), never nodes.
+    """
+    if isinstance(obj, Node):
+        yield obj
+    elif isinstance(obj, (tuple, list)):
+        for x in obj:
+            yield from _nodes_in(x)
+    elif isinstance(obj, Mapping):
+        for x in obj.values():
+            yield from _nodes_in(x)
+    elif isinstance(obj, slice):
+        yield from _nodes_in((obj.start, obj.stop, obj.step))
+
+class _Converter:
+    """One pass over the FX graph in program order, then dead-code elimination, then emission."""
+
+    def __init__(self, gm: torch.fx.GraphModule, model: torch.nn.Module, dtype: str, name: str) -> None:
+        self.gm = gm
+        self.model = model
+        self.dtype = dtype
+        self.name = name
+        self.env: dict[Node, Any] = {}  # FX node -> tensor name, container of names, or None
+        self.tensors: dict[str, _Tensor] = {}
+        self.weights: set[str] = set()
+        self.inputs: list[str] = []
+        self.ops: list[_Op] = []
+        self.aliases: dict[str, str] = {}
+        self.version: dict[str, str] = {}  # tensor mutated in place -> tensor holding its new value
+        self.outputs: list[str] = []
+        self.canonical: dict[int, str] = {}
+        for pname, p in model.named_parameters():
+            self.canonical.setdefault(id(p), pname)
+        for bname, b in model.named_buffers():
+            self.canonical.setdefault(id(b), bname)
+
+    # ---- helpers
+
+    def storage(self, torch_dtype: torch.dtype, tensor: str) -> str:
+        if torch_dtype.is_floating_point:
+            return self.dtype
+        if torch_dtype in _INTEGER_DTYPES:
+            return _INTEGER_DTYPES[torch_dtype]
+        raise TraceError(f"cannot trace {self.name!r}: tensor {tensor!r} has dtype {torch_dtype}, "
+                         f"which has no storage size")
+
+    def register(self, name: str, shape: Sequence[int], torch_dtype: torch.dtype) -> None:
+        if name in self.tensors:  # e.g. a root parameter named like an FX node
+            raise TraceError(f"cannot trace {self.name!r}: two tensors would be named {name!r}")
+        storage = self.storage(torch_dtype, name)
+        shape = [int(d) for d in shape]
+        self.tensors[name] = _Tensor(shape, storage, cost.numel(shape) * dtype_bytes(storage))
+
+    def resolve(self, tensor: str) -> str:
+        """The tensor currently holding ``tensor``'s value (after in-place updates)."""
+        while tensor in self.version:
+            tensor = self.version[tensor]
+        return tensor
+
+    def names_in(self, obj: Any) -> list[str]:
+        """Tensor names read through ``obj`` (an FX argument structure), resolved, in order."""
+        found: list[str] = []
+
+        def visit_value(v: Any) -> None:  # an env value: strings are tensor names
+            if isinstance(v, str):
+                found.append(self.resolve(v))
+            elif isinstance(v, list):
+                for x in v:
+                    visit_value(x)
+            elif isinstance(v, dict):
+                for x in v.values():
+                    visit_value(x)
+
+        for node in _nodes_in(obj):
+            visit_value(self.env.get(node))
+        return found
+
+    def weight(self, value: torch.Tensor, fallback: str) -> str:
+        name = self.canonical.get(id(value), fallback)
+        if name not in self.tensors:
+            self.register(name, value.shape, value.dtype)
+            self.weights.add(name)
+        return name
+
+    @staticmethod
+    def layout(meta: Any, prefix: str) -> tuple[Any, list[tuple[str, TensorMetadata]]]:
+        """Mirror ``meta`` with a tensor name per TensorMetadata; also the flat (name, meta) list."""
+        flat: list[tuple[str, TensorMetadata]] = []
+
+        def walk(m: Any, path: str) -> Any:
+            if isinstance(m, TensorMetadata):
+                flat.append((path, m))
+                return path
+            if isinstance(m, (tuple, list)):
+                return [walk(x, f"{path}.{i}") for i, x in enumerate(m)]
+            if isinstance(m, Mapping):
+                return {k: walk(x, f"{path}.{k}") for k, x in m.items()}
+            return None
+
+        return walk(meta, prefix), flat
+
+    @staticmethod
+    def shapes(obj: Any) -> Any:
+        """``obj`` with every tensor-valued FX node replaced by its shape tuple."""
+
+        def convert(a: Any) -> Any:
+            if isinstance(a, Node):
+                meta = a.meta.get("tensor_meta")
+                return tuple(int(d) for d in meta.shape) if isinstance(meta, TensorMetadata) else None
+            if isinstance(a, (tuple, list)):
+                return type(a)(convert(x) for x in a) if type(a) in (tuple, list) else [convert(x) for x in a]
+            if isinstance(a, Mapping):
+                return {k: convert(x) for k, x in a.items()}
+            return a
+
+        return convert(obj)
+
+    @staticmethod
+    def operand_shapes(obj: Any) -> list[tuple[int, ...]]:
+        """Shapes of the tensor-valued FX nodes in ``obj``, in order."""
+        metas = (node.meta.get("tensor_meta") for node in _nodes_in(obj))
+        return [tuple(int(d) for d in m.shape) for m in metas if isinstance(m, TensorMetadata)]
+
+    @staticmethod
+    def bind(fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            bound = inspect.signature(fn).bind(*args, **kwargs)
+            bound.apply_defaults()
+            return dict(bound.arguments)
+        except (TypeError, ValueError):
+            arguments = {f"arg{i}": a for i, a in enumerate(args)}
+            arguments.update(kwargs)
+            return arguments
+
+    # ---- classification
+
+    def is_view(self, node: Node, module: torch.nn.Module | None, arguments: Mapping[str, Any]) -> bool:
+        """Does ``node`` return a view of (or the same data as) its first tensor argument?"""
+        target = node.target
+        if node.op == "call_module":
+            if isinstance(module, (torch.nn.Identity, torch.nn.Flatten, torch.nn.Unflatten)):
+                return True
+            return isinstance(module, torch.nn.modules.dropout._DropoutNd) and not module.training
+        if node.op == "call_method":
+            if target in _VIEW_METHODS:
+                return True
+            return target in _CAST_METHODS and self.same_dtype(node)
+        fname = getattr(target, "__name__", "")
+        if target is operator.getitem:
+            return self.basic_index(node.args[1])
+        if target is getattr:
+            return node.args[1] not in _TRANSPOSE_ATTRIBUTES
+        if fname in _VIEW_FUNCTIONS and _is_torch_function(target, fname):
+            return True
+        if fname in _DROPOUT_FUNCTIONS and getattr(target, "__module__", "").startswith(("torch", "torchvision")):
+            return not arguments.get("training", True)
+        return False
+
+    @staticmethod
+    def same_dtype(node: Node) -> bool:
+        source = node.args[0] if node.args else None
+        out = node.meta.get("tensor_meta")
+        src = source.meta.get("tensor_meta") if isinstance(source, Node) else None
+        return isinstance(out, TensorMetadata) and isinstance(src, TensorMetadata) and out.dtype == src.dtype
+
+    @staticmethod
+    def basic_index(index: Any) -> bool:
+        """Is ``index`` basic indexing (ints, slices, None, Ellipsis): a view, not a gather?"""
+        items = index if isinstance(index, tuple) else (index,)
+        for item in items:
+            if isinstance(item, Node) and isinstance(item.meta.get("tensor_meta"), TensorMetadata):
+                return False
+            if isinstance(item, (list, torch.Tensor)):
+                return False
+        return True
+
+    @staticmethod
+    def is_inplace(node: Node, module: torch.nn.Module | None, arguments: Mapping[str, Any]) -> bool:
+        target = node.target
+        if node.op == "call_module":
+            return getattr(module, "inplace", False) is True
+        if node.op == "call_method":
+            name = str(target)
+        else:
+            name = getattr(target, "__name__", "")
+            if target is getattr(operator, name, None) and name in _INPLACE_OPERATORS:
+                return True
+            if arguments.get("inplace") is True:
+                return True
+        return name.endswith("_") and not name.startswith("_")
+
+    def kind_and_target(self, node: Node, module: torch.nn.Module | None) -> tuple[str, str]:
+        if node.op == "call_module":
+            assert module is not None
+            cls = type(module)
+            return cost.module_kind([c.__name__ for c in cls.__mro__]), f"{cls.__module__}.{cls.__qualname__}"
+        if node.op == "call_method":
+            return cost.function_kind(str(node.target)), str(node.target)
+        target = node.target
+        if target is getattr:
+            return cost.function_kind(str(node.args[1])), f"getattr.{node.args[1]}"
+        try:
+            qualified = _get_qualified_name(target)  # type: ignore[arg-type]
+        except Exception:
+            qualified = getattr(target, "__qualname__", repr(target))
+        return cost.function_kind(getattr(target, "__name__", qualified)), qualified
+
+    # ---- the pass
+
+    def run(self) -> None:
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                self.placeholder(node)
+            elif node.op == "get_attr":
+                value = fetch_attr(self.gm, node.target)
+                self.env[node] = self.weight(value, node.target) if isinstance(value, torch.Tensor) else None
+            elif node.op == "output":
+                self.outputs = list(dict.fromkeys(self.names_in(node.args)))
+            else:
+                self.call(node)
+
+    def placeholder(self, node: Node) -> None:
+        structure, flat = self.layout(node.meta.get("tensor_meta"), node.name)
+        self.env[node] = structure
+        for tname, meta in flat:
+            self.register(tname, meta.shape, meta.dtype)
+            self.inputs.append(tname)
+
+    def call(self, node: Node) -> None:
+        module = self.gm.get_submodule(str(node.target)) if node.op == "call_module" else None
+        meta = node.meta.get("tensor_meta")
+        source = self.env.get(node.args[0]) if node.args and isinstance(node.args[0], Node) else None
+        if meta is None:  # computes no tensor: shape arithmetic, asserts, getitem of a None
+            if node.target is operator.getitem and isinstance(source, (list, dict)):
+                self.env[node] = self.pick(source, node.args[1])
+            else:
+                self.env[node] = None
+            return
+        if node.target is operator.getitem and isinstance(source, (list, dict)):
+            picked = self.pick(source, node.args[1])  # a result of a multi-output operator
+            self.env[node] = picked
+            if isinstance(picked, str):
+                self.aliases[node.name] = self.resolve(picked)
+            return
+        if node.op == "call_module":
+            assert module is not None
+            fn: Any = module.forward
+        elif node.op == "call_method":
+            fn = getattr(torch.Tensor, str(node.target), None)
+        else:
+            fn = node.target
+        arguments = self.bind(fn, node.args, node.kwargs)
+        if self.is_view(node, module, arguments):
+            bases = self.names_in(node.args[:1] or list(node.kwargs.values())[:1])
+            if bases:
+                base = bases[0]
+                structure, _ = self.layout(meta, node.name)
+                self.env[node] = self.replace_names(structure, base)
+                self.aliases[node.name] = base
+                return
+        self.operator(node, module, meta, arguments)
+
+    @staticmethod
+    def pick(source: Any, index: Any) -> Any:
+        try:
+            return source[index]
+        except (IndexError, KeyError, TypeError):
+            return None
+
+    @staticmethod
+    def replace_names(structure: Any, base: str) -> Any:
+        if isinstance(structure, str):
+            return base
+        if isinstance(structure, list):
+            return [_Converter.replace_names(s, base) for s in structure]
+        if isinstance(structure, dict):
+            return {k: _Converter.replace_names(s, base) for k, s in structure.items()}
+        return None
+
+    def operator(self, node: Node, module: torch.nn.Module | None, meta: Any, arguments: dict[str, Any]) -> None:
+        kind, target = self.kind_and_target(node, module)
+        fname = str(node.target) if node.op == "call_method" else getattr(node.target, "__name__", "")
+        reads = [] if fname in _METADATA_ONLY else self.names_in((node.args, node.kwargs))
+        params: dict[str, tuple[int, ...]] = {}
+        attributes: dict[str, Any] = {}
+        if module is not None:
+            for local, tensor in [*module.named_parameters(), *module.named_buffers()]:
+                if local.split(".")[-1] == "num_batches_tracked":
+                    continue  # a training-only counter; inference never reads it
+                reads.append(self.weight(tensor, f"{node.target}.{local}"))
+                params[local] = tuple(int(d) for d in tensor.shape)
+            attributes = {k: v for k, v in vars(module).items()
+                          if isinstance(v, (bool, int, float, str, tuple)) and not k.startswith("_")}
+        structure, flat = self.layout(meta, node.name)
+        call = cost.OpCall(
+            kind=kind,
+            operands=self.operand_shapes((node.args, node.kwargs)),
+            outputs=[tuple(int(d) for d in m.shape) for _, m in flat],
+            params=params,
+            attributes=attributes,
+            arguments=self.shapes(arguments),
+        )
+        for tname, m in flat:
+            self.register(tname, m.shape, m.dtype)
+        outputs = [tname for tname, _ in flat]
+        self.env[node] = structure
+        self.ops.append(_Op(node.name, kind, target, list(dict.fromkeys(reads)), outputs,
+                            cost.macs(call), cost.elements(call), cost.gemms(call)))
+        if self.is_inplace(node, module, arguments) and len(outputs) == 1:
+            mutated = self.names_in(node.args[:1])
+            if mutated and mutated[0] not in self.weights:
+                self.version[mutated[0]] = outputs[0]
+
+    # ---- dead code and emission
+
+    def eliminate_dead_code(self) -> list[_Op]:
+        needed = set(self.outputs)
+        live: list[_Op] = []
+        for op in reversed(self.ops):
+            op.live_outputs = [t for t in op.outputs if t in needed]
+            if op.live_outputs:
+                live.append(op)
+                needed.update(op.inputs)
+        live.reverse()
+        return live
+
+    def emit(self) -> nx.DiGraph:
+        live = self.eliminate_dead_code()
+        graph = new_graph(self.name, self.dtype)
+
+        def declare(tname: str, kind: str) -> None:
+            if tname not in graph.graph["tensors"]:
+                rec = self.tensors[tname]
+                add_tensor(graph, tname, rec.shape, kind=kind, dtype=rec.dtype, nbytes=rec.nbytes)
+
+        for tname in self.inputs:
+            declare(tname, "input")
+        for op in live:
+            for tname in op.inputs:
+                declare(tname, "weight" if tname in self.weights else "activation")
+            for tname in op.live_outputs:
+                declare(tname, "activation")
+            add_operator(graph, op.name, op.kind, op.inputs, op.live_outputs, target=op.target,
+                         macs=op.macs, elements=op.elements, gemm=op.gemm)
+        tensors = graph.graph["tensors"]
+        for tname in self.outputs:
+            declare(tname, "weight" if tname in self.weights else "activation")
+            if tensors[tname]["kind"] == "activation":
+                tensors[tname]["kind"] = "output"
+        graph.graph["outputs"] = list(self.outputs)
+        aliases = {}
+        for alias, base in self.aliases.items():
+            # the base as the view saw it; if that version died, the value that replaced it
+            base = base if base in tensors else self.resolve(base)
+            if base in tensors:
+                aliases[alias] = base
+        graph.graph["aliases"] = aliases
+        return graph
+
+
+def trace(model: torch.nn.Module, example_inputs: Any, dtype: str = "fp32", name: str | None = None,
+          leaf_modules: tuple[type, ...] = ()) -> nx.DiGraph:
+    """See ``frontend.trace.trace``."""
+    dtype_bytes(dtype)
+    name = name or type(model).__name__
+    inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
+    with quiet_fake_tensors():
+        gm = symbolic_trace(model, inputs, name, leaf_modules)
+        propagate_shapes(gm, model, inputs, name)
+    converter = _Converter(gm, model, dtype, name)
+    converter.run()
+    graph = converter.emit()
+    check_graph(graph)
+    return graph
