@@ -99,9 +99,12 @@ SOLVED, EXHAUSTED, NODE_LIMIT, TIME_LIMIT, CANCELLED = 0, 1, 2, 3, 4
 #: search's first compilation.
 _HELPER_OPTIONS: dict[str, Any] = {"cache": True, "no_cpython_wrapper": True}
 _helper = njit(**_HELPER_OPTIONS)
-#: the same for the small steps ``search`` takes at every node (reading a frame, undoing, placing):
-#: numba inlines them into ``search`` itself; as calls they made the challenging suite about 5 %
-#: slower than the single loop they were cut from
+#: the same for the small steps ``search`` takes when it opens or leaves a node (reading a frame,
+#: pushing and popping its marks): numba inlines them into ``search`` itself; as calls they made
+#: the challenging suite about 5 % slower than the single loop they were cut from. Placing a
+#: candidate and undoing the last one, the two steps of every node, stay written out in
+#: ``search``: even inlined, as helpers (taking and returning the trail arrays) they cost the
+#: fit suite about 4 % (in-process A/B over 40 interleaved runs, issue 23)
 _inlined = njit(inline="always", **_HELPER_OPTIONS)
 
 #: the largest capacity, size, alignment or pinned offset (and sum of sizes plus alignments)
@@ -1117,46 +1120,6 @@ def _undo_placements(frames, d, buffers, placement, sections, section_trail, sec
     return section_top, position_top, placed_top
 
 
-@_inlined
-def _mark_placed(i, p, offset, rank, rank0, hash_key_a, hash_key_b, placed, placed_top, hash_a,
-                 hash_b):  # pragma: no cover - compiled
-    """Place buffer ``i`` at offset ``p``: push it on the ``placed`` stack and take it out of the
-    state hashes (and its current rank ``rank[i]``, if it differs from the static one ``rank0[i]``).
-    The sections and positions it changes are ``_occupy_sections``' and ``_raise_overlapping``'.
-    Returns ``(placed top, hash a, hash b)``."""
-    offset[i] = p
-    placed[placed_top] = i
-    placed_top += 1
-    hash_a ^= hash_key_a[i]
-    hash_b ^= hash_key_b[i]
-    if rank[i] != rank0[i]:
-        da, db = _rank_term(i, rank[i], rank0[i])
-        hash_a ^= da
-        hash_b ^= db
-    return placed_top, hash_a, hash_b
-
-
-@_inlined
-def _place(node, i, p, rank0, hash_key_a, hash_key_b, members, buffers, placement, sections, placed, placed_top,
-           section_trail, section_top, position_trail, position_top, hash_a,
-           hash_b):  # pragma: no cover - compiled
-    """Place candidate ``i`` of ``node`` at ``p``: the buffer (``_mark_placed``), then the sections
-    it spans (``_occupy_sections``), then the positions of the group it raises
-    (``_raise_overlapping``), growing the trails first when they lack room. Returns ``(alive,
-    hat, section_trail, position_trail, placed top, section top, position top, hash a, hash b)``:
-    ``alive`` False when an unplaced pinned buffer now overlaps ``i``; ``hat`` whether ``i``
-    overlaps an unplaced buffer in time (hatless pruning, see ``_frame_node``)."""
-    placed_top, hash_a, hash_b = _mark_placed(i, p, placement.offset, placement.rank, rank0, hash_key_a, hash_key_b,
-                                              placed, placed_top, hash_a, hash_b)
-    section_trail = _grow_trail(section_trail, section_top + buffers.last_section[i] - buffers.first_section[i])
-    section_top, hash_a, hash_b = _occupy_sections(i, p + buffers.sizes[i], buffers, sections, section_trail,
-                                                   section_top, hash_a, hash_b)
-    position_trail = _grow_trail(position_trail, position_top + node.end - node.begin)
-    alive, hat, position_top = _raise_overlapping(node, i, members, buffers, placement, position_trail,
-                                                  position_top)
-    return alive, hat, section_trail, position_trail, placed_top, section_top, position_top, hash_a, hash_b
-
-
 @_helper
 def _next_group(frames, d, bounds, restart_groups):  # pragma: no cover - compiled
     """Sequence frame ``d`` moves on to its next group: returns ``(more, begin, end, omax, imax)``,
@@ -1191,6 +1154,7 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
     placement, sections = _root_state(buffers, preorder.rank, instance.n_sections)
     offset = placement.offset  # bound once: reading a record's field in the loop costs a reference count
     rank = placement.rank
+    rank0 = preorder.rank
     hash_a, hash_b = _root_hash(instance.hash_key_a, instance.hash_key_b, sections)
     use_table = switches.table_bits > 0
     table_a = table[0]
@@ -1254,9 +1218,10 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
             d = depth - 1
             node = _frame_node(frames, d)
             work += node.end - node.begin + node.khi - node.klo + 1
-            section_top, position_top, placed_top = _undo_placements(frames, d, buffers, placement, sections,
-                                                                     section_trail, section_top, position_trail,
-                                                                     position_top, placed, placed_top)
+            # undo the node's previous candidate, if any (written out, not a helper: see ``_inlined``)
+            section_top = _restore(sections.top, section_trail, section_top, frames[d, _F_SECTION_MARK])
+            position_top = _restore(placement.pos, position_trail, position_top, frames[d, _F_POSITION_MARK])
+            placed_top = _unplace(placed, placed_top, frames[d, _F_PLACED_MARK], buffers, placement, sections)
             hash_a = np.uint64(frames[d, _F_HASH_A])
             hash_b = np.uint64(frames[d, _F_HASH_B])
             omax = node.omax
@@ -1272,10 +1237,23 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
                 return NODE_LIMIT, offset, nodes, backtracks, splits, hits
             frames[d, _F_LAST_POS] = p
             frames[d, _F_LAST_RANK] = r
-            (alive, hat, section_trail, position_trail, placed_top, section_top, position_top, hash_a,
-             hash_b) = _place(node, i, p, preorder.rank, instance.hash_key_a, instance.hash_key_b, members, buffers,
-                              placement, sections, placed, placed_top, section_trail, section_top, position_trail,
-                              position_top, hash_a, hash_b)
+            # place it: the buffer, then the sections it spans, then the positions of the group it raises
+            offset[i] = p
+            placed[placed_top] = i
+            placed_top += 1
+            hash_a ^= instance.hash_key_a[i]
+            hash_b ^= instance.hash_key_b[i]
+            if rank[i] != rank0[i]:
+                da, db = _rank_term(i, rank[i], rank0[i])
+                hash_a ^= da
+                hash_b ^= db
+            section_trail = _grow_trail(section_trail,
+                                        section_top + instance.last_section[i] - instance.first_section[i])
+            section_top, hash_a, hash_b = _occupy_sections(i, p + instance.sizes[i], buffers, sections, section_trail,
+                                                           section_top, hash_a, hash_b)
+            position_trail = _grow_trail(position_trail, position_top + node.end - node.begin)
+            alive, hat, position_top = _raise_overlapping(node, i, members, buffers, placement, position_trail,
+                                                          position_top)
             frames[d, _F_HATLESS] = 1 if switches.hatless and not hat else 0
             new_omax = p if switches.canonical else 0
             if alive and switches.canonical and node.fmin < _BIG:
