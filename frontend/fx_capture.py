@@ -43,6 +43,7 @@ from torch._subclasses.fake_tensor import (
     DynamicOutputShapeException,
     FakeTensorMode,
 )
+from torch.fx.immutable_collections import immutable_dict, immutable_list
 from torch.fx.node import Node, _get_qualified_name, map_aggregate, map_arg
 from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
@@ -407,6 +408,18 @@ class _NodeFailure(Exception):
         self.error = error
 
 
+def _mutable(value: Any) -> Any:
+    """``value`` with FX's immutable lists and dicts (at any depth, inside plain tuples too)
+    replaced by plain ones; anything else as it is."""
+    if isinstance(value, immutable_list):
+        return [_mutable(v) for v in value]
+    if isinstance(value, immutable_dict):
+        return {k: _mutable(v) for k, v in value.items()}
+    if type(value) is tuple:
+        return tuple(_mutable(v) for v in value)
+    return value
+
+
 class _ShapePropagation(torch.fx.Interpreter):
     """``torch.fx.passes.shape_prop.ShapeProp``, on fake tensors, without printing tracebacks.
 
@@ -420,6 +433,13 @@ class _ShapePropagation(torch.fx.Interpreter):
         super().__init__(gm)
         self.extra_traceback = False  # torch.fx would append the node and a tlparse hint
         self.mode = mode
+
+    def fetch_args_kwargs_from_env(self, n: Node) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The node's arguments as plain, mutable containers: FX keeps a node's list and dict
+        arguments as ``immutable_list`` / ``immutable_dict``, and model code may change the lists
+        it is given (torchvision's Swin3D pads its window size in place)."""
+        args, kwargs = super().fetch_args_kwargs_from_env(n)
+        return tuple(_mutable(a) for a in args), {k: _mutable(v) for k, v in kwargs.items()}
 
     def run_node(self, n: Node) -> Any:
         try:

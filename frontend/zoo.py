@@ -26,8 +26,9 @@ them identical), so no model needs a fallback to a CPU build.
 
 Segmentation models are built without their auxiliary classifier and GoogLeNet / Inception v3
 without their auxiliary logits, which only training uses. Default input shapes:
-``(1, 3, 224, 224)`` images, ``(1, 3, 299, 299)`` for ``inception_v3``, ``(1, 3, 16, 112, 112)``
-clips for video models, ``(1, 3, 16, 224, 224)`` for ``video.s3d``.
+``(1, 3, 224, 224)`` images, ``(1, 3, 299, 299)`` for ``inception_v3`` and
+``quantization.quantized_inception_v3``, ``(1, 3, 16, 112, 112)`` clips for video models,
+``(1, 3, 16, 224, 224)`` for ``video.s3d``, ``video.mvit_v1_b`` and ``video.mvit_v2_s``.
 """
 
 from __future__ import annotations
@@ -64,7 +65,11 @@ TRANSFORMER_SHAPES = {"src": (10, 32, 512), "tgt": (20, 32, 512)}
 _IMAGE_SHAPE = (1, 3, 224, 224)
 _SPECIAL_SHAPES = {
     "inception_v3": (1, 3, 299, 299),
+    "quantization.quantized_inception_v3": (1, 3, 299, 299),
     "video.s3d": (1, 3, 16, 224, 224),
+    # MViT's relative position tables are sized for 224 x 224 frames: at 112 x 112 it fails
+    "video.mvit_v1_b": (1, 3, 16, 224, 224),
+    "video.mvit_v2_s": (1, 3, 16, 224, 224),
 }
 _VIDEO_SHAPE = (1, 3, 16, 112, 112)
 _BUILD_OPTIONS: dict[str, dict[str, Any]] = {

@@ -86,6 +86,36 @@ def test_every_supported_model_traces(name, well_formed):
     check_model_graph(name, well_formed)
 
 
+def grow_in_place(x, sizes):
+    """Changes the list it is given, as torchvision's Swin3D pads its window size (issue 24)."""
+    sizes[0] += 1
+    return x + sizes[0]
+
+
+torch.fx.wrap("grow_in_place")
+
+
+class ChangesAListArgument(torch.nn.Module):
+    def forward(self, x):
+        return grow_in_place(x, [1, 2])
+
+
+def test_model_code_may_change_the_lists_it_is_given(well_formed):
+    # FX stores a node's list arguments as immutable lists; shape propagation hands plain ones
+    graph = trace(ChangesAListArgument(), (torch.zeros(2, 3),), name="changes-a-list")
+    well_formed(graph)
+    assert [graph.graph["tensors"][t]["shape"] for t in graph.graph["outputs"]] == [[2, 3]]
+
+
+@pytest.mark.parametrize("name", ["video.swin3d_t", "video.mvit_v2_s"])
+def test_swin3d_and_mvit_trace_at_their_default_shapes(name, well_formed):
+    graph = trace_model(name)
+    well_formed(graph)
+    inputs = graph.graph["inputs"]
+    assert [graph.graph["tensors"][t]["shape"] for t in inputs] == [list(default_input_shape(name))]
+    assert sum(d["macs"] for _, d in graph.nodes(data=True)) > 0
+
+
 def test_resnet18_matches_the_published_1_82_gmacs(well_formed):
     graph = trace_model("resnet18")
     ops = dict(graph.nodes(data=True))
@@ -102,6 +132,9 @@ def test_default_input_shapes():
     assert default_input_shape("inception_v3") == (1, 3, 299, 299)
     assert default_input_shape("video.r2plus1d_18") == (1, 3, 16, 112, 112)
     assert default_input_shape("video.s3d") == (1, 3, 16, 224, 224)
+    # MViT's position tables are sized for 224 x 224 frames; Inception's for 299 x 299
+    assert default_input_shape("video.mvit_v2_s") == default_input_shape("video.mvit_v1_b") == (1, 3, 16, 224, 224)
+    assert default_input_shape("quantization.quantized_inception_v3") == (1, 3, 299, 299)
     _, (src, tgt) = load_model("transformer")
     assert src.shape == (10, 32, 512) and tgt.shape == (20, 32, 512)
 
