@@ -289,9 +289,17 @@ def trace_model(name: str, dtype: str = "fp32", input_shape: Sequence[int] | Non
     weights, and neither time nor memory grows with ``input_shape``. Raises
     ``UnknownModelError``, ``ValueError`` for a bad ``input_shape`` (see ``load_model``) and
     ``TraceError`` when the model fails on the input, e.g. a wrong rank (one line: the model,
-    the input shape and the model's own error).
+    the input shape and the model's own error; when the shape was not the default, the line
+    ends with the default shape, the one the model is known to accept).
     """
-    from frontend.trace import trace
+    from frontend.trace import TraceError, trace
 
     model, inputs = load_model(name, input_shape, device="meta")
-    return trace(model, inputs, dtype=dtype, name=name)
+    try:
+        return trace(model, inputs, dtype=dtype, name=name)
+    except TraceError as error:
+        default = default_input_shape(name) if name != "transformer" else None
+        if input_shape is None or default is None or tuple(input_shape) == default:
+            raise
+        raise TraceError(f"{error}; the default input shape of {name!r}, which it accepts, is "
+                         f"{','.join(map(str, default))}") from error

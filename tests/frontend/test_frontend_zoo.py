@@ -203,8 +203,16 @@ def test_a_wrong_rank_input_shape_is_one_line_naming_model_shape_and_its_error(c
     assert "'resnet18'" in message and "(1, 3, 224)" in message
     assert "expected input[1, 1, 3, 224] to have 3 channels, but got 1 channels instead" in message  # conv2d's words
     assert "conv1" in message
+    assert message.endswith("the default input shape of 'resnet18', which it accepts, is 1,3,224,224")
     captured = capfd.readouterr()
     assert "Traceback" not in captured.err + captured.out
+
+
+def test_mvit_at_the_wrong_frame_size_names_the_shape_it_expects():
+    with pytest.raises(TraceError) as info:
+        trace_model("video.mvit_v2_s", input_shape=(1, 3, 16, 112, 112))
+    assert "\n" not in str(info.value)
+    assert str(info.value).endswith("the default input shape of 'video.mvit_v2_s', which it accepts, is 1,3,16,224,224")
 
 
 @pytest.mark.parametrize("shape", [(1, 3, 0, 224), (1, 3, -4, 224), (1, 3, 22.5, 224), (1, 3, True, 224), ("1", 3)])
