@@ -298,8 +298,8 @@ def trace_model(name: str, dtype: str = "fp32", input_shape: Sequence[int] | Non
     try:
         return trace(model, inputs, dtype=dtype, name=name)
     except TraceError as error:
-        default = default_input_shape(name) if name != "transformer" else None
-        if input_shape is None or default is None or tuple(input_shape) == default:
+        default = default_input_shape(name)  # (load_model refuses an input_shape for "transformer")
+        if input_shape is None or tuple(input_shape) == default:
             raise
         raise TraceError(f"{error}; the default input shape of {name!r}, which it accepts, is "
                          f"{','.join(map(str, default))}") from error

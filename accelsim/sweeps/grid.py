@@ -40,6 +40,18 @@ _FALSE = {"false", "no", "off", "0"}
 # the grid
 
 
+def _positive_bytes(key: str, text: Any, shown: str, rule: str) -> int:
+    """``text`` as a byte count above 0 (``parse_bytes``), or ``ValueError`` ``--grid KEY=VALUE: ...``
+    with the parser's words or ``rule``."""
+    try:
+        size = parse_bytes(text, key)
+    except ValueError as exc:
+        raise ValueError(f"--grid {key}={shown}: {exc}") from None
+    if size <= 0:
+        raise ValueError(f"--grid {key}={shown}: {rule}")
+    return size
+
+
 def parse_grid_value(key: str, value: Any) -> Any:
     """``value`` (text as written, or already a Python value) as grid key ``key`` wants it.
 
@@ -55,13 +67,7 @@ def parse_grid_value(key: str, value: Any) -> Any:
     text = value.strip() if isinstance(value, str) else value
     shown = _shown(value)
     if key == "sram":
-        try:
-            size = parse_bytes(text, "sram")
-        except ValueError as exc:
-            raise ValueError(f"--grid sram={shown}: {exc}") from None
-        if size <= 0:
-            raise ValueError(f"--grid sram={shown}: must be positive")
-        return size
+        return _positive_bytes(key, text, shown, "must be positive")
     if key == "scheduler":
         from scheduler import SCHEDULERS
 
@@ -78,13 +84,7 @@ def parse_grid_value(key: str, value: Any) -> Any:
     if key == "budget":
         if isinstance(text, str) and text.upper() in ("MR", "MH", "MP"):
             return text.upper()
-        try:
-            size = parse_bytes(text, "budget")
-        except ValueError as exc:
-            raise ValueError(f"--grid budget={shown}: {exc}") from None
-        if size <= 0:
-            raise ValueError(f"--grid budget={shown}: must be MR, MH, MP or a positive number of bytes")
-        return size
+        return _positive_bytes(key, text, shown, "must be MR, MH, MP or a positive number of bytes")
     if key == "dtype":
         from frontend import DTYPE_BYTES
 

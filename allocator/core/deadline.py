@@ -16,8 +16,9 @@ from numba import njit
 
 from allocator.core import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
 
-#: the kernel reads the clock before its first placement and then once per this many
-#: placements (a read costs about a microsecond, far less than 1024 placements)
+#: the greedy placement kernels (``allocator.methods.placement``, the skyline of
+#: ``allocator.methods.heuristics``) read the clock before their first placement and then once
+#: per this many placements (a read costs about a microsecond, far less than 1024 placements)
 CLOCK_EVERY = 1024
 
 
