@@ -24,6 +24,16 @@ from allocator.methods.greedy import wide_product
 
 GREEDY = ["first-fit", "greedy-by-size", "best-fit", "load-best-fit"]
 
+#: times near MAX_VALUE, sizes near 2**59, large alignments, a pinned buffer: every stacking sum
+#: within the problem's limits (shared with test_heuristics)
+NEAR_THE_LIMITS = Problem([
+    Buffer("pinned", 0, MAX_VALUE, 2**58, offset=2**60, alignment=2**40),
+    Buffer("a", 0, 2**61, 2**59, alignment=2**40),
+    Buffer("b", 2**60, MAX_VALUE, 2**58 + 1),
+    Buffer("c", MAX_VALUE - 2**40, MAX_VALUE, 2**40, alignment=2**20),
+    Buffer("d", 5, 2**62 - 5, 3 * 2**56 + 7),
+])
+
 
 def test_registry_lists_the_greedy_methods_with_descriptions():
     for name in GREEDY:
@@ -211,14 +221,7 @@ def test_load_best_fit_orders_by_the_exact_area_beyond_int64():
 def test_every_greedy_method_is_exact_near_the_value_limits():
     # Times near MAX_VALUE, sizes near 2**59, large alignments, a pinned buffer: every stacking
     # sum within the problem's limits; each result must match the plain definition and validate.
-    top = MAX_VALUE
-    p = Problem([
-        Buffer("pinned", 0, top, 2**58, offset=2**60, alignment=2**40),
-        Buffer("a", 0, 2**61, 2**59, alignment=2**40),
-        Buffer("b", 2**60, top, 2**58 + 1),
-        Buffer("c", top - 2**40, top, 2**40, alignment=2**20),
-        Buffer("d", 5, 2**62 - 5, 3 * 2**56 + 7),
-    ])
+    p = NEAR_THE_LIMITS
     for method in GREEDY:
         r = solve(p, method)
         assert r.solved and validate(p, r.solution).ok

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from allocator import METHODS, Buffer, Problem, lower_bound, read_csv, solve, validate
 from allocator.core.problem import MAX_VALUE
 from allocator.methods.heuristics import breadth_visit_rank, conflict_counts, product_limbs
+from tests.allocator.methods.test_greedy import NEAR_THE_LIMITS
 
 HEURISTICS = ["greedy-in-order", "greedy-by-breadth", "greedy-by-conflicts", "hill-climb", "telamalloc-heuristic"]
 
@@ -212,14 +213,7 @@ def test_telamalloc_heuristic_compares_size_times_lifetime_squared_exactly():
 
 
 def test_every_heuristic_is_valid_near_the_value_limits():
-    top = MAX_VALUE
-    p = Problem([
-        Buffer("pinned", 0, top, 2**58, offset=2**60, alignment=2**40),
-        Buffer("a", 0, 2**61, 2**59, alignment=2**40),
-        Buffer("b", 2**60, top, 2**58 + 1),
-        Buffer("c", top - 2**40, top, 2**40, alignment=2**20),
-        Buffer("d", 5, 2**62 - 5, 3 * 2**56 + 7),
-    ])
+    p = NEAR_THE_LIMITS
     for method in HEURISTICS:
         r = solve(p, method)
         assert r.solved and validate(p, r.solution).ok
