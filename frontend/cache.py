@@ -1,15 +1,25 @@
-"""A trace cache: each (zoo model, dtype, input shape) is traced once, later runs load its JSON.
+"""A trace cache: each (model, dtype, input shapes) is traced once, later runs load its JSON.
 
-``cached_trace(model, dtype, input_shape)`` returns the graph ``frontend.trace_model`` would
-return. The first call traces it and saves it with ``frontend.save_graph`` as
+``cached_trace(model, dtype, input_shape, batch=, options=)`` returns the graph
+``frontend.trace_model`` would return (``frontend.user_model.trace_user_model`` for a user
+model spec, ``path/to/file.py:function``). The first call traces it and saves it with ``frontend.save_graph`` as
 ``{model}-{dtype}-{key}.json`` in the cache folder (``default_cache_dir()`` unless given); later
 calls read that file with ``frontend.load_graph``. A hit imports neither torch nor torchvision,
 which is most of a first trace's time (about 5.7 CPU-seconds, see ``frontend.zoo``).
 
 The key (``graph_key``) is a SHA-256 digest over everything that decides the graph:
 
-* the model name, the dtype and the input shape, ``None`` resolved to the zoo's default (so
-  ``None`` and the default shape spelled out share one file);
+* the model name, the dtype and the input shapes the model is traced at
+  (``zoo.resolve_input_shapes``: ``None`` resolved to the zoo's default, ``batch`` folded in,
+  so ``None`` and the default spelled out share one file, as do ``batch=2`` and the batched
+  shape spelled out), and the family's build options when it has any (``zoo.model_options``:
+  RAFT's ``num_flow_updates``, its default filled in);
+* for a user model spec instead of a name: the SHA-256 of the file's bytes, the graph name
+  (``STEM.FUNCTION``), the input shapes and the batch as asked (``None`` when not given: the
+  function's own example inputs are known only once the file runs, and the file's bytes fix
+  them). Editing the file changes the key; moving or copying it does not. Modules the file
+  imports are not part of the key: after editing one of those, run with ``--no-cache`` once
+  (``cache=False``) or change the file itself (a comment will do);
 * the installed torch and torchvision versions, read from the package metadata
   (``importlib.metadata``), never by importing them;
 * ``FRONTEND_VERSION``, which stands for the frontend's own code. ``frontend.graph`` has no
@@ -47,7 +57,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -55,7 +65,7 @@ from typing import Any
 
 import networkx as nx
 
-from frontend import zoo
+from frontend import user_model, zoo
 from frontend.graph import GraphFormatError, dtype_bytes, load_graph, save_graph
 
 #: The frontend's version in the cache key. Bump it whenever a traced graph would change:
@@ -146,43 +156,83 @@ def _check_model(model: str) -> None:
     zoo.check_model_name(model)
 
 
-def _resolved_shape(model: str, input_shape: Sequence[int] | None) -> list[int] | dict[str, list[int]]:
-    """The input shape the model is traced at, JSON-ready: ``input_shape`` checked, or the default."""
+def _resolved_shape(model: str, input_shape: Any, batch: int | None) -> Any:
+    """The input shapes the model is traced at, JSON-ready (``zoo.resolve_input_shapes``): one
+    list for a one-input model, a list per input for RAFT's two frames, and ``{"src": ...,
+    "tgt": ...}`` for ``"transformer"`` (the forms of the keys written before models had more
+    inputs, so a default shape keeps its key)."""
+    shapes = zoo.resolve_input_shapes(model, input_shape, batch)
     if model == "transformer":
-        if input_shape is not None:
-            raise ValueError(f"model 'transformer' takes two inputs of fixed shapes ({zoo.TRANSFORMER_SHAPES}); "
-                             f"input_shape cannot be set for it")
-        return {name: list(shape) for name, shape in zoo.TRANSFORMER_SHAPES.items()}
-    shape = input_shape if input_shape is not None else zoo.default_input_shape(model)
-    return list(zoo.checked_input_shape(model, shape))
+        return {name: list(shape) for name, shape in zip(zoo.TRANSFORMER_SHAPES, shapes, strict=True)}
+    if len(shapes) == 1:
+        return list(shapes[0])
+    return [list(shape) for shape in shapes]
 
 
-def _key_inputs(model: str, dtype: str, input_shape: Sequence[int] | None) -> dict[str, Any]:
-    """Everything the key is a digest of, and the digest itself under ``"key"``."""
-    dtype_bytes(dtype)  # an unknown dtype fails here (GraphFormatError), not after a trace
-    inputs: dict[str, Any] = {
-        "model": model,
-        "dtype": dtype,
-        "input_shape": _resolved_shape(model, input_shape),
-        "torch": _installed_version("torch"),
-        "torchvision": _installed_version("torchvision"),
-        "frontend_version": FRONTEND_VERSION,
-    }
+def _digest(inputs: dict[str, Any]) -> dict[str, Any]:
+    """``inputs`` with their digest added under ``"key"``."""
     text = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
     inputs["key"] = hashlib.sha256(text.encode()).hexdigest()[:KEY_LENGTH]
     return inputs
 
 
-def graph_key(model: str, dtype: str, input_shape: tuple[int, ...] | None) -> str:
-    """The cache key of ``model`` traced at ``dtype`` and ``input_shape`` (hex, ``KEY_LENGTH`` chars).
+def _key_inputs(model: str, dtype: str, input_shape: Any, batch: int | None = None,
+                options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Everything the key of a zoo model is a digest of, and the digest itself under ``"key"``."""
+    dtype_bytes(dtype)  # an unknown dtype fails here (GraphFormatError), not after a trace
+    inputs: dict[str, Any] = {
+        "model": model,
+        "dtype": dtype,
+        "input_shape": _resolved_shape(model, input_shape, batch),
+        "torch": _installed_version("torch"),
+        "torchvision": _installed_version("torchvision"),
+        "frontend_version": FRONTEND_VERSION,
+    }
+    chosen = zoo.model_options(model, options)
+    if chosen:  # only families with options have the entry, so other keys are as they were
+        inputs["options"] = chosen
+    return _digest(inputs)
 
-    Raises ``UnknownModelError`` for a name the zoo does not know (for names outside
-    ``list_models()`` this asks torchvision, which imports torch), ``ValueError`` for an input
-    shape that is not positive integers or is set for ``"transformer"``, and
-    ``GraphFormatError`` for an unknown dtype.
+
+def _user_key_inputs(spec: user_model.UserModelSpec, dtype: str, input_shape: Any, batch: int | None,
+                     options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The key inputs of a user model spec: its file's bytes, not its path (see the module docstring)."""
+    if options:
+        raise ValueError(f"user model {spec.text} takes no model options (its function takes no arguments), "
+                         f"got {', '.join(sorted(options))}")
+    dtype_bytes(dtype)
+    shapes = user_model.as_shapes(f"user model {spec.text}", input_shape)
+    inputs: dict[str, Any] = {
+        "user_model": spec.name,
+        "file_sha256": user_model.file_digest(spec),
+        "dtype": dtype,
+        "input_shape": [list(shape) for shape in shapes] if shapes is not None else None,
+        "batch": user_model.check_batch(f"user model {spec.text}", batch),
+        "torch": _installed_version("torch"),
+        "torchvision": _installed_version("torchvision"),
+        "frontend_version": FRONTEND_VERSION,
+    }
+    return _digest(inputs)
+
+
+def graph_key(model: str, dtype: str, input_shape: Any = None, batch: int | None = None,
+              options: Mapping[str, Any] | None = None) -> str:
+    """The cache key of ``model`` traced at ``dtype``, ``input_shape`` (one shape, or one per
+    input), ``batch`` and ``options`` (hex, ``KEY_LENGTH`` chars).
+
+    ``model`` is a zoo name or a user model spec (``path/to/file.py:function``). Raises
+    ``UnknownModelError`` for a name the zoo does not know (for names outside ``list_models()``
+    this asks torchvision, which imports torch), ``ValueError`` for an input shape that is not
+    positive integers or is set for ``"transformer"``, a bad batch or model option, or a user
+    model file that is not there (``UserModelError``), and ``GraphFormatError`` for an unknown
+    dtype.
     """
+    if user_model.is_user_model(model):
+        spec = user_model.check_spec(model)
+        key: str = _user_key_inputs(spec, dtype, input_shape, batch, options)["key"]
+        return key
     _check_model(model)
-    key: str = _key_inputs(model, dtype, input_shape)["key"]
+    key = _key_inputs(model, dtype, input_shape, batch, options)["key"]
     return key
 
 
@@ -215,27 +265,51 @@ def _write(graph: nx.DiGraph, path: Path, record: dict[str, Any]) -> None:
             temporary.unlink(missing_ok=True)
 
 
-def cached_trace(model: str, dtype: str, input_shape: tuple[int, ...] | None = None,
-                 cache_dir: str | Path | None = None, *, must_save: bool = True) -> CachedGraph:
-    """``frontend.trace_model(model, dtype=dtype, input_shape=input_shape)``, from the cache if there.
+def cached_trace(model: str, dtype: str, input_shape: Any = None, cache_dir: str | Path | None = None, *,
+                 must_save: bool = True, batch: int | None = None,
+                 options: Mapping[str, Any] | None = None) -> CachedGraph:
+    """``frontend.trace_model(model, dtype, input_shape, batch, options)``, from the cache if there.
 
+    ``model`` is a zoo name or a user model spec (``path/to/file.py:function``, traced by
+    ``frontend.user_model.trace_user_model``; it takes no ``options``). ``input_shape`` is one
+    shape or one per input; ``batch`` replaces the batch dimension of every input.
     ``cache_dir`` defaults to ``default_cache_dir()``. On a hit the graph is loaded from
-    ``{model}-{dtype}-{graph_key(...)}.json`` without importing torch; on a miss (no file, or
-    one that does not load) the model is traced and the file written at once (see the module
-    docstring).
+    ``{model}-{dtype}-{graph_key(...)}.json`` (``user-{STEM.FUNCTION}-{dtype}-{key}.json`` for a
+    user model) without importing torch; on a miss (no file, or one that does not load) the
+    model is traced and the file written at once (see the module docstring).
 
     Raises what ``trace_model`` raises (``UnknownModelError``, ``ValueError`` for a bad input
-    shape, ``TraceError``), ``GraphFormatError`` for an unknown dtype, and ``CacheDirError``
-    when a miss finds the folder cannot be written, before tracing. With ``must_save=False`` a
-    folder that cannot be created or written costs only the saving: the model is traced and
-    returned with ``saved=False`` (``accelsim run`` does this with the default folder, so a
-    read-only home does not stop a run that never asked for a cache).
+    shape, batch or option, ``TraceError``) or ``trace_user_model`` (``UserModelError``),
+    ``GraphFormatError`` for an unknown dtype, and ``CacheDirError`` when a miss finds the
+    folder cannot be written, before tracing. With ``must_save=False`` a folder that cannot be
+    created or written costs only the saving: the model is traced and returned with
+    ``saved=False`` (``accelsim run`` does this with the default folder, so a read-only home
+    does not stop a run that never asked for a cache).
     """
-    if not _MODEL_NAME.fullmatch(model):
-        _check_model(model)  # raises UnknownModelError; the name never reaches a file name
     folder = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    record = _key_inputs(model, dtype, input_shape)
-    path = folder / f"{model}-{dtype}-{record['key']}.json"
+    if user_model.is_user_model(model):
+        spec = user_model.check_spec(model)
+        record = _user_key_inputs(spec, dtype, input_shape, batch, options)
+        stem = re.sub(r"[^A-Za-z0-9_.]", "_", spec.name)
+        path = folder / f"user-{stem}-{dtype}-{record['key']}.json"
+
+        def trace_now() -> nx.DiGraph:
+            return user_model.trace_user_model(spec, dtype, input_shape, batch)
+    else:
+        if not _MODEL_NAME.fullmatch(model):
+            _check_model(model)  # raises UnknownModelError; the name never reaches a file name
+        record = _key_inputs(model, dtype, input_shape, batch, options)
+        path = folder / f"{model}-{dtype}-{record['key']}.json"
+        # batch and options are passed only when given: the graph is the same, and
+        # ``zoo.trace_model``'s other callers (and stand-ins in tests) need not know them
+        extra: dict[str, Any] = {}
+        if batch is not None:
+            extra["batch"] = batch
+        if options:
+            extra["options"] = dict(options)
+
+        def trace_now() -> nx.DiGraph:
+            return zoo.trace_model(model, dtype=dtype, input_shape=input_shape, **extra)
     graph = _load(path, record)
     if graph is not None:
         return CachedGraph(graph=graph, path=path, hit=True)
@@ -244,9 +318,8 @@ def cached_trace(model: str, dtype: str, input_shape: tuple[int, ...] | None = N
     except CacheDirError:
         if must_save:
             raise
-        return CachedGraph(graph=zoo.trace_model(model, dtype=dtype, input_shape=input_shape), path=path,
-                           hit=False, saved=False)
-    graph = zoo.trace_model(model, dtype=dtype, input_shape=input_shape)
+        return CachedGraph(graph=trace_now(), path=path, hit=False, saved=False)
+    graph = trace_now()
     try:
         _write(graph, path, record)
     except CacheDirError:
