@@ -3,10 +3,12 @@
 ``compile_and_simulate`` runs every stage of DESIGN.md's flow with the hardware config's
 numbers and returns a ``SimReport``:
 
-1. **trace** the model (``frontend.trace_model`` for a zoo name, through the trace cache
-   ``frontend.cached_trace`` unless ``cache=False``: a hit loads the saved graph without
-   importing torch; ``frontend.trace`` for a module with example inputs; or take a graph as
-   given) in the config's dtype;
+1. **trace** the model (``frontend.trace_model`` for a zoo name and
+   ``frontend.user_model.trace_user_model`` for a user model spec ``path/to/file.py:function``,
+   both through the trace cache ``frontend.cached_trace`` unless ``cache=False``: a hit loads
+   the saved graph without importing torch; ``frontend.trace`` for a module with example
+   inputs; or take a graph as given) in the config's dtype, at ``input_shape`` (one shape, or
+   one per input), ``batch`` and ``model_options``;
 2. **tile** operators whose weights exceed the config's ``weight_tile_bytes``
    (``frontend.tiling.tile_weights``: output-feature tiles plus a concat), as a compiler would;
 3. **size** every tensor on chip: per PE on a ``per_pe`` target (``ceil(nbytes / n_pe)``),
@@ -71,16 +73,18 @@ DEFAULT_ALLOCATOR = "auto"
 
 
 def _to_graph(
-    model_or_name: Any, dtype: str, input_shape: Sequence[int] | None, example_inputs: Any, name: str | None,
-    opts: RunOptions,
+    model_or_name: Any, dtype: str, input_shape: Any, example_inputs: Any, name: str | None, opts: RunOptions,
 ) -> nx.DiGraph:
-    """The run's graph. A zoo name goes through the trace cache (``frontend.cached_trace``) unless
-    ``opts.cache`` is False, so a hit imports neither torch nor torchvision; the default folder
-    (``opts.cache_dir`` None) that cannot be written only costs the saving, a named one raises
-    ``frontend.CacheDirError``."""
+    """The run's graph. A zoo name or a user model spec goes through the trace cache
+    (``frontend.cached_trace``) unless ``opts.cache`` is False, so a hit imports neither torch
+    nor torchvision; the default folder (``opts.cache_dir`` None) that cannot be written only
+    costs the saving, a named one raises ``frontend.CacheDirError``. A module is traced on its
+    ``example_inputs``, their shapes replaced by ``input_shape`` and their batch by ``opts.batch``
+    when given (``frontend.user_model.example_inputs``)."""
     import networkx as nx
 
     import frontend  # light: torch is imported only when a model is traced
+    from frontend import user_model
 
     if isinstance(model_or_name, nx.DiGraph):
         return model_or_name
@@ -88,16 +92,69 @@ def _to_graph(
         text = str(model_or_name)
         if is_saved_graph(text):
             return frontend.load_graph(text, opts.max_operators)
-        shape = tuple(input_shape) if input_shape else None
+        options = dict(opts.model_options) or None
         if not opts.cache:
-            return frontend.trace_model(text, dtype=dtype, input_shape=shape)
-        return frontend.cached_trace(text, dtype, shape, opts.cache_dir, must_save=opts.cache_dir is not None).graph
-    if example_inputs is None:
+            if user_model.is_user_model(text):
+                check_model(text, opts)  # (the cache refuses model options itself)
+                return user_model.trace_user_model(text, dtype, input_shape, opts.batch)
+            extra: dict[str, Any] = {}  # passed only when given, as cached_trace passes them
+            if opts.batch is not None:
+                extra["batch"] = opts.batch
+            if options:
+                extra["options"] = options
+            return frontend.trace_model(text, dtype=dtype, input_shape=input_shape, **extra)
+        return frontend.cached_trace(text, dtype, input_shape, opts.cache_dir, must_save=opts.cache_dir is not None,
+                                     batch=opts.batch, options=options).graph
+    label = name or type(model_or_name).__name__
+    check_model(model_or_name, opts)
+    if example_inputs is None and input_shape is None:
         raise ValueError(
-            f"a {type(model_or_name).__name__} module needs example_inputs to be traced "
-            "(or pass a zoo model name or a traced graph)"
+            f"a {type(model_or_name).__name__} module needs example_inputs to be traced, or their input_shape "
+            "(or pass a zoo model name, a user model spec path/to/file.py:FUNCTION or a traced graph)"
         )
-    return frontend.trace(model_or_name, example_inputs, dtype=dtype, name=name or type(model_or_name).__name__)
+    if input_shape is not None or opts.batch is not None:
+        example_inputs = user_model.example_inputs(
+            f"module {label}", _as_tuple(example_inputs) if example_inputs is not None else None,
+            input_shape, opts.batch)
+    return frontend.trace(model_or_name, example_inputs, dtype=dtype, name=label)
+
+
+def _as_tuple(example_inputs: Any) -> tuple[Any, ...]:
+    """A module's ``example_inputs`` (a tensor, or a tuple or list of them) as a tuple."""
+    return tuple(example_inputs) if isinstance(example_inputs, tuple | list) else (example_inputs,)
+
+
+def check_model(model_or_name: Any, opts: RunOptions) -> None:
+    """Refuse ``opts.input_shape``, ``batch`` and ``model_options`` where they cannot apply to
+    this model, before any work, with one line (``ValueError``): a zoo name's shapes and options
+    are checked against the zoo (``frontend.zoo.resolve_input_shapes``, ``model_options``: a
+    wrong number of shapes, an option its family does not take); a user model spec must name a
+    file that is there (``frontend.user_model.check_spec``) and takes no model options, nor does
+    a module; a traced graph takes none of the three (``RunOptions.check``). Imports no torch.
+    """
+    from frontend import user_model, zoo
+
+    if is_traced(model_or_name):
+        return
+    if isinstance(model_or_name, str | Path):
+        text = str(model_or_name)
+        if user_model.is_user_model(text):
+            user_model.check_spec(text)
+            what = f"user model {text}"
+        else:
+            zoo.resolve_input_shapes(text, opts.input_shape, opts.batch)
+            try:
+                zoo.model_options(text, opts.model_options)
+            except ValueError as exc:
+                raise ValueError(f"model_options (--model-option): {exc}") from None
+            return
+    else:
+        what = f"module {type(model_or_name).__name__}"
+    if opts.model_options:
+        raise ValueError(f"model_options {dict(opts.model_options)!r} (--model-option) cannot apply to {what}: "
+                         "only zoo families "
+                         f"take options ({', '.join(f'{f}.*: {o}' for f, o in zoo.MODEL_OPTIONS.items())})")
+    user_model.as_shapes(what, opts.input_shape)
 
 
 def tensor_shares(graph: nx.DiGraph, hw: HardwareConfig) -> dict[str, int] | None:
@@ -233,7 +290,13 @@ class RunOptions:
     #: (it decides their spills), the solver's own addresses for cosma*
     allocator: str | None = None
     dtype: str | None = None  #: storage dtype (default: the config's, e.g. int8 on the Pixel 6)
-    input_shape: tuple[int, ...] | None = None  #: the model's input shape (default: the zoo's)
+    #: the model's input shape, or one per input in order (default: the zoo's, or a user model's own example inputs)
+    input_shape: tuple[int, ...] | tuple[tuple[int, ...], ...] | None = None
+    #: replaces the batch dimension (dim 0) of every input of a zoo or user model (``--batch``); None: as built
+    batch: int | None = None
+    #: a zoo family's build options (``--model-option``; ``frontend.zoo.MODEL_OPTIONS``, e.g.
+    #: ``{"num_flow_updates": 4}`` for ``optical_flow.*``); empty: the family's defaults
+    model_options: Mapping[str, int] = field(default_factory=dict)
     scheduler: str = "program"  #: one of scheduler.SCHEDULERS
     #: replacement policy of the program / min-peak schedulers: belady or greedy (None: belady)
     replacement: str | None = None
@@ -267,8 +330,8 @@ class RunOptions:
 
         ``traced`` is False when the model is a graph already (a ``.json`` file or a
         ``DataflowGraph``): its dtype and shapes were fixed when it was traced, so
-        ``input_shape`` cannot apply, and ``dtype`` only when it repeats the graph's own
-        (``check_graph_dtype``). ``replacement`` applies to the program / min-peak
+        ``input_shape``, ``batch`` and ``model_options`` cannot apply, and ``dtype`` only when it
+        repeats the graph's own (``check_graph_dtype``). ``replacement`` applies to the program / min-peak
         schedulers, ``fixed_order`` to cosma-fs, ``time_limit`` to the solver-based (cosma*)
         schedulers, ``timeout`` to a re-placing ``allocator``, ``cache_dir`` to a zoo model read
         through the trace cache (not with ``cache=False``, not to a traced graph). Raises ``ValueError``.
@@ -319,10 +382,19 @@ class RunOptions:
         if self.max_operators is not None and (isinstance(self.max_operators, bool)
                                                or not isinstance(self.max_operators, int) or self.max_operators < 1):
             raise ValueError(f"max_operators={self.max_operators!r} must be a positive integer (or None)")
-        if self.input_shape is not None:
-            shape = tuple(self.input_shape)
-            if not shape or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in shape):
-                raise ValueError(f"input_shape={self.input_shape!r} must be a non-empty tuple of positive integers")
+        if self.input_shape is not None and not _is_shape_or_shapes(self.input_shape):
+            raise ValueError(f"input_shape={self.input_shape!r} must be a non-empty tuple of positive integers, "
+                             "or one such tuple per input")
+        if self.batch is not None and (isinstance(self.batch, bool) or not isinstance(self.batch, int)
+                                       or self.batch < 1):
+            raise ValueError(f"batch={self.batch!r} must be a positive integer (or None)")
+        if not isinstance(self.model_options, Mapping):
+            raise ValueError(f"model_options={self.model_options!r} must be a mapping of option names to integers")
+        for key, value in self.model_options.items():
+            if not isinstance(key, str) or not key.isidentifier():
+                raise ValueError(f"model_options: {key!r} is not an option name")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"model_options: {key}={value!r} must be a positive integer")
         if self.cache_dir is not None and not self.cache:
             raise ValueError(f"cache_dir={str(self.cache_dir)!r} names a trace cache that cache=False does not use")
         if self.cache_dir is not None and not traced:
@@ -337,6 +409,12 @@ class RunOptions:
         if not traced and self.input_shape is not None:
             raise ValueError(f"input_shape={self.input_shape!r} cannot apply to a graph that is already traced "
                              "(its shapes were fixed when it was traced); trace the model again")
+        if not traced and self.batch is not None:
+            raise ValueError(f"batch={self.batch!r} cannot apply to a graph that is already traced (its shapes were "
+                             "fixed when it was traced); trace the model again")
+        if not traced and self.model_options:
+            raise ValueError(f"model_options={dict(self.model_options)!r} cannot apply to a graph that is already "
+                             "traced (the model was built when it was traced); trace the model again")
 
     def check_graph_dtype(self, graph_dtype: str) -> None:
         """A traced graph's dtype is fixed: ``dtype``, and a ``dtype`` among the hardware
@@ -376,8 +454,10 @@ def compile_and_simulate(
     Parameters
     ----------
     model_or_name:
-        a model zoo name (``"resnet50"``), a path to a graph saved with
-        ``frontend.save_graph`` (``*.json``), an ``nn.Module`` (with ``example_inputs``), or an
+        a model zoo name (``"resnet50"``), a user model spec (``"path/to/file.py:function"``,
+        a function that returns an ``nn.Module`` or ``(module, example inputs)``; see
+        ``frontend.user_model``), a path to a graph saved with ``frontend.save_graph``
+        (``*.json``), an ``nn.Module`` (with ``example_inputs``, or ``input_shape``), or an
         already traced ``DataflowGraph``.
     hw:
         a bundled config name, a YAML path or a ``HardwareConfig``.
@@ -390,7 +470,8 @@ def compile_and_simulate(
     plots:
         False writes report.json and trace.json only (``accelsim run --no-plots``).
     example_inputs, name:
-        for an ``nn.Module``: the inputs to trace it with, and the name to report.
+        for an ``nn.Module``: the inputs to trace it with (``input_shape`` and ``batch`` replace
+        their shapes, as for a user model), and the name to report.
 
     Raises
     ------
@@ -400,6 +481,7 @@ def compile_and_simulate(
     """
     opts = RunOptions.build(options, **option_fields)
     opts.check(traced=not is_traced(model_or_name))
+    check_model(model_or_name, opts)
     if out_dir is not None:
         from accelsim.outputs import check_output_folder
 
@@ -446,6 +528,18 @@ class _Run:
 
     stage: dict[str, float]  #: wall seconds per stage (``SimReport.stage_seconds``)
     stopped: list[str]  #: the stages whose wall-clock limit fired (``SimReport.clock_stopped``)
+
+
+def _is_shape_or_shapes(value: Any) -> bool:
+    """``value`` is a non-empty sequence of positive ints, or a non-empty sequence of those."""
+    def is_shape(shape: Any) -> bool:
+        return (isinstance(shape, Sequence) and not isinstance(shape, str | bytes) and len(shape) > 0
+                and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape))
+
+    if is_shape(value):
+        return True
+    return (isinstance(value, Sequence) and not isinstance(value, str | bytes) and len(value) > 0
+            and all(is_shape(shape) for shape in value))
 
 
 def _trace_stage(model_or_name: Any, run_dtype: str, example_inputs: Any, name: str | None, opts: RunOptions,

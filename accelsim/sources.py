@@ -1,11 +1,13 @@
 """Where a model comes from, decided in one place for every command and the Python API.
 
 A model is one of: a model zoo name (``"resnet50"``, traced through the trace cache), a graph
-saved with ``frontend.save_graph`` (a path ending in ``.json``), an ``nn.Module`` with example
+saved with ``frontend.save_graph`` (a path ending in ``.json``), a user model spec
+(``path/to/file.py:function``: text ending in ``.py`` or holding ``.py:``, see
+``frontend.user_model``; traced through the trace cache too), an ``nn.Module`` with example
 inputs, or a ``DataflowGraph`` (``networkx.DiGraph``) already traced. A saved graph or a
 ``DataflowGraph`` is *traced already*: its dtype and shapes were fixed then, so options that
 choose them (``--dtype``, ``--input-shape``) cannot apply. Reports and sweep rows name a saved
-graph by its file name without ``.json``.
+graph by its file name without ``.json``, a user model by ``STEM.FUNCTION``.
 """
 
 from __future__ import annotations
@@ -35,11 +37,29 @@ def is_traced(model: Any) -> bool:
     return not isinstance(model, str | Path) and isinstance(model, nx.DiGraph)
 
 
-def model_label(model: str) -> str:
-    """How reports, folders and sweep rows name ``model``: the zoo name, or a saved graph's file name
-    without ``.json``.
+def is_user_model(model: Any) -> bool:
+    """``model`` is a user model spec (``path/to/file.py:function``; ``frontend.user_model``).
 
-    >>> model_label("graphs/chain6.json"), model_label("resnet18")
-    ('chain6', 'resnet18')
+    >>> is_user_model("models/net.py:build"), is_user_model("resnet18")
+    (True, False)
     """
-    return Path(model).stem if is_saved_graph(model) else model
+    from frontend.user_model import is_user_model as spec  # light: no torch until a model is built
+
+    return spec(model)
+
+
+def model_label(model: str) -> str:
+    """How reports, folders and sweep rows name ``model``: the zoo name, a saved graph's file name
+    without ``.json``, or a user model's ``STEM.FUNCTION``. A malformed user model spec raises
+    ``frontend.user_model.UserModelError`` (a ``ValueError``) naming it.
+
+    >>> model_label("graphs/chain6.json"), model_label("resnet18"), model_label("models/net.py:build")
+    ('chain6', 'resnet18', 'net.build')
+    """
+    if is_saved_graph(model):
+        return Path(model).stem
+    if is_user_model(model):
+        from frontend.user_model import parse_spec
+
+        return parse_spec(model).name
+    return model

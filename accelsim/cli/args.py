@@ -75,6 +75,64 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return shape
 
 
+def parse_shapes(texts: list[str] | None) -> tuple[int, ...] | tuple[tuple[int, ...], ...] | None:
+    """Repeated ``--input-shape``: ``None`` when not given, one shape when given once (a zoo
+    model with two inputs, RAFT, gives it to both), else one shape per input, in order.
+
+    >>> parse_shapes(["1,3,64,64"]), parse_shapes(["1,3,8,8", "1,3,8,8"]), parse_shapes(None)
+    ((1, 3, 64, 64), ((1, 3, 8, 8), (1, 3, 8, 8)), None)
+    """
+    if not texts:
+        return None
+    shapes = tuple(parse_shape(text) for text in texts)
+    return shapes[0] if len(shapes) == 1 else shapes
+
+
+_OPTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+
+
+def parse_model_options(texts: list[str] | None) -> dict[str, int]:
+    """Repeated ``--model-option KEY=VALUE``: a name and a positive integer in ASCII digits,
+    each key once. Whether the model takes the option is checked with the model
+    (``accelsim.pipeline.check_model``).
+
+    >>> parse_model_options(["num_flow_updates=4"])
+    {'num_flow_updates': 4}
+    >>> parse_model_options(["num_flow_updates=four"])
+    Traceback (most recent call last):
+    ...
+    ValueError: --model-option 'num_flow_updates=four': the value must be a positive integer, e.g. num_flow_updates=4
+    """
+    chosen: dict[str, int] = {}
+    for text in texts or []:
+        key, sep, value = text.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not _OPTION_NAME.fullmatch(key):
+            raise ValueError(f"--model-option {text!r}: expected KEY=VALUE, e.g. num_flow_updates=4")
+        if not re.fullmatch(r"[0-9]+", value, re.ASCII) or int(value) < 1:
+            raise ValueError(f"--model-option {text!r}: the value must be a positive integer, e.g. {key}=4")
+        if key in chosen:
+            raise ValueError(f"--model-option {key} is given twice")
+        chosen[key] = int(value)
+    return chosen
+
+
+def add_model_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--input-shape`` (repeatable), ``--batch`` and ``--model-option`` (repeatable): how a zoo
+    or user model is built and traced; ``run``, ``size`` and ``sweep`` take them alike."""
+    parser.add_argument("--input-shape", action="append", metavar="SHAPE",
+                        help="input shape, e.g. 1,3,224,224 (default: the zoo's, or the user model's own example "
+                             "inputs); repeat it for a model of several inputs, one per input in order (one shape "
+                             "alone gives RAFT's two frames that shape); required for a user model whose function "
+                             "returns no example inputs")
+    parser.add_argument("--batch", type=positive_int, metavar="N",
+                        help="batch size: replaces dimension 0 of every input of a zoo or user model (the "
+                             "transformer's batch dimension, its second)")
+    parser.add_argument("--model-option", action="append", metavar="KEY=VALUE",
+                        help="a zoo model family's build option (repeatable), e.g. --model-option num_flow_updates=4 "
+                             "for optical_flow.* (RAFT's refinements, default 12); refused where it does not apply")
+
+
 def parse_budget(text: str) -> int | str:
     """``MR``, ``MH``, ``MP`` or a byte count such as ``2MiB``."""
     if text.upper() in ("MR", "MH", "MP"):

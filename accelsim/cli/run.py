@@ -9,9 +9,11 @@ from pathlib import Path
 from accelsim.cli.args import (
     SCHEDULERS,
     Parser,
+    add_model_input_arguments,
     check_named_cache,
     parse_budget,
-    parse_shape,
+    parse_model_options,
+    parse_shapes,
     positive_int,
     positive_seconds,
 )
@@ -30,7 +32,9 @@ _EPILOG = ("Every default budget counts work (search nodes, spill-loop rounds, C
 def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     """Add the ``run`` command to the ``accelsim`` parser."""
     run = subparsers.add_parser("run", help="compile and simulate a model, write a report folder", epilog=_EPILOG)
-    run.add_argument("model", help="model zoo name (see `accelsim models`) or a graph saved as .json")
+    run.add_argument("model", help="model zoo name (see `accelsim models`), a graph saved as .json, or your own "
+                                    "model as path/to/file.py:FUNCTION (a function of no arguments returning an "
+                                    "nn.Module, or (module, example inputs))")
     run.add_argument("--hw", default="pixel6", help="bundled config name or a .yaml path (default: pixel6)")
     run.add_argument("--sram", help="scratchpad bytes per PE (whole memory on chip-scope configs), e.g. 8MiB")
     run.add_argument("--allocator", help="allocator method (see `accelsim alloc --methods`): with the program / "
@@ -54,7 +58,7 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
                      help="trace the model even when the trace cache has it, and leave the cache as it is "
                           "(neither read nor written)")
     run.add_argument("--dtype", help="storage dtype (default: the config's, e.g. int8 on pixel6)")
-    run.add_argument("--input-shape", help="input shape, e.g. 1,3,224,224 (default: the zoo's)")
+    add_model_input_arguments(run)
     run.add_argument("--scheduler", default="program", choices=SCHEDULERS,
                      help="program (default) or min-peak order with a replacement policy, or a COSMA model: "
                           "cosma (joint), cosma-fs (fixed order), cosma-dnc (divide and conquer)")
@@ -81,13 +85,14 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """``accelsim run``: compile and simulate, print the summary (exit 1: memory check failed; 3: a clock fired)."""
-    from accelsim.pipeline import RunOptions, compile_and_simulate
+    from accelsim.pipeline import RunOptions, check_model, compile_and_simulate
     from accelsim.report import format_summary
 
     overrides = parse_overrides(args.set or [])
     options = RunOptions(
         sram=args.sram, allocator=args.allocator, dtype=args.dtype,
-        input_shape=parse_shape(args.input_shape) if args.input_shape is not None else None,
+        input_shape=parse_shapes(args.input_shape), batch=args.batch,
+        model_options=parse_model_options(args.model_option),
         timeout=args.timeout, scheduler=args.scheduler, replacement=args.replacement,
         budget=parse_budget(args.budget) if args.budget is not None else None, weights=args.weights,
         time_limit=args.time_limit, fixed_order=args.fixed_order, cache=args.cache_traces, cache_dir=args.cache,
@@ -95,6 +100,7 @@ def handle(args: argparse.Namespace) -> int:
         **({"max_operators": args.max_operators} if args.max_operators is not None else {}),
     )
     options.check(traced=not is_saved_graph(args.model))
+    check_model(args.model, options)
     check_named_cache(args.cache)
     hw = load_hw(args.hw, overrides)
     label = model_label(args.model)
