@@ -140,15 +140,20 @@ def size(
     time_limit: float | None = None,
     weights: bool = True,
     max_operators: int | None = MAX_OPERATORS,
+    input_shape: Any = None,
+    batch: int | None = None,
+    model_options: dict[str, int] | None = None,
 ) -> SizeReport:
     """The minimum SRAM of ``model`` on ``hw`` for each (scheduler, allocator) pair (see the module docstring).
 
-    ``model`` is a zoo name (traced once through the trace cache), a ``.json`` graph or a
-    ``DataflowGraph``. ``pairs`` are (scheduler, allocator): an allocator name or
-    ``"online-first-fit"`` for ``program`` / ``min-peak``, ``"own"`` for the cosma*
-    schedulers. ``timeout`` is a wall-clock safety net in seconds for each allocation-aware loop
-    (``scheduler.spill_loop.allocation_aware``), ``time_limit`` for each cosma* solve; both are off by
-    default (see the module docstring). ``max_operators`` is ``RunOptions.max_operators``.
+    ``model`` is a zoo name or a user model spec (``path/to/file.py:FUNCTION``), traced once
+    through the trace cache at ``input_shape``, ``batch`` and ``model_options`` (as
+    ``RunOptions`` takes them), a ``.json`` graph or a ``DataflowGraph``. ``pairs`` are
+    (scheduler, allocator): an allocator name or ``"online-first-fit"`` for ``program`` /
+    ``min-peak``, ``"own"`` for the cosma* schedulers. ``timeout`` is a wall-clock safety net in
+    seconds for each allocation-aware loop (``scheduler.spill_loop.allocation_aware``),
+    ``time_limit`` for each cosma* solve; both are off by default (see the module docstring).
+    ``max_operators`` is ``RunOptions.max_operators``.
     Raises ``ValueError`` for an unknown model, scheduler, allocator or hardware field, or a
     graph too large (``frontend.check_operator_count``).
     """
@@ -156,9 +161,19 @@ def size(
 
     import frontend
     import scheduler
-    from accelsim.pipeline import check_dram, compile_kernels, dram_footprint_bytes, on_chip_graph
+    from accelsim.pipeline import (
+        RunOptions,
+        check_dram,
+        check_model,
+        compile_kernels,
+        dram_footprint_bytes,
+        on_chip_graph,
+    )
     from frontend.cache import cached_trace
 
+    inputs = RunOptions(input_shape=input_shape, batch=batch, model_options=model_options or {})
+    inputs.check(traced=not (isinstance(model, nx.DiGraph) or is_saved_graph(model)))
+    check_model(model, inputs)
     config = load_hw(hw, overrides or {})
     chosen = check_pairs(pairs)
     # options that no chosen pair would read are refused, as ``accelsim run`` refuses them
@@ -174,7 +189,7 @@ def size(
     elif is_saved_graph(model):
         graph = frontend.load_graph(str(model), max_operators)
     else:
-        graph = cached_trace(str(model), dtype=config.dtype).graph
+        graph = cached_trace(str(model), config.dtype, input_shape, batch=batch, options=model_options or None).graph
     frontend.check_operator_count(graph.number_of_nodes(), str(graph.graph.get("name", model)), max_operators)
     wanted = (overrides or {}).get("dtype")
     if wanted is not None and "dtype" in graph.graph and str(wanted).strip() != graph.graph["dtype"]:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from accelsim.cli.args import Parser, names, positive_int, positive_seconds
+from accelsim.cli.args import (
+    Parser,
+    add_model_input_arguments,
+    names,
+    parse_model_options,
+    parse_shapes,
+    positive_int,
+    positive_seconds,
+)
 from accelsim.cli.status import EXIT_NOT_DETERMINISTIC
 from accelsim.hw import parse_overrides
 from accelsim.outputs import check_output_file
@@ -14,7 +22,8 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     """Add the ``size`` command to the ``accelsim`` parser."""
     sizing = subparsers.add_parser("size", help="minimum SRAM: M_R and the smallest spill-free SRAM per "
                                                 "scheduler/allocator pair, and the peak at the config's SRAM")
-    sizing.add_argument("model", help="model zoo name or a graph saved as .json (traced once, through the cache)")
+    sizing.add_argument("model", help="model zoo name, your own model as path/to/file.py:FUNCTION, or a graph saved "
+                                      "as .json (traced once, through the cache)")
     sizing.add_argument("--hw", default="pixel6", help="bundled config name or a .yaml path (default: pixel6)")
     sizing.add_argument("--scheduler", help="comma-separated schedulers (default program); cosma* place their "
                                             "own tensors")
@@ -28,6 +37,7 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
                              "status 3 when it fires")
     sizing.add_argument("--weights", action=argparse.BooleanOptionalAction, default=True,
                         help="--no-weights gives weights no memory (activations only)")
+    add_model_input_arguments(sizing)
     sizing.add_argument("--max-operators", type=positive_int, default=None, metavar="N",
                         help="refuse a graph of more than N operators (default 250,000)")
     sizing.add_argument("--set", action="append", metavar="KEY=VALUE", help="replace a hardware field (repeatable)")
@@ -55,7 +65,8 @@ def handle(args: argparse.Namespace) -> int:
     if args.csv is not None:
         check_output_file(args.csv, "--csv")
     report = size(args.model, args.hw, pairs, overrides=parse_overrides(args.set or []), timeout=args.timeout,
-                  time_limit=args.time_limit, weights=args.weights,
+                  time_limit=args.time_limit, weights=args.weights, input_shape=parse_shapes(args.input_shape),
+                  batch=args.batch, model_options=parse_model_options(args.model_option),
                   **({"max_operators": args.max_operators} if args.max_operators is not None else {}))
     print(report.format())
     if args.csv is not None:
