@@ -6,18 +6,30 @@ import argparse
 import sys
 from pathlib import Path
 
-from accelsim.cli.args import SCHEDULERS, Parser, check_named_cache, parse_budget, positive_int, positive_seconds
+from accelsim.cli.args import (
+    SCHEDULERS,
+    Parser,
+    add_model_input_arguments,
+    check_named_cache,
+    parse_budget,
+    parse_model_options,
+    parse_shapes,
+    positive_int,
+    positive_seconds,
+)
 from accelsim.hw import parse_overrides
 
 
 def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     """Add the ``sweep`` command to the ``accelsim`` parser."""
     sweep = subparsers.add_parser("sweep", help="what-if grid: models x hardware fields x run options (resumable)")
-    sweep.add_argument("models", nargs="+", metavar="MODEL", help="model zoo names or graphs saved as .json")
+    sweep.add_argument("models", nargs="+", metavar="MODEL",
+                       help="model zoo names, your own models as path/to/file.py:FUNCTION, or graphs saved as .json "
+                            "(mixed freely)")
     sweep.add_argument("--hw", default="pixel6", help="bundled config name or a .yaml path (default: pixel6)")
     sweep.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...",
                        help="a hardware field (as for --set) or one of sram, scheduler, allocator, budget, dtype, "
-                            "weights, with its values; repeat for more keys: the grid is their product")
+                            "weights, batch, with its values; repeat for more keys: the grid is their product")
     sweep.add_argument("--out", required=True, help="results folder: results.csv, points/HASH.json, plots; "
                                                     "re-running the command there resumes")
     sweep.add_argument("--executor", choices=("local", "dask"), default="local",
@@ -39,6 +51,7 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     sweep.add_argument("--budget", help="MR, MH, MP or bytes per PE to schedule in (default: the scratchpad)")
     sweep.add_argument("--weights", action=argparse.BooleanOptionalAction, default=True,
                        help="give weights memory and traffic (default) or consider activations only")
+    add_model_input_arguments(sweep)
     sweep.add_argument("--no-plots", action="store_true", help="write results.csv and the reports only")
     sweep.add_argument("--max-points", type=positive_int,
                        help="refuse a sweep of more points (models x the grid's combinations) than this "
@@ -61,6 +74,12 @@ def handle(args: argparse.Namespace) -> int:
         options["budget"] = parse_budget(args.budget)
     if not args.weights:
         options["weights"] = False
+    if args.input_shape:
+        options["input_shape"] = parse_shapes(args.input_shape)
+    if args.batch is not None:
+        options["batch"] = args.batch
+    if args.model_option:
+        options["model_options"] = parse_model_options(args.model_option)
     if not args.grid:
         raise ValueError("give at least one --grid KEY=V1,V2,... (e.g. --grid sram=256KiB,1MiB)")
     check_named_cache(args.cache)

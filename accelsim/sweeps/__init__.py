@@ -6,9 +6,13 @@ every model and give one row per point (a pandas DataFrame; ``DIR/results.csv``)
 
 Decisions (recorded here and in the README):
 
-* **A point** is a model, a hardware config with overrides (any field ``--set`` accepts, dotted:
+* **A point** is a model (a zoo name, a user model ``path/to/file.py:FUNCTION`` or a ``.json``
+  graph, mixed freely), a hardware config with overrides (any field ``--set`` accepts, dotted:
   ``compute.rows``, ``dram_bandwidth_bytes_per_s``, ``sram_bytes_per_pe``) and run options
-  (``RUN_KEYS``: ``sram``, ``scheduler``, ``allocator``, ``budget``, ``dtype``, ``weights``).
+  (``RUN_KEYS``: ``sram``, ``scheduler``, ``allocator``, ``budget``, ``dtype``, ``weights``,
+  ``batch``). ``input_shape``, ``batch`` and ``model_options`` (``--input-shape``, ``--batch``,
+  ``--model-option``) apply to every model of the sweep that is traced; each is refused, naming
+  the model, where it cannot apply (a ``.json`` graph, an option the family does not take).
   Values are parsed as ``--set`` parses them (units: ``256KiB``, ``25.6e9``; ASCII digits only),
   all of them before any work: an unknown key or a bad value raises ``ValueError`` naming it
   (exit 2).
@@ -28,8 +32,13 @@ Decisions (recorded here and in the README):
   address answers, the cluster starts) and the tracing of every model.
 * **Its hash** (``point_hash``) is over the effective configuration: the model, the storage
   dtype, the complete hardware config after the overrides (``HardwareConfig.to_dict``) and
-  every run option. Two spellings of the same point (``256KiB`` and ``262144``) have one
-  hash; a change to the bundled config changes it, so results never mix.
+  every run option, with the model's effective inputs in place of the options that choose
+  them (``model_inputs``): a zoo model's input shapes and build options in effect (so
+  ``--input-shape`` spelling out the default is the default point, and the default points keep
+  the hashes they had), a user model's file digest (SHA-256 of its bytes: editing the file
+  makes new points) with the shapes and batch asked. Two spellings of the same point
+  (``256KiB`` and ``262144``) have one hash; a change to the bundled config changes it, so
+  results never mix.
 * **Results** are appended to ``DIR/results.csv`` as each point finishes (flushed, so Ctrl-C
   loses no finished point), and the full ``report.json`` of each point goes to
   ``DIR/points/HASH.json``. When the sweep ends, ``results.csv`` is rewritten in grid order.
@@ -42,7 +51,7 @@ Decisions (recorded here and in the README):
   ones included: a point fails the same way twice; delete its row to retry it), except those
   whose worker died (``WORKER_DIED``), which depends on the machine. Rows of other points
   (an earlier sweep of other values into the same folder) are kept, after this grid's.
-* **Tracing**: each (model, dtype) is traced once through the trace cache
+* **Tracing**: each (model, dtype, batch) is traced once through the trace cache
   (``frontend.cache``), in the parent process, before the points run; workers get the graph
   as JSON (with the task on Dask, from the cache file locally) and keep it per process, so a
   point costs only its scheduling, allocation and simulation.
@@ -90,8 +99,10 @@ from accelsim.sweeps.executors import (
 )
 from accelsim.sweeps.grid import (
     FIELD_ALIASES,
+    INPUT_OPTIONS,
     MAX_POINTS,
     ONLINE,
+    OPTION_FLAGS,
     RUN_KEYS,
     Base,
     Point,
@@ -101,6 +112,7 @@ from accelsim.sweeps.grid import (
     effective,
     field_name,
     grid_points,
+    model_inputs,
     parse_grid,
     parse_grid_value,
     point_hash,
@@ -118,10 +130,11 @@ from accelsim.sweeps.run import (
 )
 
 __all__ = [
-    "DASK_CONNECT_TIMEOUT", "EXECUTORS", "FIELD_ALIASES", "MAX_POINTS", "METRICS", "ONLINE", "RUN_KEYS",
+    "DASK_CONNECT_TIMEOUT", "EXECUTORS", "FIELD_ALIASES", "INPUT_OPTIONS", "MAX_POINTS", "METRICS", "ONLINE",
+    "OPTION_FLAGS", "RUN_KEYS",
     "STATUS_CHARS", "WORKER_DIED", "Base", "DaskExecutor", "Point", "Progress", "SweepInterrupted", "SweepOutcome",
     "SweepPlan", "Task", "check_dask_address", "check_grid_size", "check_one_name", "check_results_folder",
     "check_sweep", "config_hash", "dead_worker_reason", "dead_worker_row", "effective", "field_name", "grid_points",
-    "parse_dask_address", "parse_grid", "parse_grid_value", "point_hash", "read_results", "run_local", "run_point",
-    "run_sweep", "sweep",
+    "model_inputs", "parse_dask_address", "parse_grid", "parse_grid_value", "point_hash", "read_results", "run_local",
+    "run_point", "run_sweep", "sweep",
 ]

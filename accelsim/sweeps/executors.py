@@ -69,8 +69,8 @@ def run_point(task: Task) -> tuple[dict[str, Any], dict[str, Any] | None]:
     try:
         config, options = effective(task.point, task.base)
         graph = _graph(task)
-        options.pop("dtype", None)  # the graph is traced in it already
-        options.pop("input_shape", None)
+        for traced in ("dtype", "input_shape", "batch", "model_options"):  # the graph is traced at them already
+            options.pop(traced, None)
         result = compile_and_simulate(graph, hw=config, options=RunOptions(**options))
         report = result.to_dict()
         row.update(status="ok" if result.ok else f"memory check failed: {result.memory_check}",

@@ -8,17 +8,21 @@ import hashlib
 import itertools
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from accelsim.hw import HardwareConfig, apply_overrides, load_hw, parse_value, schema_fields
 from accelsim.pipeline import ONLINE_ALLOCATOR
-from accelsim.sources import model_label
+from accelsim.sources import is_saved_graph, model_label
 from accelsim.units import format_bytes, parse_bytes
 
 #: grid keys that are run options rather than hardware fields
-RUN_KEYS = ("sram", "scheduler", "allocator", "budget", "dtype", "weights")
+RUN_KEYS = ("sram", "scheduler", "allocator", "budget", "dtype", "weights", "batch")
+#: the run options that choose how a model is built and traced (``RunOptions`` fields): a point's
+#: hash keys on the model's effective inputs instead (``model_inputs``)
+INPUT_OPTIONS = ("input_shape", "batch", "model_options")
 #: ``allocator`` grid value for the program / min-peak schedulers' online first-fit arena
 #: (short for ``online-first-fit``, which is accepted too)
 ONLINE = "online"
@@ -29,8 +33,9 @@ FIELD_ALIASES: dict[str, str] = {"sram": "sram_bytes_per_pe"}
 #: (``--max-points``) raises it; counted before any point is made
 MAX_POINTS = 100_000
 #: the run options ``accelsim sweep`` sets with a flag, for messages
-_OPTION_FLAGS = {"scheduler": "--scheduler", "allocator": "--allocator", "timeout": "--timeout",
-                 "time_limit": "--time-limit", "dtype": "--dtype", "budget": "--budget", "weights": "--no-weights"}
+OPTION_FLAGS = {"scheduler": "--scheduler", "allocator": "--allocator", "timeout": "--timeout",
+                "time_limit": "--time-limit", "dtype": "--dtype", "budget": "--budget", "weights": "--no-weights",
+                "batch": "--batch", "input_shape": "--input-shape", "model_options": "--model-option"}
 
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
@@ -58,8 +63,9 @@ def parse_grid_value(key: str, value: Any) -> Any:
     Hardware fields are parsed by their field's type, units and range (``accelsim.hw``); run
     options: ``sram`` bytes (positive), ``scheduler`` one of ``scheduler.SCHEDULERS``,
     ``allocator`` an allocator method or ``"online"``, ``budget`` ``MR``/``MH``/``MP`` or
-    bytes, ``dtype`` a storage dtype, ``weights`` true/false. Raises ``ValueError`` naming
-    the key and the value.
+    bytes, ``dtype`` a storage dtype, ``weights`` true/false, ``batch`` a positive integer (the
+    batch dimension of every input, as ``--batch``). Raises ``ValueError`` naming the key and
+    the value.
 
     >>> parse_grid_value("sram", "256KiB"), parse_grid_value("dram_bandwidth_bytes_per_s", "25.6e9")
     (262144, 25600000000.0)
@@ -91,6 +97,12 @@ def parse_grid_value(key: str, value: Any) -> Any:
         if not isinstance(text, str) or text not in DTYPE_BYTES:
             raise ValueError(f"--grid dtype={shown}: unknown dtype; valid: {', '.join(sorted(DTYPE_BYTES))}")
         return text
+    if key == "batch":
+        if isinstance(text, int) and not isinstance(text, bool) and text >= 1:
+            return text
+        if isinstance(text, str) and re.fullmatch(r"[0-9]+", text, re.ASCII) and int(text) >= 1:
+            return int(text)
+        raise ValueError(f"--grid batch={shown}: must be a positive integer")
     if key == "weights":
         if isinstance(text, bool):
             return text
@@ -194,7 +206,7 @@ def check_one_name(given: Mapping[str, Iterable[str]]) -> None:
     seen: dict[str, str] = {}
     for place, keys in given.items():
         for key in keys:
-            label = _OPTION_FLAGS.get(key, f"option {_shown(key)}") if place == "options" else f"{place} {_shown(key)}"
+            label = OPTION_FLAGS.get(key, f"option {_shown(key)}") if place == "options" else f"{place} {_shown(key)}"
             name = field_name(key)
             if name in seen:
                 raise ValueError(f"{seen[name]} and {label} set the same field ({name}): give it once")
@@ -292,7 +304,53 @@ def point_hash(point: Point, base: Base) -> str:
 
 
 def config_hash(point: Point, config: HardwareConfig, options: Mapping[str, Any]) -> str:
-    """``point_hash`` of an already computed ``effective(point, base)``."""
-    payload = {"model": point.model, "hw": config.to_dict(), "options": {k: options[k] for k in sorted(options)}}
+    """``point_hash`` of an already computed ``effective(point, base)``: the model, the
+    hardware config, the run options, and the model's effective inputs (``model_inputs``) in
+    place of the options that choose them."""
+    payload: dict[str, Any] = {
+        "model": point.model, "hw": config.to_dict(),
+        "options": {k: options[k] for k in sorted(options) if k not in INPUT_OPTIONS},
+    }
+    inputs = model_inputs(point.model, options)
+    if inputs is not None:
+        payload["inputs"] = inputs
     text = json.dumps(payload, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+#: file digests of user models, by (path, modification time, size): a sweep hashes every point
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def model_inputs(model: str, options: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a point's model is traced at, for its hash, so that results of other inputs never mix.
+
+    A zoo model: its input shapes and build options in effect (``frontend.zoo``:
+    ``resolve_input_shapes`` with the batch folded in, ``model_options`` with the defaults
+    filled in), so ``--input-shape 1,3,224,224`` and no option are one point; ``None`` for the
+    defaults, which keeps the hashes of points written before these options existed. A user
+    model spec: the SHA-256 of its file (editing the file makes new points) with the input
+    shapes and batch asked. A saved graph: ``None`` (its shapes were fixed when traced).
+    """
+    from frontend import user_model, zoo
+
+    shape, batch = options.get("input_shape"), options.get("batch")
+    if is_saved_graph(model):
+        return None
+    if user_model.is_user_model(model):
+        spec = user_model.parse_spec(model)
+        stat = spec.path.stat() if spec.path.is_file() else None
+        where = (str(spec.path.resolve()), stat.st_mtime_ns, stat.st_size) if stat is not None else None
+        if where is None or where not in _DIGESTS:
+            digest = user_model.file_digest(spec)  # a missing file raises here, naming it
+            if where is not None:
+                _DIGESTS[where] = digest
+        else:
+            digest = _DIGESTS[where]
+        shapes = user_model.as_shapes(f"user model {spec.text}", shape)
+        return {"file_sha256": digest, "input_shape": shapes, "batch": batch}
+    shapes = zoo.resolve_input_shapes(model, shape, batch)
+    built = zoo.model_options(model, options.get("model_options"))
+    if shapes == zoo.default_input_shapes(model) and built == zoo.model_options(model):
+        return None
+    return {"input_shapes": shapes, "options": built}

@@ -17,7 +17,9 @@ from accelsim.hw import apply_overrides
 from accelsim.sources import is_saved_graph
 from accelsim.sweeps.executors import WORKER_DIED, DaskExecutor, Task, parse_dask_address, run_local
 from accelsim.sweeps.grid import (
+    INPUT_OPTIONS,
     MAX_POINTS,
+    OPTION_FLAGS,
     Base,
     Point,
     check_one_name,
@@ -183,22 +185,35 @@ def check_sweep(
     base = Base(str(hw), fixed, base_options)
     apply_overrides(config_of(base.hw), base.overrides)  # an unknown config or bad --set fails now, naming it
     graphs: dict[str, Any] = {}
+    inputs = RunOptions.build(None, **{k: base_options[k] for k in INPUT_OPTIONS if k in base_options})
+    inputs.check()
     for model in models:
         if not isinstance(model, str) or not model:
-            raise ValueError(f"model {model!r}: give a zoo name or a graph saved as .json")
+            raise ValueError(f"model {model!r}: give a zoo name, a user model path/to/file.py:FUNCTION or a graph "
+                             "saved as .json")
         if is_saved_graph(model):
             if any("dtype" in place for place in (keys, base_options, fixed)):
                 raise ValueError(f"{model}: dtype cannot apply to a graph already traced (its dtype was fixed then); "
                                  "sweep the zoo model's name instead")
+            chosen = [f"--grid {k}" if k in keys else OPTION_FLAGS[k] for k in INPUT_OPTIONS
+                      if k in base_options or k in keys]
+            if chosen:
+                raise ValueError(f"{model}: {', '.join(chosen)} cannot apply to a graph already traced (its shapes "
+                                 "were fixed then); sweep the model itself instead")
             if not Path(model).is_file():
                 raise ValueError(f"{model}: no such graph file")
             import frontend
 
             graphs[model] = frontend.load_graph(model)  # a bad graph (a cycle, a bad field) is refused now
         else:
+            from accelsim.pipeline import check_model
+            from frontend.user_model import is_user_model
             from frontend.zoo import check_model_name
 
-            check_model_name(model)
+            if not is_user_model(model):
+                check_model_name(model)
+            for batch in parsed.get("batch", [inputs.batch]):  # each model with every batch it runs at
+                check_model(model, RunOptions.build(inputs, batch=batch))
     points = grid_points(models, parsed)
     hashes: list[str] = []
     dtypes: list[str] = []
@@ -356,24 +371,27 @@ def _rewrite_results(results_csv: Path, table: pandas.DataFrame, others: Sequenc
 def _tasks(plan: SweepPlan, todo: Sequence[int], cache_dir: str | Path | None,
            inline: bool) -> tuple[list[Task], int]:
     """The tasks of the points ``todo`` (indices into the plan) and how many graphs were traced
-    now: each (model, dtype) is traced once (through the trace cache) or loaded, before any runs."""
+    now: each (model, dtype, batch) is traced once (through the trace cache, at the sweep's input
+    shapes and model options) or loaded, before any runs."""
     from frontend.graph import graph_to_json
 
-    sources: dict[tuple[str, str], str] = {}
+    sources: dict[tuple[str, str, int | None], str] = {}
     graph_json: dict[str, dict[str, Any]] = {}
     traced = 0
     shape = plan.base.options.get("input_shape")
+    model_options = dict(plan.base.options.get("model_options") or {}) or None
     tasks = []
     for i in todo:
         point, dtype = plan.points[i], plan.dtypes[i]
-        key = (point.model, dtype)
+        batch = point.run_settings().get("batch", plan.base.options.get("batch"))
+        key = (point.model, dtype, batch)
         if key not in sources:
             if point.model in plan.graphs:
                 source, graph = str(Path(point.model).resolve()), plan.graphs[point.model]
             else:
                 from frontend.cache import cached_trace
 
-                cached = cached_trace(point.model, dtype, tuple(shape) if shape else None, cache_dir)
+                cached = cached_trace(point.model, dtype, shape, cache_dir, batch=batch, options=model_options)
                 source, graph = str(cached.path), cached.graph
                 traced += 0 if cached.hit else 1
             sources[key] = source
