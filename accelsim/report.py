@@ -94,6 +94,10 @@ def format_summary(report: SimReport) -> str:
          f"outputs {format_bytes(r.output_bytes)}"),
         ("non-compulsory", format_bytes(r.noncompulsory_bytes),
          f"{_percent(r.noncompulsory_bytes, traffic)} of traffic"),
+        *([("host operators", f"{len(r.host_ops)}",
+            f"{', '.join(dict.fromkeys(h['kind'] for h in r.host_ops))}: "
+            f"{format_bytes(r.to_host_bytes)} to the host, {format_bytes(r.from_host_bytes)} back "
+            "(in the DRAM traffic; host time not simulated)")] if r.host_ops else []),
         ("memory check", "ok" if r.ok else "FAILED", "" if r.ok else r.memory_check),
         ("deterministic", "yes" if r.deterministic else "NO",
          "budgets in work units, no wall-clock limit fired" if r.deterministic else

@@ -84,6 +84,14 @@ class SimReport:
     #: the placed residencies: id, start, end (steps, end exclusive), size, alignment, offset (bytes),
     #: the rows ``write_buffers`` writes in the MiniMalloc CSV format
     buffers: list[dict[str, Any]] = field(default_factory=list)
+    #: the steps that ran on the host (``frontend.host``: a detector's anchors, NMS, RoI align):
+    #: name, kind, after (the accelerator operator before it), inputs and outputs (tensor, shape,
+    #: dtype, bytes, side), waits_for. Not simulated: the time above is the accelerator's
+    host_ops: list[dict[str, Any]] = field(default_factory=list)
+    #: bytes the accelerator wrote for the host and read from it (both in the DRAM traffic above:
+    #: they are accelerator outputs and inputs)
+    to_host_bytes: int = 0
+    from_host_bytes: int = 0
     out_dir: str | None = None
     # the objects behind the numbers, for plots and further analysis (not in report.json)
     graph: Any = field(default=None, repr=False)
@@ -102,6 +110,9 @@ class SimReport:
         """The report of one run: the graph as scheduled, the schedule, its offsets and the
         validated residencies (``placed``, an ``allocator.Problem``), the config and the simulation."""
         tensors = graph.graph["tensors"]
+        host_ops = list(graph.graph.get("host_ops", []))
+        to_host = {e["tensor"]: e["bytes"] for r in host_ops for e in r["inputs"] if e["side"] == "accelerator"}
+        from_host = {e["tensor"]: e["bytes"] for r in host_ops for e in r["outputs"] if e["side"] == "accelerator"}
 
         def kind_bytes(kind: str) -> int:
             return sum(rec["nbytes"] for rec in tensors.values() if rec["kind"] == kind)
@@ -138,7 +149,9 @@ class SimReport:
             buffers=[{"id": b.id, "start": b.start, "end": b.end, "size": b.size, "alignment": b.alignment,
                       "offset": offsets[b.id]} for b in placed.buffers],
             stage_seconds=stage_seconds, scheduler_status=sched.status, scheduler_stats=dict(sched.stats),
-            weights_on_chip=weights, graph=graph, schedule=sched, offsets=offsets, sim=result, hardware=config,
+            weights_on_chip=weights, host_ops=host_ops, to_host_bytes=sum(to_host.values()),
+            from_host_bytes=sum(from_host.values()), graph=graph, schedule=sched, offsets=offsets, sim=result,
+            hardware=config,
         )
 
     @property

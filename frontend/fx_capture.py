@@ -62,13 +62,17 @@ class _Tracer(torch.fx.Tracer):
     would be one opaque operator; here composite ``torch.nn`` modules are traced through.
     """
 
-    def __init__(self, leaf_modules: tuple[type, ...] = ()) -> None:
+    def __init__(self, leaf_modules: tuple[type | str, ...] = ()) -> None:
         super().__init__()
-        self.leaf_types = LEAF_MODULES + tuple(leaf_modules)
+        self.leaf_types = LEAF_MODULES + tuple(m for m in leaf_modules if isinstance(m, type))
+        #: qualified names of modules kept whole (a user's host modules, ``frontend.host``)
+        self.leaf_names = frozenset(m for m in leaf_modules if isinstance(m, str))
 
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
-        if isinstance(m, self.leaf_types):
+        if isinstance(m, self.leaf_types) or module_qualified_name in self.leaf_names:
             return True
+        if m.__module__.startswith("torch.ao.nn.quantized."):
+            return True  # kept whole: a quantized Linear's packed weights are a child module
         if m.__module__.startswith(("torch.nn.", "torch.ao.nn.")):
             return next(m.children(), None) is None
         return False
@@ -133,7 +137,7 @@ class _ShapeTracer(_Tracer):
     they fail exactly as under plain symbolic tracing.
     """
 
-    def __init__(self, leaf_modules: tuple[type, ...], inputs: Mapping[str, Any],
+    def __init__(self, leaf_modules: tuple[type | str, ...], inputs: Mapping[str, Any],
                  mode: FakeTensorMode | None = None) -> None:
         super().__init__(leaf_modules)
         self._inputs = dict(inputs)
@@ -250,6 +254,22 @@ class _ShapeTracer(_Tracer):
             return self.value(obj.node)
         raise torch.fx.proxy.TraceError(f"symbolically traced variables cannot be {use}")
 
+    def trace(self, root: Any, concrete_args: dict[str, Any] | None = None) -> torch.fx.Graph:
+        """Trace with ``torch.tensor(value)`` of a static value (RAFT divides by
+        ``torch.tensor(num_channels)``, a channel count) made from the example's value: a
+        constant of the specialised graph, as the value itself is."""
+        tensor = torch.tensor
+
+        def tensor_of_static(data: Any, *args: Any, **kwargs: Any) -> torch.Tensor:
+            if isinstance(data, torch.fx.Proxy):
+                data = self.concrete(data, "passed to torch.tensor")
+            return tensor(data, *args, **kwargs)
+
+        from unittest import mock
+
+        with mock.patch.object(torch, "tensor", tensor_of_static):
+            return super().trace(root, concrete_args)
+
 
 def fetch_attr(root: torch.nn.Module, target: str) -> Any:
     value: Any = root
@@ -362,8 +382,10 @@ def _all_meta(model: torch.nn.Module, inputs: Sequence[Any]) -> bool:
 
 
 def symbolic_trace(model: torch.nn.Module, inputs: tuple[Any, ...], name: str,
-                   leaf_modules: tuple[type, ...] = ()) -> torch.fx.GraphModule:
+                   leaf_modules: tuple[type | str, ...] = ()) -> torch.fx.GraphModule:
     """FX-trace ``model``; retry with shape specialisation; ``TraceError`` with FX's reason.
+
+    ``leaf_modules`` are module classes, or qualified module names, kept whole.
 
     The shape-specialising retry evaluates on fake copies of ``inputs``; only if a value it
     needed depends on tensor data, and the tensors are real, is it rerun on real clones (a

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch.fx.node import Node, _get_qualified_name
 from torch.fx.passes.shape_prop import TensorMetadata
 
-from frontend import cost
+from frontend import cost, host
 from frontend.errors import TraceError
 from frontend.fx_capture import fetch_attr, propagate_shapes, quiet_fake_tensors, symbolic_trace
 from frontend.graph import add_operator, add_tensor, check_graph, dtype_bytes, new_graph
@@ -64,6 +64,9 @@ _TRANSPOSE_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
 _INTEGER_DTYPES = {
     torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8",
     torch.uint8: "uint8", torch.bool: "bool",
+    # quantized tensors (``quantize=True`` models): their integer storage; scale and zero point are
+    # per tensor or per channel metadata, not counted
+    torch.quint8: "uint8", torch.qint8: "int8", torch.qint32: "int32",
 }
 
 
@@ -89,6 +92,7 @@ class _Op:
     elements: int
     gemm: list[tuple[int, int, int, int]]
     live_outputs: list[str] = field(default_factory=list)
+    on_host: bool = False  #: a host operator (``frontend.host``), split off after emission
 
 
 
@@ -111,8 +115,10 @@ def _nodes_in(obj: Any) -> Iterator[Node]:
 class _Converter:
     """One pass over the FX graph in program order, then dead-code elimination, then emission."""
 
-    def __init__(self, gm: torch.fx.GraphModule, model: torch.nn.Module, dtype: str, name: str) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, model: torch.nn.Module, dtype: str, name: str,
+                 host_names: frozenset[str] = frozenset()) -> None:
         self.gm = gm
+        self.host_names = host_names  # module qualified names and operator kinds that run on the host
         self.model = model
         self.dtype = dtype
         self.name = name
@@ -377,10 +383,16 @@ class _Converter:
         kind, target = self.kind_and_target(node, module)
         fname = str(node.target) if node.op == "call_method" else getattr(node.target, "__name__", "")
         reads = [] if fname in _METADATA_ONLY else self.names_in((node.args, node.kwargs))
+        spec = host.HOST_FUNCTIONS.get(node.target) if node.op == "call_function" else None  # type: ignore[arg-type]
+        if spec is not None:
+            kind = spec.kind
+            reads = self.names_in([v for k, v in arguments.items() if k not in spec.shape_only])
+        on_host = spec is not None or kind in self.host_names or (
+            node.op == "call_module" and str(node.target) in self.host_names)
         params: dict[str, tuple[int, ...]] = {}
         attributes: dict[str, Any] = {}
         if module is not None:
-            for local, tensor in [*module.named_parameters(), *module.named_buffers()]:
+            for local, tensor in [*module.named_parameters(), *module.named_buffers(), *self.packed(module)]:
                 if local.split(".")[-1] == "num_batches_tracked":
                     continue  # a training-only counter; inference never reads it
                 reads.append(self.weight(tensor, f"{node.target}.{local}"))
@@ -400,12 +412,30 @@ class _Converter:
             self.register(tname, m.shape, m.dtype)
         outputs = [tname for tname, _ in flat]
         self.env[node] = structure
-        self.ops.append(_Op(node.name, kind, target, list(dict.fromkeys(reads)), outputs,
-                            cost.macs(call), cost.elements(call), cost.gemms(call)))
+        if on_host:  # the accelerator computes nothing of it
+            self.ops.append(_Op(node.name, kind, target, list(dict.fromkeys(reads)), outputs, 0, 0, [], on_host=True))
+        else:
+            self.ops.append(_Op(node.name, kind, target, list(dict.fromkeys(reads)), outputs,
+                                cost.macs(call), cost.elements(call), cost.gemms(call)))
         if self.is_inplace(node, module, arguments) and len(outputs) == 1:
             mutated = self.names_in(node.args[:1])
             if mutated and mutated[0] not in self.weights:
                 self.version[mutated[0]] = outputs[0]
+
+    @staticmethod
+    def packed(module: torch.nn.Module) -> list[tuple[str, torch.Tensor]]:
+        """The weight and bias a quantized module keeps packed (``torch.ao.nn.quantized``'s
+        ``Conv2d``, ``Linear``, ...), which it returns from its ``weight()`` / ``bias()``
+        methods instead of holding them as parameters."""
+        if not type(module).__module__.startswith("torch.ao.nn.") or "weight" in dict(module.named_parameters()):
+            return []
+        found = []
+        for local in ("weight", "bias"):
+            method = getattr(module, local, None)
+            value = method() if callable(method) else None
+            if isinstance(value, torch.Tensor):
+                found.append((local, value))
+        return found
 
     # ---- dead code and emission
 
@@ -438,6 +468,8 @@ class _Converter:
                 declare(tname, "activation")
             add_operator(graph, op.name, op.kind, op.inputs, op.live_outputs, target=op.target,
                          macs=op.macs, elements=op.elements, gemm=op.gemm)
+            if op.on_host:
+                graph.nodes[op.name][host.DEVICE] = "host"
         tensors = graph.graph["tensors"]
         for tname in self.outputs:
             declare(tname, "weight" if tname in self.weights else "activation")
@@ -455,16 +487,22 @@ class _Converter:
 
 
 def trace(model: torch.nn.Module, example_inputs: Any, dtype: str = "fp32", name: str | None = None,
-          leaf_modules: tuple[type, ...] = ()) -> nx.DiGraph:
+          leaf_modules: tuple[type, ...] = (), host_names: tuple[str, ...] = ()) -> nx.DiGraph:
     """See ``frontend.trace.trace``."""
     dtype_bytes(dtype)
     name = name or type(model).__name__
     inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
+    modules = dict(model.named_modules())
     with quiet_fake_tensors():
-        gm = symbolic_trace(model, inputs, name, leaf_modules)
+        gm = symbolic_trace(model, inputs, name, (*leaf_modules, *(n for n in host_names if n in modules)))
         propagate_shapes(gm, model, inputs, name)
-    converter = _Converter(gm, model, dtype, name)
+    converter = _Converter(gm, model, dtype, name, frozenset(host_names))
     converter.run()
-    graph = converter.emit()
+    unmatched = set(host_names) - set(modules) - {op.kind for op in converter.ops}
+    if unmatched:
+        kinds = ", ".join(sorted({op.kind for op in converter.ops}))
+        raise TraceError(f"cannot trace {name!r}: host {', '.join(map(repr, sorted(unmatched)))} is neither a "
+                         f"module of the model nor an operator kind it uses (its kinds: {kinds})")
+    graph = host.split(converter.emit())
     check_graph(graph)
     return graph

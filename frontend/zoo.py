@@ -1,16 +1,30 @@
 """The model zoo: torchvision models by name, with the input shapes they are traced at.
 
-Names:
+Names: every name ``torchvision.models.list_models()`` gives (121 in torchvision 0.29.1), as
 
-* a torchvision classification model by its plain name (``"resnet18"``, ``"vit_b_16"``; any
-  name in ``torchvision.models.list_models(module=torchvision.models)``);
-* ``"segmentation.NAME"`` and ``"video.NAME"`` for those torchvision families (other families,
-  ``"detection.NAME"``, ``"optical_flow.NAME"``, ``"quantization.NAME"``, are built too, but
-  detection and optical-flow models do not trace: ``trace_model`` raises ``TraceError``);
+* the plain name for a classification model (``"resnet18"``, ``"vit_b_16"``);
+* ``"FAMILY.NAME"`` for the other families: ``segmentation``, ``video``, ``detection``,
+  ``optical_flow`` and ``quantization`` (``"detection.ssdlite320_mobilenet_v3_large"``);
 * ``"transformer"``: ``torch.nn.Transformer(d_model=512)`` (other arguments at their defaults)
   on a source of shape ``(10, 32, 512)`` and a target of shape ``(20, 32, 512)``.
 
-``list_models()`` is the set checked to trace end to end (the tests trace every one of them).
+``list_models()`` is the set the fast tests trace end to end; the slow tests trace all 121.
+
+How each family is built (decisions):
+
+* **detection**: split as mobile deployments split it (``frontend.detection``): backbone, FPN
+  and heads on the accelerator; anchors, box decoding, NMS and RoI align on the host, recorded
+  as host operators (``frontend.host``).
+* **optical_flow** (RAFT): two frames in, the final flow out, its refinement loop unrolled
+  ``num_flow_updates`` times (``MODEL_OPTIONS``: 12 by default, as torchvision's).
+* **quantization**: built quantized, as deployed (``quantize=True``: fused, calibrated on
+  torchvision's own example and converted; int8 weights, uint8 activations between the
+  model's quantize and dequantize steps). The builder calibrates and packs real weights, so
+  these are the only models built on the CPU with real weights (below); their graphs have
+  the fused operators of the quantized model (resnet18: 33 operators against the float
+  model's 68, the same MACs).
+* segmentation models without their auxiliary classifier, GoogLeNet / Inception v3 without
+  their auxiliary logits, which only training uses.
 
 Every model is built with random weights (``weights=None``, ``weights_backbone=None``): nothing
 is ever downloaded, and an attempt to would raise. ``trace_model`` goes further and builds the
@@ -22,13 +36,16 @@ activations at any input size. (resnet50, CPU-seconds on one thread: build 0.47 
 0.57 -> 0.37; a first call also imports torch and torchvision, about 5.7, which this cannot cut.) Every model of
 ``list_models()`` builds this way and traces to the same graph as with real weights (the slow
 tests trace every one with real weights; a comparison of all 24 graphs, fp32 and int8, found
-them identical), so no model needs a fallback to a CPU build.
+them identical).
 
-Segmentation models are built without their auxiliary classifier and GoogLeNet / Inception v3
-without their auxiliary logits, which only training uses. Default input shapes:
-``(1, 3, 224, 224)`` images, ``(1, 3, 299, 299)`` for ``inception_v3`` and
-``quantization.quantized_inception_v3``, ``(1, 3, 16, 112, 112)`` clips for video models,
-``(1, 3, 16, 224, 224)`` for ``video.s3d``, ``video.mvit_v1_b`` and ``video.mvit_v2_s``.
+Default input shapes (``default_input_shapes``; ``--input-shape`` and ``--batch`` override):
+``(1, 3, 224, 224)`` images; ``(1, 3, 299, 299)`` for ``inception_v3`` and
+``quantization.quantized_inception_v3``; ``(1, 3, 16, 112, 112)`` clips for video models,
+``(1, 3, 16, 224, 224)`` for ``video.s3d``, ``video.mvit_v1_b`` and ``video.mvit_v2_s`` (MViT's
+position tables are sized for 224 x 224 frames); detection images of ``(1, 3, 512, 512)``, or
+the sizes the mobile detectors are built for: ``(1, 3, 320, 320)`` for SSDLite and the
+``_320_fpn`` model, ``(1, 3, 300, 300)`` for SSD300; two ``(1, 3, 368, 496)`` frames for RAFT
+(the crop its training and torchvision's references use).
 """
 
 from __future__ import annotations
@@ -38,7 +55,7 @@ import difflib
 import inspect
 import operator
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -70,8 +87,17 @@ _SPECIAL_SHAPES = {
     # MViT's relative position tables are sized for 224 x 224 frames: at 112 x 112 it fails
     "video.mvit_v1_b": (1, 3, 16, 224, 224),
     "video.mvit_v2_s": (1, 3, 16, 224, 224),
+    # the mobile detectors' own sizes (their anchors are laid out for them)
+    "detection.ssdlite320_mobilenet_v3_large": (1, 3, 320, 320),
+    "detection.fasterrcnn_mobilenet_v3_large_320_fpn": (1, 3, 320, 320),
+    "detection.ssd300_vgg16": (1, 3, 300, 300),
 }
 _VIDEO_SHAPE = (1, 3, 16, 112, 112)
+#: RAFT's two frames: the Sintel / FlyingChairs crop size its papers and torchvision's references use
+_FLOW_SHAPE = (1, 3, 368, 496)
+#: the detectors' image at the accelerator (after the host's resize and normalisation); the
+#: mobile-sized families have their own (``_SPECIAL_SHAPES``)
+_DETECTION_SHAPE = (1, 3, 512, 512)
 _BUILD_OPTIONS: dict[str, dict[str, Any]] = {
     # the auxiliary heads only run in training; building them would leave unused weights
     "inception_v3": {"aux_logits": False, "init_weights": False},
@@ -109,6 +135,13 @@ def list_models() -> list[str]:
     return list(SUPPORTED_MODELS)
 
 
+def torchvision_models() -> list[str]:
+    """Every torchvision model name (``torchvision.models.list_models()``) as the zoo spells it:
+    classification models by their plain name, then each family's as ``"FAMILY.NAME"``."""
+    known = _torchvision_names()
+    return [*known[""], *(f"{family}.{n}" for family in FAMILIES for n in known[family])]
+
+
 def _split(name: str) -> tuple[str | None, str]:
     family, dot, rest = name.partition(".")
     return (family, rest) if dot and family in FAMILIES else (None, name)
@@ -140,16 +173,94 @@ def _unknown(name: str, known: dict[str, list[str]]) -> UnknownModelError:
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     return UnknownModelError(
         f"unknown model {name!r}{hint} (frontend.list_models() lists the supported models; "
-        f"any torchvision classification name, or segmentation.NAME / video.NAME, is accepted)"
+        f"every torchvision name is accepted: classification by its plain name, the others as "
+        f"{' / '.join(f + '.NAME' for f in FAMILIES)}; zoo.torchvision_models() lists them)"
     )
 
 
-def default_input_shape(name: str) -> tuple[int, ...]:
-    """The input shape ``load_model(name)`` uses unless told otherwise."""
-    if name in _SPECIAL_SHAPES:
-        return _SPECIAL_SHAPES[name]
+def input_count(name: str) -> int:
+    """How many tensors the model ``name`` takes: 2 for ``"transformer"`` (source and target)
+    and the optical-flow models (two frames), 1 for every other zoo model."""
     family, _ = _split(name)
-    return _VIDEO_SHAPE if family == "video" else _IMAGE_SHAPE
+    return 2 if name == "transformer" or family == "optical_flow" else 1
+
+
+def default_input_shape(name: str) -> tuple[int, ...]:
+    """The shape of the first input ``load_model(name)`` uses unless told otherwise."""
+    return default_input_shapes(name)[0]
+
+
+def default_input_shapes(name: str) -> tuple[tuple[int, ...], ...]:
+    """The input shapes ``load_model(name)`` uses unless told otherwise, one per input."""
+    if name == "transformer":
+        return tuple(TRANSFORMER_SHAPES.values())
+    family, _ = _split(name)
+    if name in _SPECIAL_SHAPES:
+        shape = _SPECIAL_SHAPES[name]
+    elif family == "video":
+        shape = _VIDEO_SHAPE
+    elif family == "optical_flow":
+        shape = _FLOW_SHAPE
+    elif family == "detection":
+        shape = _DETECTION_SHAPE
+    else:
+        shape = _IMAGE_SHAPE
+    return (shape,) * input_count(name)
+
+
+def _is_shape(value: Any) -> bool:
+    """Is ``value`` one shape (a sequence of scalars), not a sequence of shapes?"""
+    return not any(isinstance(d, (list, tuple)) for d in value)
+
+
+def resolve_input_shapes(name: str, input_shape: Any = None, batch: int | None = None) -> tuple[tuple[int, ...], ...]:
+    """The input shapes ``load_model(name, input_shape, batch=batch)`` traces at, one per input.
+
+    ``input_shape`` is one shape (``(1, 3, 224, 224)``), or one shape per input
+    (``((1, 3, 368, 496), (1, 3, 368, 496))`` for RAFT's two frames); a single shape for a
+    two-frame model gives both frames that shape. ``"transformer"``'s shapes are fixed.
+    ``batch`` replaces the batch dimension of every input: the first (``nn.Transformer``'s
+    inputs are sequence-first, so its second). Raises ``ValueError`` naming the model and the
+    shape for a dimension that is not an integer >= 1, a wrong number of shapes, or a batch
+    that is not an integer >= 1.
+    """
+    count = input_count(name)
+    if input_shape is None:
+        shapes = default_input_shapes(name)
+    elif name == "transformer":
+        raise ValueError(
+            "model 'transformer' takes two inputs of fixed shapes "
+            f"(src {TRANSFORMER_SHAPES['src']}, tgt {TRANSFORMER_SHAPES['tgt']}); "
+            "input_shape cannot be set for it (batch can)"
+        )
+    elif isinstance(input_shape, (str, bytes)) or not isinstance(input_shape, Sequence) or not input_shape:
+        raise ValueError(f"input shape {input_shape!r} of model {name!r}: expected a non-empty sequence of "
+                         "integers, or one such sequence per input")
+    elif _is_shape(input_shape):
+        shapes = (checked_input_shape(name, input_shape),) * count
+    else:
+        shapes = tuple(checked_input_shape(name, s) for s in input_shape)
+        if len(shapes) != count:
+            raise ValueError(f"model {name!r} takes {count} input(s), got {len(shapes)} input shapes "
+                             f"{[list(s) for s in shapes]}")
+    if batch is None:
+        return tuple(shapes)
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch={batch!r} of model {name!r} must be an integer >= 1")
+    axis = 1 if name == "transformer" else 0
+    return tuple(s[:axis] + (batch,) + s[axis + 1:] for s in shapes)
+
+
+@contextlib.contextmanager
+def _quiet_quantization() -> Iterator[None]:
+    """Silence torch's warnings about building quantized models: the quantized-tensor API's
+    deprecation notice, and the observers torchvision's calibration leaves unrun (their scales
+    do not change a shape)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"torch\.quantize_per_tensor, torch\.quantize_per_channel")
+        warnings.filterwarnings("ignore", message="must run observer before calling calculate_qparams")
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.ao\.quantization")
+        yield
 
 
 def _refuse_download(url: str, *args: Any, **kwargs: Any) -> Any:
@@ -218,19 +329,50 @@ def checked_input_shape(name: str, input_shape: Sequence[int]) -> tuple[int, ...
     return tuple(shape)
 
 
-def load_model(name: str, input_shape: Sequence[int] | None = None,
-               device: str = "cpu") -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+#: options ``load_model(name, options=...)`` accepts, per family, with their defaults
+MODEL_OPTIONS: dict[str, dict[str, int]] = {
+    # RAFT refines its flow this many times (its forward's num_flow_updates): the loop is unrolled
+    "optical_flow": {"num_flow_updates": 12},
+}
+
+
+def model_options(name: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The options model ``name`` is built with: its family's defaults (``MODEL_OPTIONS``)
+    updated with ``options``. Raises ``ValueError`` naming an option the model does not take,
+    or a value that is not an integer >= 1."""
+    family, _ = _split(name)
+    accepted = MODEL_OPTIONS.get(family or "", {})
+    chosen = dict(accepted)
+    for key, value in (options or {}).items():
+        if key not in accepted:
+            valid = ", ".join(accepted) if accepted else "none"
+            raise ValueError(f"model {name!r} takes no option {key!r} (its options: {valid})")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"option {key}={value!r} of model {name!r} must be an integer >= 1")
+        chosen[key] = value
+    return chosen
+
+
+def load_model(name: str, input_shape: Any = None, device: str = "cpu", batch: int | None = None,
+               options: Mapping[str, Any] | None = None) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
     """The model ``name`` in eval mode with random weights, and its example inputs.
 
-    ``input_shape`` replaces the default input shape (not for ``"transformer"``, whose two
-    inputs have fixed shapes); each dimension must be an integer >= 1. On ``device="cpu"``
-    inputs are drawn from a fixed seed, so they are the same on every call. ``device="meta"``
-    puts every parameter and buffer on the meta device as it is registered (shapes and dtypes
-    only: no data, no initialisation, no memory; see ``_weights_on_meta``) and gives
-    ``torch.empty`` meta inputs; that is enough for ``trace``, not for running the model.
+    ``input_shape`` replaces the default input shape (one shape, or one per input; not for
+    ``"transformer"``, whose two inputs have fixed shapes) and ``batch`` the batch dimension
+    (``resolve_input_shapes``); ``options`` are the family's build options (``MODEL_OPTIONS``:
+    RAFT's ``num_flow_updates``). On ``device="cpu"`` inputs are drawn from a fixed seed, so
+    they are the same on every call. ``device="meta"`` puts every parameter and buffer on the
+    meta device as it is registered (shapes and dtypes only: no data, no initialisation, no
+    memory; see ``_weights_on_meta``) and gives ``torch.empty`` meta inputs; that is enough for
+    ``trace``, not for running the model.
 
-    Raises ``UnknownModelError`` for a name torchvision does not have, with close names, and
-    ``ValueError`` for an input shape that is not positive integers, and
+    Detection models come back split for an accelerator (``frontend.detection``): the module
+    runs the backbone and heads and marks the steps that run on the host. Optical-flow models
+    come back wrapped so that their forward takes the two frames and returns the final flow
+    after ``num_flow_updates`` refinements (``frontend.detection.FinalFlow``).
+
+    Raises ``UnknownModelError`` for a name torchvision does not have, with close names,
+    ``ValueError`` for an input shape that is not positive integers, a bad batch or option, and
     ``FrontendMissingError`` when torch or torchvision is not installed.
     """
     require_torch(f"building model {name!r}")
@@ -238,52 +380,62 @@ def load_model(name: str, input_shape: Sequence[int] | None = None,
 
     if device not in ("cpu", "meta"):
         raise ValueError(f"load_model: device must be 'cpu' or 'meta', got {device!r}")
+    if name != "transformer":
+        check_model_name(name)
+    shapes = resolve_input_shapes(name, input_shape, batch)
+    chosen = model_options(name, options)
+    family, plain = _split(name)
+    if family == "quantization":
+        # built with quantize=True: the builder calibrates the model on an example and packs its
+        # int8 weights, which has no meta form; so real weights and inputs, whatever ``device`` says
+        device = "cpu"
     generator = torch.Generator().manual_seed(0)
     weights = _weights_on_meta() if device == "meta" else contextlib.nullcontext()
-
-    def example(shape: Sequence[int]) -> torch.Tensor:
-        if device == "meta":
-            return torch.empty(tuple(shape), device="meta")
-        return torch.randn(tuple(shape), generator=generator)
+    if device == "meta":
+        inputs = tuple(torch.empty(shape, device="meta") for shape in shapes)
+    else:
+        inputs = tuple(torch.randn(shape, generator=generator) for shape in shapes)
 
     if name == "transformer":
-        if input_shape is not None:
-            raise ValueError(
-                "model 'transformer' takes two inputs of fixed shapes "
-                f"(src {TRANSFORMER_SHAPES['src']}, tgt {TRANSFORMER_SHAPES['tgt']}); "
-                "input_shape cannot be set for it"
-            )
         with warnings.catch_warnings():
             # "enable_nested_tensor is True, but self.use_nested_tensor is False": expected
             # for the default batch_first=False, and irrelevant to tracing
             warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
             with weights:
                 model = torch.nn.Transformer(d_model=512).eval()
-        return model, tuple(example(shape) for shape in TRANSFORMER_SHAPES.values())
+        return model, inputs
 
     import torchvision.models as models
     import torchvision.models._api as api
 
-    check_model_name(name)
-    _, plain = _split(name)
     builder = models.get_model_builder(plain)
     accepted = inspect.signature(builder).parameters
-    options: dict[str, Any] = {"weights": None}
+    build: dict[str, Any] = {"weights": None}
     if "weights_backbone" in accepted:
-        options["weights_backbone"] = None
+        build["weights_backbone"] = None
     if "aux_loss" in accepted:
-        options["aux_loss"] = False
-    options.update(_BUILD_OPTIONS.get(name, {}))
-    shape = checked_input_shape(name, input_shape if input_shape is not None else default_input_shape(name))
+        build["aux_loss"] = False
+    if family == "quantization":
+        build["quantize"] = True
+    build.update(_BUILD_OPTIONS.get(name, {}))
     from unittest import mock
 
-    with mock.patch.object(api, "load_state_dict_from_url", _refuse_download), weights:
-        model = builder(**options).eval()
-    return model, (example(shape),)
+    with mock.patch.object(api, "load_state_dict_from_url", _refuse_download), weights, _quiet_quantization():
+        model = builder(**build).eval()
+    if family == "detection":
+        from frontend import detection
+
+        model = detection.for_accelerator(model, name)
+    elif family == "optical_flow":
+        from frontend import detection
+
+        model = detection.FinalFlow(model, chosen["num_flow_updates"]).eval()
+    return model, inputs
 
 
-def trace_model(name: str, dtype: str = "fp32", input_shape: Sequence[int] | None = None) -> nx.DiGraph:
-    """``trace(*load_model(name, input_shape, device="meta"), dtype=dtype, name=name)``: the zoo model's graph.
+def trace_model(name: str, dtype: str = "fp32", input_shape: Any = None, batch: int | None = None,
+                options: Mapping[str, Any] | None = None) -> nx.DiGraph:
+    """``trace(*load_model(name, input_shape, "meta", batch, options), dtype=dtype, name=name)``: the zoo model's graph.
 
     Built on the meta device (see the module docstring): the graph is the same as with real
     weights, and neither time nor memory grows with ``input_shape``. Raises
@@ -294,12 +446,13 @@ def trace_model(name: str, dtype: str = "fp32", input_shape: Sequence[int] | Non
     """
     from frontend.trace import TraceError, trace
 
-    model, inputs = load_model(name, input_shape, device="meta")
+    model, inputs = load_model(name, input_shape, device="meta", batch=batch, options=options)
     try:
-        return trace(model, inputs, dtype=dtype, name=name)
+        with _quiet_quantization():
+            return trace(model, inputs, dtype=dtype, name=name)
     except TraceError as error:
-        default = default_input_shape(name)  # (load_model refuses an input_shape for "transformer")
-        if input_shape is None or tuple(input_shape) == default:
+        default = default_input_shapes(name)  # (load_model refuses an input_shape for "transformer")
+        if input_shape is None or resolve_input_shapes(name, input_shape) == default:
             raise
-        raise TraceError(f"{error}; the default input shape of {name!r}, which it accepts, is "
-                         f"{','.join(map(str, default))}") from error
+        shown = " and ".join(",".join(map(str, shape)) for shape in dict.fromkeys(default))
+        raise TraceError(f"{error}; the default input shape of {name!r}, which it accepts, is {shown}") from error

@@ -111,6 +111,13 @@ def make_schedule(
         raise ScheduleError(f"allocator_timeout={allocator_timeout!r} limits an allocator's loop; the "
                             f"{ONLINE!r} arena has no time limit")
 
+    reorders = method in ("min-peak", "cosma", "cosma-dnc") or (method == "cosma-fs" and fixed_order == "min-peak")
+    if reorders and graph.graph.get("host_ops"):
+        raise ScheduleError(
+            f"graph {graph.graph.get('name', '')!r} has host operators (frontend.host), whose results the "
+            f"accelerator may read only after the host ran them; scheduler {method!r}"
+            + (" with fixed order 'min-peak'" if method == "cosma-fs" else "")
+            + " chooses its own order without that constraint: use 'program' or 'cosma-fs' with the program order")
     if method != "program" and not (isinstance(order, str) and order == "program"):
         raise ScheduleError(f"order applies to the 'program' scheduler, not to {method!r}")
 

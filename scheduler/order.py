@@ -81,4 +81,25 @@ def resolve_order(graph: nx.DiGraph, order: str | Sequence[str]) -> list[str]:
                     f"order is not topological: operator {name!r} at step {step} reads tensor {t!r} "
                     f"before its producer {producer!r} runs (step {step_of[producer]})"
                 )
+    _check_host_waits(graph, names, step_of)
     return names
+
+
+def _check_host_waits(graph: nx.DiGraph, names: Sequence[str], step_of: dict[str, int]) -> None:
+    """A tensor a host operator writes (``frontend.host``) is read only after every accelerator
+    tensor the host operator waits for has been produced."""
+    writer = {e["tensor"]: record for record in graph.graph.get("host_ops", ())
+              for e in record["outputs"] if e["side"] == "accelerator"}
+    if not writer:
+        return
+    tensors = graph.graph["tensors"]
+    for step, name in enumerate(names):
+        for t in graph.nodes[name]["in_tensors"]:
+            record = writer.get(t)
+            for waited in record["waits_for"] if record is not None else ():
+                producer = tensors[waited]["producer"] if waited in tensors else None
+                if producer is not None and step_of[producer] >= step:
+                    raise ScheduleError(
+                        f"order reads host operator {record['name']!r}'s result {t!r} at step {step} ({name!r}) "
+                        f"before {producer!r} (step {step_of[producer]}) produces {waited!r}, which the host "
+                        "operator reads")

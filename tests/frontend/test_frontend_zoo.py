@@ -173,16 +173,6 @@ def test_unknown_model_names_the_model_and_suggests_close_names(name, suggestion
     assert isinstance(info.value, ValueError)
 
 
-def test_detection_model_raises_trace_error_naming_the_model_and_fx_reason():
-    name = "detection.fasterrcnn_mobilenet_v3_large_320_fpn"
-    with pytest.raises(TraceError) as info:
-        trace_model(name)
-    message = str(info.value)
-    assert name in message
-    assert "Proxy object cannot be iterated" in message  # torch.fx's own reason
-    assert "generalized_rcnn.py" in message  # and where
-
-
 # --------------------------------------------------------------------------- input shapes and memory
 
 
