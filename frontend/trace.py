@@ -91,6 +91,19 @@ tensor *data* (``if x.sum() > 0``), iterating a tensor (``for img in images``) a
 untraceable construct still fail, and ``trace`` raises ``TraceError`` with torch.fx's reason.
 This is how ``nn.Transformer`` traces (its layers check ``src.dim()`` before choosing a fast path).
 
+Tracers (``method``)
+--------------------
+``"fx"`` is the tracing above. ``"export"`` runs ``torch.export.export(..., strict=False)``
+instead, which executes the model's Python on fake tensors and so also takes ``for row in x``
+over a tensor and other constructs symbolic tracing refuses (only control flow on tensor data
+still fails), and converts its ATen graph under this same policy: the same leaves (recovered
+from each node's module stack), the same kinds, weights, aliases and costs; see
+``frontend.export_convert``. On the 24 zoo models the two give the same operators per kind, MACs,
+GEMMs and tensor bytes (``studies/export_vs_fx.py``); the FX graph keeps FX's operator names.
+``"auto"``, the default, runs FX and, only when FX *symbolic tracing* fails (not when the model
+fails on its inputs, which export would repeat), export; ``graph.graph["tracer"]`` says which
+tracer made the graph (``"fx"`` or ``"export"``). When both fail, the error gives both reasons.
+
 Errors
 ------
 Every failure is one ``TraceError`` line (a ``ValueError``, so the command line prints it as
@@ -112,7 +125,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from frontend.errors import TraceError  # noqa: F401  (re-exported: frontend.TraceError)
+from frontend.errors import TraceError  # re-exported: frontend.TraceError
+
+#: the tracers ``trace`` can run: ``"auto"`` is torch.fx, then torch.export where symbolic tracing fails
+METHODS = ("auto", "fx", "export")
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -125,6 +141,7 @@ def trace(
     dtype: str = "fp32",
     name: str | None = None,
     leaf_modules: Iterable[type] = (),
+    method: str = "auto",
 ) -> nx.DiGraph:
     """Trace ``model`` on ``example_inputs`` into a checked ``DataflowGraph``.
 
@@ -144,6 +161,9 @@ def trace(
     leaf_modules:
         Extra module classes to keep as single operators instead of tracing through them
         (they get ``macs = 0`` unless their kind has a rule in ``frontend.cost.MAC_RULES``).
+    method:
+        ``"auto"`` (torch.fx, then torch.export where symbolic tracing fails), ``"fx"`` or
+        ``"export"`` (see "Tracers" above).
 
     Returns
     -------
@@ -153,12 +173,44 @@ def trace(
     Raises
     ------
     TraceError
-        torch.fx cannot trace the model (data-dependent control flow, ...), or the traced
-        graph fails to run on the example inputs (a wrong input rank, ...); one line naming the
-        model, the input shapes and the reason (see "Errors" above).
+        The tracer cannot trace the model (data-dependent control flow, ...; with ``"auto"``,
+        neither can, and both reasons are given), or the traced graph fails to run on the
+        example inputs (a wrong input rank, ...); one line naming the model, the input shapes
+        and the reason (see "Errors" above).
     GraphFormatError
         ``dtype`` is unknown.
+    ValueError
+        ``method`` is not one of ``METHODS``.
     """
+    if method not in METHODS:
+        raise ValueError(f"unknown trace method {method!r}; valid methods: {', '.join(METHODS)}")
+    leaves = tuple(leaf_modules)
+    if method == "export":
+        from frontend import export_convert  # imports torch; kept out of ``import frontend``
+
+        return export_convert.trace(model, example_inputs, dtype=dtype, name=name, leaf_modules=leaves)
     from frontend import fx_convert  # imports torch; kept out of ``import frontend``
 
-    return fx_convert.trace(model, example_inputs, dtype=dtype, name=name, leaf_modules=tuple(leaf_modules))
+    try:
+        graph = fx_convert.trace(model, example_inputs, dtype=dtype, name=name, leaf_modules=leaves)
+    except TraceError as fx_error:
+        if method == "fx" or not _symbolic_tracing_failed(fx_error):
+            raise
+        from frontend import export_convert
+
+        try:
+            return export_convert.trace(model, example_inputs, dtype=dtype, name=name, leaf_modules=leaves)
+        except TraceError as export_error:
+            reason = str(export_error).partition(" with torch.export: ")[2] or str(export_error)
+            raise TraceError(f"{fx_error}; with torch.export: {reason}") from fx_error
+    graph.graph["tracer"] = "fx"
+    return graph
+
+
+def _symbolic_tracing_failed(error: TraceError) -> bool:
+    """Was ``error`` raised by torch.fx symbolic tracing (``frontend.fx_capture.symbolic_trace``),
+    rather than by shape propagation (the model failing on its inputs, which export would repeat)?"""
+    import traceback
+
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and frames[-1].name == "symbolic_trace" and frames[-1].filename.endswith("fx_capture.py")
