@@ -218,14 +218,13 @@ def build(spec: UserModelSpec) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...
         returned, inputs = returned
     if not isinstance(returned, torch.nn.Module):
         raise spec.error(f"{call} returned {_kind(returned)}; expected an nn.Module, or (nn.Module, example inputs)")
-    if isinstance(inputs, list):
-        inputs = tuple(inputs)
-    if isinstance(inputs, torch.Tensor):
-        inputs = (inputs,)
-    if inputs is not None and (not isinstance(inputs, tuple) or not inputs
-                               or not all(isinstance(x, torch.Tensor) for x in inputs)):
+    if inputs is None:
+        return returned.eval(), None
+    given = (inputs,) if isinstance(inputs, torch.Tensor) else inputs
+    if (not isinstance(given, tuple | list) or not given
+            or not all(isinstance(x, torch.Tensor) for x in given)):
         raise spec.error(f"{call} returned example inputs {_kind(inputs)}; expected a tensor or a tuple of tensors")
-    return returned.eval(), inputs
+    return returned.eval(), tuple(given)
 
 
 def _kind(value: Any) -> str:
