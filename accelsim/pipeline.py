@@ -398,8 +398,8 @@ class RunOptions:
         if self.cache_dir is not None and not self.cache:
             raise ValueError(f"cache_dir={str(self.cache_dir)!r} names a trace cache that cache=False does not use")
         if self.cache_dir is not None and not traced:
-            raise ValueError(f"cache_dir={str(self.cache_dir)!r} applies to a zoo model name; a graph that is "
-                             "already traced is not cached")
+            raise ValueError(f"cache_dir={str(self.cache_dir)!r} applies to a zoo model name or a user model spec; "
+                             "a graph that is already traced is not cached")
         if self.sram is not None and "sram_bytes_per_pe" in self.overrides:
             raise ValueError(f"sram={self.sram!r} (--sram) and sram_bytes_per_pe="
                              f"{self.overrides['sram_bytes_per_pe']!r} (--set) name one field; give it once")
