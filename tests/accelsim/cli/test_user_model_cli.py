@@ -168,3 +168,21 @@ def test_bad_input_is_one_error_line_naming_the_item_and_exit_2(model_file, chai
     assert err.startswith("error: ") and needle.format(**names) in err, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not out.exists()  # refused before any output folder
+
+
+def test_raft_takes_two_input_shapes_and_its_refinements_from_the_command_line(capsys, tmp_path):
+    from accelsim.cli.args import parse_model_options, parse_shapes
+    from accelsim.pipeline import check_model
+    from accelsim.sweeps.grid import model_inputs
+
+    raft = "optical_flow.raft_small"
+    shapes = parse_shapes(["1,3,368,496", "1,3,368,496"])
+    options = RunOptions(input_shape=shapes, batch=2, model_options=parse_model_options(["num_flow_updates=4"]))
+    options.check()
+    check_model(raft, options)  # accepted: two frames, an option of its family
+    assert model_inputs(raft, {"input_shape": shapes, "batch": 2, "model_options": {"num_flow_updates": 4}}) == {
+        "input_shapes": ((2, 3, 368, 496),) * 2, "options": {"num_flow_updates": 4}}
+    # the defaults spelled out are the default point (and keep the hash points had before these options)
+    assert model_inputs(raft, {"input_shape": (1, 3, 368, 496), "model_options": {"num_flow_updates": 12}}) is None
+    assert main(["run", raft, "--model-option", "iterations=4", "--out", str(tmp_path / "o")]) == 2
+    assert "takes no option 'iterations' (its options: num_flow_updates)" in capsys.readouterr().err
