@@ -106,6 +106,8 @@ def tile_weights(graph: nx.DiGraph, max_weight_bytes: int) -> tuple[nx.DiGraph, 
     old: dict[str, dict[str, Any]] = graph.graph["tensors"]
     out = new_graph(graph.graph["name"], graph.graph["dtype"])
     out.graph["aliases"] = dict(graph.graph["aliases"])
+    for key, value in graph.graph.items():  # e.g. the host operators' records (frontend.host)
+        out.graph.setdefault(key, copy.deepcopy(value))
     tiled_weights = {t for node in split for t in graph.nodes[node]["in_tensors"] if old[t]["kind"] == "weight"}
 
     def ensure(name: str) -> None:
