@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.hw import HardwareConfig, load_hw
-from accelsim.sources import is_saved_graph
+from accelsim.sources import is_saved_graph, is_traced
 from accelsim.units import format_bytes
 from frontend.limits import MAX_OPERATORS
 
@@ -131,6 +131,37 @@ def check_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     return checked
 
 
+def _check_limits(chosen: Sequence[tuple[str, str]], timeout: float | None, time_limit: float | None) -> None:
+    """Refuse a wall-clock limit that no chosen pair would read, as ``accelsim run`` refuses it."""
+    if time_limit is not None and not any(s.startswith("cosma") for s, _ in chosen):
+        raise ValueError(f"time_limit={time_limit!r} (--time-limit) applies to the solver-based schedulers (cosma, "
+                         "cosma-fs, cosma-dnc); none of the chosen pairs uses one")
+    if timeout is not None and not any(not s.startswith("cosma") and a != "online-first-fit" for s, a in chosen):
+        raise ValueError(f"timeout={timeout!r} (--timeout) limits a placing allocator of the program / min-peak "
+                         "schedulers; none of the chosen pairs uses one (cosma* keep their own addresses, "
+                         "online-first-fit has no time limit)")
+
+
+def _model_graph(model: Any, dtype: str, inputs: Any) -> Any:
+    """The graph ``size`` measures: ``model`` itself, a saved graph, or a zoo or user model traced
+    through the trace cache at ``inputs`` (a ``RunOptions``: its shapes, batch and model
+    options), its operator count checked against ``inputs.max_operators``."""
+    import networkx as nx
+
+    import frontend
+    from frontend.cache import cached_trace
+
+    if isinstance(model, nx.DiGraph):
+        graph = model
+    elif is_saved_graph(model):
+        graph = frontend.load_graph(str(model), inputs.max_operators)
+    else:
+        graph = cached_trace(str(model), dtype, inputs.input_shape, batch=inputs.batch,
+                             options=dict(inputs.model_options) or None).graph
+    frontend.check_operator_count(graph.number_of_nodes(), str(graph.graph.get("name", model)), inputs.max_operators)
+    return graph
+
+
 def size(
     model: Any,
     hw: str | Path | HardwareConfig = "pixel6",
@@ -157,9 +188,6 @@ def size(
     Raises ``ValueError`` for an unknown model, scheduler, allocator or hardware field, or a
     graph too large (``frontend.check_operator_count``).
     """
-    import networkx as nx
-
-    import frontend
     import scheduler
     from accelsim.pipeline import (
         RunOptions,
@@ -169,28 +197,15 @@ def size(
         dram_footprint_bytes,
         on_chip_graph,
     )
-    from frontend.cache import cached_trace
 
-    inputs = RunOptions(input_shape=input_shape, batch=batch, model_options=model_options or {})
-    inputs.check(traced=not (isinstance(model, nx.DiGraph) or is_saved_graph(model)))
+    inputs = RunOptions(input_shape=input_shape, batch=batch, model_options=model_options or {},
+                        max_operators=max_operators)
+    inputs.check(traced=not is_traced(model))
     check_model(model, inputs)
     config = load_hw(hw, overrides or {})
     chosen = check_pairs(pairs)
-    # options that no chosen pair would read are refused, as ``accelsim run`` refuses them
-    if time_limit is not None and not any(s.startswith("cosma") for s, _ in chosen):
-        raise ValueError(f"time_limit={time_limit!r} (--time-limit) applies to the solver-based schedulers (cosma, "
-                         "cosma-fs, cosma-dnc); none of the chosen pairs uses one")
-    if timeout is not None and not any(not s.startswith("cosma") and a != "online-first-fit" for s, a in chosen):
-        raise ValueError(f"timeout={timeout!r} (--timeout) limits a placing allocator of the program / min-peak "
-                         "schedulers; none of the chosen pairs uses one (cosma* keep their own addresses, "
-                         "online-first-fit has no time limit)")
-    if isinstance(model, nx.DiGraph):
-        graph = model
-    elif is_saved_graph(model):
-        graph = frontend.load_graph(str(model), max_operators)
-    else:
-        graph = cached_trace(str(model), config.dtype, input_shape, batch=batch, options=model_options or None).graph
-    frontend.check_operator_count(graph.number_of_nodes(), str(graph.graph.get("name", model)), max_operators)
+    _check_limits(chosen, timeout, time_limit)
+    graph = _model_graph(model, config.dtype, inputs)
     wanted = (overrides or {}).get("dtype")
     if wanted is not None and "dtype" in graph.graph and str(wanted).strip() != graph.graph["dtype"]:
         raise ValueError(f"--set dtype={wanted} cannot apply to a graph already traced in {graph.graph['dtype']!r}; "
