@@ -113,7 +113,7 @@ def _per_location(generator: Any, levels: int) -> list[int]:
 class OneStage(nn.Module):
     """RetinaNet, FCOS, SSD, SSDLite: backbone + head on the accelerator, the rest on the host."""
 
-    def __init__(self, model: nn.Module, levels: int) -> None:
+    def __init__(self, model: Any, levels: int) -> None:
         super().__init__()
         self.backbone = model.backbone
         self.head = model.head
@@ -131,12 +131,12 @@ class OneStage(nn.Module):
 class TwoStage(nn.Module):
     """Faster / Mask / Keypoint R-CNN: the network stages on the accelerator, the region steps on the host."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: Any) -> None:
         super().__init__()
         self.backbone = model.backbone
         self.rpn_head = model.rpn.head
         self.per_location = [int(a) for a in model.rpn.anchor_generator.num_anchors_per_location()]
-        self.proposals = int(model.rpn._post_nms_top_n["testing"])
+        self.proposals = int(model.rpn.post_nms_top_n())  # the test-time count: the model is in eval mode
         heads = model.roi_heads
         self.box_levels = list(heads.box_roi_pool.featmap_names)
         self.box_size = list(heads.box_roi_pool.output_size)
@@ -171,7 +171,7 @@ class TwoStage(nn.Module):
         return results
 
 
-def for_accelerator(model: nn.Module, name: str) -> nn.Module:
+def for_accelerator(model: Any, name: str) -> nn.Module:
     """The detector ``model`` (the zoo's ``name``) as the module its accelerator deployment traces."""
     from torchvision.models.detection import fcos, generalized_rcnn, retinanet, ssd
 

@@ -142,6 +142,7 @@ def trace(
     name: str | None = None,
     leaf_modules: Iterable[type] = (),
     method: str = "auto",
+    host: Iterable[str] = (),
 ) -> nx.DiGraph:
     """Trace ``model`` on ``example_inputs`` into a checked ``DataflowGraph``.
 
@@ -164,6 +165,13 @@ def trace(
     method:
         ``"auto"`` (torch.fx, then torch.export where symbolic tracing fails), ``"fx"`` or
         ``"export"`` (see "Tracers" above).
+    host:
+        The model's host operators (``frontend.host``): module qualified names (``"postprocess"``,
+        kept whole as one host operator) and operator kinds (``"nms"``, ``"topk"``): they leave
+        the accelerator's graph for ``graph.graph["host_ops"]``, and the tensors that cross
+        become accelerator outputs and inputs. A name that matches neither raises
+        ``TraceError``. Host operators are marked by the torch.fx tracer: with ``"export"``,
+        or when ``"auto"`` would fall back to it, ``host`` raises instead.
 
     Returns
     -------
@@ -185,6 +193,10 @@ def trace(
     if method not in METHODS:
         raise ValueError(f"unknown trace method {method!r}; valid methods: {', '.join(METHODS)}")
     leaves = tuple(leaf_modules)
+    host_names = (host,) if isinstance(host, str) else tuple(host)
+    if host_names and method == "export":
+        raise ValueError(f"host={list(host_names)!r} marks host operators in the torch.fx tracer's graph; "
+                         "method='export' cannot mark them (use 'fx' or 'auto')")
     if method == "export":
         from frontend import export_convert  # imports torch; kept out of ``import frontend``
 
@@ -192,9 +204,10 @@ def trace(
     from frontend import fx_convert  # imports torch; kept out of ``import frontend``
 
     try:
-        graph = fx_convert.trace(model, example_inputs, dtype=dtype, name=name, leaf_modules=leaves)
+        graph = fx_convert.trace(model, example_inputs, dtype=dtype, name=name, leaf_modules=leaves,
+                                 host_names=host_names)
     except TraceError as fx_error:
-        if method == "fx" or not _symbolic_tracing_failed(fx_error):
+        if method == "fx" or host_names or not _symbolic_tracing_failed(fx_error):
             raise
         from frontend import export_convert
 

@@ -402,8 +402,8 @@ def load_model(name: str, input_shape: Any = None, device: str = "cpu", batch: i
             # for the default batch_first=False, and irrelevant to tracing
             warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
             with weights:
-                model = torch.nn.Transformer(d_model=512).eval()
-        return model, inputs
+                transformer = torch.nn.Transformer(d_model=512).eval()
+        return transformer, inputs
 
     import torchvision.models as models
     import torchvision.models._api as api
