@@ -52,8 +52,13 @@ call adds to the graph being traced (``node.meta[WRAPPED_CALL]``); those nodes b
 operator of the function's kind, costed from its arguments as in FX.
 
 Against the FX path on the 24 zoo models (``studies/export_vs_fx.py`` writes
-``docs/bench/export_vs_fx.csv``): the same operators, operators per kind, MACs and bytes of
-inputs, weights, activations and outputs on all 24. Without the groupings above they would
+``docs/bench/export_vs_fx.csv``): the same operators, operators per kind, MACs, bytes of
+inputs, weights, activations and outputs, and edges on all 24; operator by operator too, names
+aside (kind, MACs, elements, GEMMs, and the shape and kind of every tensor read and written, in
+order). Two adjustments make the last hold: a call's result takes the shape its readers see
+(``expose``: ``nn.MultiheadAttention`` computes ``(L * N, E)`` rows and returns a ``(L, N, E)``
+view, which FX records as the module's result), and a call's reads are listed in its
+arguments' order (``in_argument_order``). Without the groupings above they would
 not: each ``nn.MultiheadAttention`` of ``vit_b_16`` and ``transformer`` would be its ATen
 operators (``linear``, ``transpose``, ``scaled_dot_product_attention``, ...), and Swin, without
 the wrapped functions, had 423 operators instead of 124 (the windows' ``roll`` / ``permute`` /
@@ -130,6 +135,8 @@ WRAPPED_CALL = "frontend_wrapped_call"
 _INTEGER_DTYPES = {
     torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8",
     torch.uint8: "uint8", torch.bool: "bool",
+    # quantized tensors: their integer storage, as in the FX path
+    torch.quint8: "uint8", torch.qint8: "int8", torch.qint32: "int32",
 }
 
 
@@ -628,6 +635,8 @@ class _Converter:
         if len(computing) <= 1:
             for node in nodes:
                 self.call(node, call if node in computing else None)
+            if computing:
+                self.expose(nodes, set(self.ops[-1].outputs))
             return
         # several ATen operators: convert them as usual, then merge them into one operator
         first_op = len(self.ops)
@@ -643,18 +652,54 @@ class _Converter:
                 exported += [t for t in self.names_in(node) if t in written]
         # a tensor from outside updated in place inside: its new value leaves the call too
         exported += [self.resolve(t) for t, new in self.version.items() if new in written and t not in written]
-        reads = [t for op in parts for t in op.inputs if t not in written]
+        reads = self.in_argument_order([t for op in parts for t in op.inputs if t not in written], call.operands)
         params: dict[str, tuple[int, ...]] = {}
         attributes: dict[str, Any] = {}
         if call.module is not None:
             params, attributes, weight_reads = self.module_weights(call.module, call.path)
             reads += weight_reads
         outputs = list(dict.fromkeys(exported))
+        self.expose(nodes, set(outputs))
         opcall = cost.OpCall(kind=call.kind, operands=call.operands,
                              outputs=[tuple(self.tensors[t].shape) for t in outputs],
                              params=params, attributes=attributes, arguments=call.arguments)
         self.ops.append(_Op(parts[0].name, call.kind, call.target, list(dict.fromkeys(reads)), outputs,
                             cost.macs(opcall), cost.elements(opcall), cost.gemms(opcall)))
+
+    def expose(self, nodes: list[Node], written: set[str]) -> None:
+        """Give each tensor ``written`` by a call the shape its readers outside the call see.
+
+        A call's result is often a view of the tensor it computed last (``nn.MultiheadAttention``
+        reshapes its projection's ``(L * N, E)`` rows to ``(L, N, E)``); the view is folded into
+        that tensor, but FX, which sees only the call, gives the result the view's shape. The
+        elements are the same, so only the shape changes.
+        """
+        inside = set(nodes)
+        done: set[str] = set()
+        for node in nodes:
+            shape = _shape_of(node.meta.get("val"))
+            if shape is None or all(user in inside for user in node.users):
+                continue
+            for tname in self.names_in(node):
+                if tname in written and tname not in done:
+                    done.add(tname)
+                    if cost.numel(shape) == cost.numel(self.tensors[tname].shape):
+                        self.tensors[tname].shape = list(shape)
+
+    def in_argument_order(self, reads: list[str], operands: Sequence[tuple[int, ...]]) -> list[str]:
+        """``reads`` (distinct) in the order of the call's tensor arguments, as the FX path lists
+        them: each argument's shape picks the first unpicked read of that shape, then of that many
+        elements (an argument that is a view of a read); reads no argument picked come last."""
+        pending = list(dict.fromkeys(reads))
+        picked: dict[int, str] = {}
+        for same in (lambda a, b: a == b, lambda a, b: cost.numel(a) == cost.numel(b)):
+            for i, shape in enumerate(operands):
+                match = next((t for t in pending if i not in picked
+                              and same(tuple(self.tensors[t].shape), tuple(shape))), None)
+                if match is not None:
+                    pending.remove(match)
+                    picked[i] = match
+        return [picked[i] for i in sorted(picked)] + pending
 
     # ---- dead code and emission (as in the FX path)
 

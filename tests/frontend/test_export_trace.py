@@ -16,11 +16,21 @@ AGREEING_MODELS = [
 
 
 def summary(graph):
-    """What the two tracers must agree on: operators per kind, MACs, GEMMs and bytes per tensor kind."""
+    """What the two tracers must agree on: everything but names (operators per kind, MACs, GEMMs,
+    bytes per tensor kind, and each operator with the shapes and kinds of what it reads and writes)."""
+    tensors = graph.graph["tensors"]
     nbytes = Counter()
-    for rec in graph.graph["tensors"].values():
+    for rec in tensors.values():
         nbytes[rec["kind"]] += rec["nbytes"]
+
+    def shapes(names):
+        return tuple((tuple(tensors[t]["shape"]), tensors[t]["kind"]) for t in names)
+
+    records = sorted((d["op"], d["macs"], d["elements"], tuple(map(tuple, d["gemm"])), shapes(d["in_tensors"]),
+                      shapes(d["out_tensors"])) for _, d in graph.nodes(data=True))
     return {
+        "records": records,
+        "edges": graph.number_of_edges(),
         "operators": graph.number_of_nodes(),
         "kinds": Counter(d["op"] for _, d in graph.nodes(data=True)),
         "macs": sum(d["macs"] for _, d in graph.nodes(data=True)),
