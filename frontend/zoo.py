@@ -142,6 +142,28 @@ def torchvision_models() -> list[str]:
     return [*known[""], *(f"{family}.{n}" for family in FAMILIES for n in known[family])]
 
 
+#: how each detection family is split between accelerator and host (``frontend.detection``), by name prefix
+DETECTION_SPLITS = {
+    "retinanet": "one-stage", "fcos": "one-stage", "ssd300": "one-stage", "ssdlite": "one-stage",
+    "fasterrcnn": "two-stage", "maskrcnn": "two-stage, mask head", "keypointrcnn": "two-stage, keypoint head",
+}
+
+
+def model_status(name: str) -> str:
+    """How the zoo runs ``name``: ``"runs"``, or for a detector ``"runs with host operators"``
+    and its split (the slow tests check every torchvision name against this)."""
+    family, plain = _split(name)
+    if family == "quantization":
+        return "runs (built quantized: int8 weights, uint8 activations)"
+    if family == "optical_flow":
+        return f"runs (two frames, {MODEL_OPTIONS['optical_flow']['num_flow_updates']} refinements unrolled)"
+    if family != "detection":
+        return "runs"
+    split = next((v for k, v in DETECTION_SPLITS.items() if plain.startswith(k)), "two-stage")
+    host = "anchors, box decoding, NMS" + (", RoI align" if split.startswith("two") else "")
+    return f"runs with host operators ({split}: {host} on the host)"
+
+
 def _split(name: str) -> tuple[str | None, str]:
     family, dot, rest = name.partition(".")
     return (family, rest) if dot and family in FAMILIES else (None, name)

@@ -96,7 +96,9 @@ def _check_host_waits(graph: nx.DiGraph, names: Sequence[str], step_of: dict[str
     for step, name in enumerate(names):
         for t in graph.nodes[name]["in_tensors"]:
             record = writer.get(t)
-            for waited in record["waits_for"] if record is not None else ():
+            if record is None:
+                continue
+            for waited in record["waits_for"]:
                 producer = tensors[waited]["producer"] if waited in tensors else None
                 if producer is not None and step_of[producer] >= step:
                     raise ScheduleError(

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 def add_parsers(subparsers: argparse._SubParsersAction[Parser]) -> None:
     """Add the ``models`` and ``configs`` commands to the ``accelsim`` parser."""
     models = subparsers.add_parser("models", help="list the model zoo")
+    models.add_argument("--all", action="store_true",
+                        help="every torchvision model (121), with how it runs and its default input shape "
+                             "(imports torchvision)")
     models.set_defaults(handler=list_models)
     configs = subparsers.add_parser("configs", help="list the bundled hardware configs")
     configs.add_argument("--fields", action="store_true", help="list every hardware field (the --set keys)")
@@ -25,8 +28,19 @@ def add_parsers(subparsers: argparse._SubParsersAction[Parser]) -> None:
 def list_models(args: argparse.Namespace) -> int:
     import frontend
 
-    for name in frontend.list_models():
-        print(name)
+    if not args.all:
+        for name in frontend.list_models():
+            print(name)
+        return 0
+    zoo = frontend.zoo
+    rows = [("model", "input shape", "status")]
+    for name in [*zoo.torchvision_models(), "transformer"]:
+        shapes = zoo.default_input_shapes(name)
+        shown = " ".join(",".join(map(str, s)) for s in shapes)
+        rows.append((name, shown, zoo.model_status(name)))
+    width = [max(len(r[i]) for r in rows) for i in range(2)]
+    for model, shape, status in rows:
+        print(f"{model:<{width[0]}}  {shape:<{width[1]}}  {status}")
     return 0
 
 

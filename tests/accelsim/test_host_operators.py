@@ -11,7 +11,7 @@ import frontend
 import scheduler
 from accelsim import compile_and_simulate
 from accelsim.cli import main
-from frontend.zoo import torchvision_models
+from frontend.zoo import model_status, torchvision_models
 from tests.accelsim.test_end_to_end import check_report
 
 ONE_STAGE = "detection.ssdlite320_mobilenet_v3_large"
@@ -75,6 +75,19 @@ def test_an_order_that_reads_a_host_result_too_early_is_refused():
         scheduler.make_schedule(graph, 2**30, "program", order=order)
 
 
+def test_models_all_lists_every_torchvision_model_with_its_status_and_shape(capsys):
+    assert main(["models", "--all"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["model", "input", "shape", "status"]
+    rows = {line.split()[0]: line for line in lines[1:]}
+    assert len(rows) == 122 and "transformer" in rows  # the 121 torchvision names and nn.Transformer
+    assert "1,3,320,320" in rows[ONE_STAGE] and "host operators (one-stage" in rows[ONE_STAGE]
+    assert "RoI align" in rows[TWO_STAGE]
+    assert "1,3,368,496 1,3,368,496" in rows["optical_flow.raft_small"]
+    assert "quantized" in rows["quantization.quantized_resnet18"]
+    assert rows["resnet18"].split()[1:] == ["1,3,224,224", "runs"]
+
+
 @pytest.mark.slow
 def test_every_torchvision_model_traces():
     """All 121 names of torchvision.models.list_models(), at their default shapes."""
@@ -84,7 +97,7 @@ def test_every_torchvision_model_traces():
             graph = frontend.trace_model(name, dtype="bf16")
             frontend.check_graph(graph)
             assert graph.number_of_nodes() > 0
-            assert bool(graph.graph.get("host_ops")) == name.startswith("detection."), name
+            assert bool(graph.graph.get("host_ops")) == ("host operators" in model_status(name)), name
         except Exception as exc:  # collect them all, then fail naming each
             failures.append(f"{name}: {type(exc).__name__}: {exc}")
     assert not failures, "\n".join(failures)
