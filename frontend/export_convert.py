@@ -35,8 +35,8 @@ Conversion, against the FX path
   A leaf call whose nodes are all views (``nn.Flatten``, eval-mode ``nn.Dropout``) stays views.
 * other ATen operators: the kind is the operator's name through ``ATEN_KINDS`` and then
   ``frontend.cost.function_kind`` (``add_.Tensor`` -> ``add``, ``mm`` -> ``matmul``,
-  ``upsample_bilinear2d`` -> ``interpolate``, ``hardtanh(x, 0, 6)`` -> ``relu6``), the operands
-  are the tensor arguments in schema order, so MACs and GEMMs come from the same rules.
+  ``upsample_bilinear2d`` -> ``interpolate``); the operands are the tensor arguments in schema
+  order, so MACs and GEMMs come from the same rules.
 * views (``VIEW_OPERATORS``: ``view``, ``_unsafe_view``, ``reshape``, ``flatten``, ``expand``,
   ``squeeze``, ``unsqueeze``, ``select``, ``slice``, ``split``, ``unbind``, ``alias``,
   ``detach``, ``contiguous``, ...), eval-mode ``dropout`` and dtype-keeping ``to`` /
@@ -126,7 +126,6 @@ ATEN_KINDS: dict[str, str] = {
     "reflection_pad3d": "pad", "replication_pad1d": "pad", "replication_pad2d": "pad",
     "replication_pad3d": "pad",
     "_softmax": "softmax", "_log_softmax": "log_softmax", "rsub": "sub",
-    "conv1d": "conv1d", "conv2d": "conv2d", "conv3d": "conv3d",
 }
 
 #: ``node.meta`` key of the nodes a call of a ``torch.fx.wrap``-ed function added: the call's index
@@ -153,16 +152,14 @@ def aten_kind(target: Any, args: Sequence[Any] = ()) -> str:
 
     >>> aten_kind(torch.ops.aten.add_.Tensor), aten_kind(torch.ops.aten.mm.default)
     ('add', 'matmul')
-    >>> aten_kind(torch.ops.aten.hardtanh_.default, (None, 0.0, 6.0))
-    'relu6'
+    >>> aten_kind(torch.ops.aten.upsample_bilinear2d.vec)
+    'interpolate'
     """
     name = aten_name(target)
     if name in ("convolution", "_convolution") and len(args) >= 7:
         weight = args[1].meta.get("val") if isinstance(args[1], Node) else None
         dims = weight.dim() - 2 if isinstance(weight, torch.Tensor) else 2
         return f"conv_transpose{dims}d" if args[6] else f"conv{dims}d"
-    if name.strip("_") == "hardtanh" and tuple(args[1:3]) == (0.0, 6.0):
-        return "relu6"
     return ATEN_KINDS.get(name, cost.function_kind(name))
 
 
@@ -502,11 +499,10 @@ class _Converter:
         user_inputs = set(self.signature.user_inputs)
         user_outputs = set(self.signature.user_outputs)
         nodes = list(self.graph.nodes)
-        position = {node: i for i, node in enumerate(nodes)}
         for run, call in self.segments(nodes):
             node = run[0]
             if call is not None:
-                self.whole(run, call, position)
+                self.whole(run, call)
             elif node.op == "placeholder":
                 self.placeholder(node, weights, user_inputs)
             elif node.op == "output":
@@ -627,7 +623,7 @@ class _Converter:
         arguments.update({k: convert(v) for k, v in node.kwargs.items()})
         return arguments
 
-    def whole(self, nodes: list[Node], call: _Call, position: Mapping[Node, int]) -> None:
+    def whole(self, nodes: list[Node], call: _Call) -> None:
         """The nodes of one call FX keeps whole (a leaf module, a wrapped function): one operator of
         the call's kind, costed from its arguments; views only stay views."""
         computing = [n for n in nodes if n.target is not operator.getitem and not self.is_view(n)
