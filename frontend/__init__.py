@@ -84,7 +84,7 @@ __all__ = [
 
 
 #: submodules reachable as attributes after ``import frontend`` alone (``frontend.zoo.SUPPORTED_MODELS``)
-_SUBMODULES = ("cache", "cost", "dtypes", "graph", "synthetic", "zoo")
+_SUBMODULES = ("cache", "cost", "dtypes", "graph", "host", "synthetic", "user_model", "zoo")
 
 
 def __getattr__(name: str) -> Any:

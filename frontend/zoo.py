@@ -281,7 +281,7 @@ def _quiet_quantization() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"torch\.quantize_per_tensor, torch\.quantize_per_channel")
         warnings.filterwarnings("ignore", message="must run observer before calling calculate_qparams")
-        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.ao\.quantization")
+        warnings.filterwarnings("ignore", message=r"torch\.ao\.quantization is deprecated", category=DeprecationWarning)
         yield
 
 
