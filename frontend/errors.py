@@ -6,3 +6,9 @@ neither imports the other back."""
 
 class TraceError(ValueError):
     """The model cannot be traced; the message names the model and torch.fx's reason."""
+
+
+class SymbolicTraceError(TraceError):
+    """torch.fx symbolic tracing itself failed (``frontend.fx_capture.symbolic_trace``), as opposed
+    to the model failing on its example inputs; ``frontend.trace(method="auto")`` then tries
+    torch.export."""

@@ -47,7 +47,7 @@ from torch.fx.immutable_collections import immutable_dict, immutable_list
 from torch.fx.node import Node, _get_qualified_name, map_aggregate, map_arg
 from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
-from frontend.errors import TraceError
+from frontend.errors import SymbolicTraceError, TraceError
 
 # --------------------------------------------------------------------------- tracing
 
@@ -414,7 +414,7 @@ def symbolic_trace(model: torch.nn.Module, inputs: tuple[Any, ...], name: str,
             message = f"cannot trace {name!r} on {_describe_inputs(inputs)} with torch.fx: {_reason(plain_error)}"
             if str(specialised_error) != str(plain_error):
                 message += f"; with shapes specialised to the example inputs: {_reason(specialised_error)}"
-            raise TraceError(message) from plain_error
+            raise SymbolicTraceError(message) from plain_error
     return torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
 
 

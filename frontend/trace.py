@@ -125,7 +125,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from frontend.errors import TraceError  # re-exported: frontend.TraceError
+from frontend.errors import SymbolicTraceError, TraceError  # TraceError re-exported: frontend.TraceError
 
 #: the tracers ``trace`` can run: ``"auto"`` is torch.fx, then torch.export where symbolic tracing fails
 METHODS = ("auto", "fx", "export")
@@ -207,7 +207,7 @@ def trace(
         graph = fx_convert.trace(model, example_inputs, dtype=dtype, name=name, leaf_modules=leaves,
                                  host_names=host_names)
     except TraceError as fx_error:
-        if method == "fx" or host_names or not _symbolic_tracing_failed(fx_error):
+        if method == "fx" or host_names or not isinstance(fx_error, SymbolicTraceError):
             raise
         from frontend import export_convert
 
@@ -218,12 +218,3 @@ def trace(
             raise TraceError(f"{fx_error}; with torch.export: {reason}") from fx_error
     graph.graph["tracer"] = "fx"
     return graph
-
-
-def _symbolic_tracing_failed(error: TraceError) -> bool:
-    """Was ``error`` raised by torch.fx symbolic tracing (``frontend.fx_capture.symbolic_trace``),
-    rather than by shape propagation (the model failing on its inputs, which export would repeat)?"""
-    import traceback
-
-    frames = traceback.extract_tb(error.__traceback__)
-    return bool(frames) and frames[-1].name == "symbolic_trace" and frames[-1].filename.endswith("fx_capture.py")
