@@ -70,32 +70,33 @@ def nms(boxes: torch.Tensor, scores: list[torch.Tensor], keep: int) -> tuple[tor
 
 
 @host_function("class_box_decode")
-def class_box_decode(class_logits: torch.Tensor, box_regression: torch.Tensor, proposals: torch.Tensor,
+def class_box_decode(class_logits: list[torch.Tensor], box_regression: list[torch.Tensor], proposals: torch.Tensor,
                      images: int) -> torch.Tensor:
-    """Per-class boxes of every region, ``(N, regions, classes, 4)``."""
-    regions, classes = int(class_logits.shape[0]) // images, int(class_logits.shape[1])
-    return proposals.new_empty((images, regions, classes, 4))
+    """Per-class boxes of every region (the heads' batches together), ``(N, regions, classes, 4)``."""
+    regions = sum(int(c.shape[0]) for c in class_logits) // images
+    return proposals.new_empty((images, regions, int(class_logits[0].shape[1]), 4))
 
 
 @host_function("roi_align")
-def roi_align(features: list[torch.Tensor], boxes: torch.Tensor, output_size: list[int]) -> torch.Tensor:
-    """RoI align of every box from the feature maps, ``(N * boxes, C, *output_size)``."""
-    regions = int(boxes.shape[0]) * int(boxes.shape[1])
-    return features[0].new_empty((regions, int(features[0].shape[1]), *output_size))
+def roi_align(features: list[torch.Tensor], boxes: torch.Tensor, output_size: list[int], start: int,
+              stop: int) -> torch.Tensor:
+    """RoI align of boxes ``start`` to ``stop`` (of all images' boxes in order) from the feature
+    maps, ``(stop - start, C, *output_size)``."""
+    return features[0].new_empty((stop - start, int(features[0].shape[1]), *output_size))
 
 
 @host_function("paste_masks", shape_only=("image",))
-def paste_masks(mask_logits: torch.Tensor, boxes: torch.Tensor, image: torch.Tensor) -> torch.Tensor:
+def paste_masks(mask_logits: list[torch.Tensor], boxes: torch.Tensor, image: torch.Tensor) -> torch.Tensor:
     """Each detection's mask pasted into the image, ``(N, detections, 1, H, W)``."""
     n, detections = int(boxes.shape[0]), int(boxes.shape[1])
-    return mask_logits.new_empty((n, detections, 1, int(image.shape[-2]), int(image.shape[-1])))
+    return mask_logits[0].new_empty((n, detections, 1, int(image.shape[-2]), int(image.shape[-1])))
 
 
 @host_function("heatmap_keypoints")
-def heatmap_keypoints(heatmaps: torch.Tensor, boxes: torch.Tensor) -> torch.Tensor:
+def heatmap_keypoints(heatmaps: list[torch.Tensor], boxes: torch.Tensor) -> torch.Tensor:
     """Keypoints (x, y, score) from the heatmaps, ``(N, detections, K, 3)``."""
     n, detections = int(boxes.shape[0]), int(boxes.shape[1])
-    return heatmaps.new_empty((n, detections, int(heatmaps.shape[1]), 3))
+    return heatmaps[0].new_empty((n, detections, int(heatmaps[0].shape[1]), 3))
 
 
 for _step in (anchors, box_decode, nms, class_box_decode, roi_align, paste_masks, heatmap_keypoints):
@@ -131,12 +132,13 @@ class OneStage(nn.Module):
 class TwoStage(nn.Module):
     """Faster / Mask / Keypoint R-CNN: the network stages on the accelerator, the region steps on the host."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, region_batch: int) -> None:
         super().__init__()
         self.backbone = model.backbone
         self.rpn_head = model.rpn.head
         self.per_location = [int(a) for a in model.rpn.anchor_generator.num_anchors_per_location()]
         self.proposals = int(model.rpn.post_nms_top_n())  # the test-time count: the model is in eval mode
+        self.region_batch = region_batch
         heads = model.roi_heads
         self.box_levels = list(heads.box_roi_pool.featmap_names)
         self.box_size = list(heads.box_roi_pool.output_size)
@@ -157,26 +159,40 @@ class TwoStage(nn.Module):
         proposals = box_decode(deltas, anchors(levels, self.per_location))
         proposals = nms(proposals, objectness, self.proposals)[0]
         pooled_levels = [features[name] for name in self.box_levels if name in features]
-        regions = roi_align(pooled_levels, proposals, self.box_size)
-        class_logits, box_regression = self.box_predictor(self.box_head(regions))
-        boxes = class_box_decode(class_logits, box_regression, proposals, images.shape[0])
-        boxes, scores, labels = nms(boxes, [class_logits], self.keep)
+        n = int(images.shape[0])  # the example's batch: the trace is specialised to it
+        class_logits, box_regression = [], []
+        for start, stop in self.batches(n * self.proposals):
+            regions = roi_align(pooled_levels, proposals, self.box_size, start, stop)
+            logits, regression = self.box_predictor(self.box_head(regions))
+            class_logits.append(logits)
+            box_regression.append(regression)
+        boxes = class_box_decode(class_logits, box_regression, proposals, n)
+        boxes, scores, labels = nms(boxes, class_logits, self.keep)
         results: tuple[torch.Tensor, ...] = (boxes, scores, labels)
         if self.mask_head is not None and self.mask_predictor is not None:
-            masks = self.mask_predictor(self.mask_head(roi_align(pooled_levels, boxes, self.mask_size)))
+            masks = [self.mask_predictor(self.mask_head(roi_align(pooled_levels, boxes, self.mask_size, a, b)))
+                     for a, b in self.batches(n * self.keep)]
             results += (paste_masks(masks, boxes, images),)
         if self.keypoint_head is not None and self.keypoint_predictor is not None:
-            heatmaps = self.keypoint_predictor(self.keypoint_head(roi_align(pooled_levels, boxes, self.keypoint_size)))
+            heatmaps = [self.keypoint_predictor(self.keypoint_head(
+                roi_align(pooled_levels, boxes, self.keypoint_size, a, b))) for a, b in self.batches(n * self.keep)]
             results += (heatmap_keypoints(heatmaps, boxes),)
         return results
 
+    def batches(self, regions: int) -> list[tuple[int, int]]:
+        """The ``[start, stop)`` ranges of the region heads' batches."""
+        return [(a, min(a + self.region_batch, regions)) for a in range(0, regions, self.region_batch)]
 
-def for_accelerator(model: Any, name: str) -> nn.Module:
-    """The detector ``model`` (the zoo's ``name``) as the module its accelerator deployment traces."""
+
+def for_accelerator(model: Any, name: str, region_batch: int | None = None) -> nn.Module:
+    """The detector ``model`` (the zoo's ``name``) as the module its accelerator deployment traces;
+    a two-stage model runs its region heads in batches of ``region_batch`` regions."""
     from torchvision.models.detection import fcos, generalized_rcnn, retinanet, ssd
 
     if isinstance(model, generalized_rcnn.GeneralizedRCNN):
-        return TwoStage(model).eval()
+        if region_batch is None:
+            raise ValueError(f"model {name!r}: a two-stage detector needs a region_batch")
+        return TwoStage(model, region_batch).eval()
     if isinstance(model, (retinanet.RetinaNet, fcos.FCOS, ssd.SSD)):
         levels = len(model.anchor_generator.num_anchors_per_location()) if isinstance(model, ssd.SSD) else 0
         if not levels:

@@ -142,8 +142,9 @@ def tile_weights(graph: nx.DiGraph, max_weight_bytes: int) -> tuple[nx.DiGraph, 
                 if name in tiled_weights:
                     piece = f"{name}[{a}:{b}]"
                     shape = [b - a] + rec["shape"][1:]
-                    add_tensor(out, piece, shape, kind="weight", dtype=rec["dtype"],
-                               nbytes=rec["nbytes"] // rec["shape"][0] * (b - a))
+                    if piece not in out.graph["tensors"]:  # a weight several operators read is sliced once
+                        add_tensor(out, piece, shape, kind="weight", dtype=rec["dtype"],
+                                   nbytes=rec["nbytes"] // rec["shape"][0] * (b - a))
                     inputs.append(piece)
                 else:
                     ensure(name)

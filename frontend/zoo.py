@@ -355,15 +355,28 @@ def checked_input_shape(name: str, input_shape: Sequence[int]) -> tuple[int, ...
 MODEL_OPTIONS: dict[str, dict[str, int]] = {
     # RAFT refines its flow this many times (its forward's num_flow_updates): the loop is unrolled
     "optical_flow": {"num_flow_updates": 12},
+    # a two-stage detector's region heads (box, mask, keypoint) run on batches of at most this
+    # many regions (frontend.detection): 50 keeps every head of the zoo's detectors within the
+    # smallest bundled scratchpad (Mask R-CNN's mask head on its 100 detections in one batch needs
+    # 2.4 MiB per PE on pixel6, which has 2 MiB)
+    "detection.two-stage": {"region_batch": 50},
 }
+
+
+def _options_key(name: str) -> str:
+    """The ``MODEL_OPTIONS`` entry of model ``name`` (its family, or its detection kind)."""
+    family, plain = _split(name)
+    if family == "detection":
+        split = next((v for k, v in DETECTION_SPLITS.items() if plain.startswith(k)), "")
+        return "detection.two-stage" if split.startswith("two-stage") else "detection.one-stage"
+    return family or ""
 
 
 def model_options(name: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The options model ``name`` is built with: its family's defaults (``MODEL_OPTIONS``)
     updated with ``options``. Raises ``ValueError`` naming an option the model does not take,
     or a value that is not an integer >= 1."""
-    family, _ = _split(name)
-    accepted = MODEL_OPTIONS.get(family or "", {})
+    accepted = MODEL_OPTIONS.get(_options_key(name), {})
     chosen = dict(accepted)
     for key, value in (options or {}).items():
         if key not in accepted:
@@ -382,11 +395,11 @@ def load_model(name: str, input_shape: Any = None, device: str = "cpu", batch: i
     ``input_shape`` replaces the default input shape (one shape, or one per input; not for
     ``"transformer"``, whose two inputs have fixed shapes) and ``batch`` the batch dimension
     (``resolve_input_shapes``); ``options`` are the family's build options (``MODEL_OPTIONS``:
-    RAFT's ``num_flow_updates``). On ``device="cpu"`` inputs are drawn from a fixed seed, so
-    they are the same on every call. ``device="meta"`` puts every parameter and buffer on the
-    meta device as it is registered (shapes and dtypes only: no data, no initialisation, no
-    memory; see ``_weights_on_meta``) and gives ``torch.empty`` meta inputs; that is enough for
-    ``trace``, not for running the model.
+    RAFT's ``num_flow_updates``, a two-stage detector's ``region_batch``). On ``device="cpu"``
+    inputs are drawn from a fixed seed, so they are the same on every call. ``device="meta"``
+    puts every parameter and buffer on the meta device as it is registered (shapes and dtypes
+    only: no data, no initialisation, no memory; see ``_weights_on_meta``) and gives
+    ``torch.empty`` meta inputs; that is enough for ``trace``, not for running the model.
 
     Detection models come back split for an accelerator (``frontend.detection``): the module
     runs the backbone and heads and marks the steps that run on the host. Optical-flow models
@@ -447,7 +460,7 @@ def load_model(name: str, input_shape: Any = None, device: str = "cpu", batch: i
     if family == "detection":
         from frontend import detection
 
-        model = detection.for_accelerator(model, name)
+        model = detection.for_accelerator(model, name, chosen.get("region_batch"))
     elif family == "optical_flow":
         from frontend import detection
 
@@ -471,7 +484,9 @@ def trace_model(name: str, dtype: str = "fp32", input_shape: Any = None, batch: 
     model, inputs = load_model(name, input_shape, device="meta", batch=batch, options=options)
     try:
         with _quiet_quantization():
-            return trace(model, inputs, dtype=dtype, name=name)
+            # host operators are marked by the torch.fx tracer alone: a detector never falls back
+            method = "fx" if _split(name)[0] == "detection" else "auto"
+            return trace(model, inputs, dtype=dtype, name=name, method=method)
     except TraceError as error:
         default = default_input_shapes(name)  # (load_model refuses an input_shape for "transformer")
         if input_shape is None or resolve_input_shapes(name, input_shape) == default:

@@ -58,21 +58,36 @@ def test_two_stage_detector_pools_regions_on_the_host_between_its_accelerator_st
     well_formed(g)
     check_host_records(g)
     kinds = [h["kind"] for h in g.graph["host_ops"]]
-    assert kinds == ["anchors", "box_decode", "nms", "roi_align", "class_box_decode", "nms"]
-    roi = g.graph["host_ops"][3]
-    pooled = roi["outputs"][0]
-    # the model's own rpn_post_nms_top_n_test: 150 for the 320 model (1000 for the others)
-    assert pooled["side"] == "accelerator" and pooled["shape"] == [150, 256, 7, 7]
-    assert roi["waits_for"], "RoI align waits for the accelerator's feature maps"
-    # the box head reads the pooled regions, which the accelerator loads as an input
-    head = g.graph["tensors"][pooled["tensor"]]["consumers"]
-    assert head and g.graph["tensors"][pooled["tensor"]]["kind"] == "input"
-    assert g.nodes[head[0]]["op"] in ("linear", "flatten", "conv2d")
+    # the model's own rpn_post_nms_top_n_test, 150 for the 320 model (1000 for the others), pooled
+    # for the box head in batches of region_batch = 50
+    assert kinds == ["anchors", "box_decode", "nms", *["roi_align"] * 3, "class_box_decode", "nms"]
+    pooled = [h["outputs"][0] for h in g.graph["host_ops"] if h["kind"] == "roi_align"]
+    assert all(p["side"] == "accelerator" and p["shape"] == [50, 256, 7, 7] for p in pooled)
+    assert all(h["waits_for"] for h in g.graph["host_ops"] if h["kind"] == "roi_align"), "RoI align waits for the FPN"
+    # the box head reads the pooled regions, which the accelerator loads as inputs
+    for p in pooled:
+        assert g.graph["tensors"][p["tensor"]]["kind"] == "input"
+        head = g.graph["tensors"][p["tensor"]]["consumers"]
+        assert head and g.nodes[head[0]]["op"] in ("linear", "flatten", "conv2d")
     final = g.graph["host_ops"][-1]["outputs"]
     assert [e["shape"] for e in final] == [[1, 100, 4], [1, 100], [1, 100]]  # box_detections_per_img
     to_host, from_host = crossing_bytes(g)
-    assert from_host == pooled["bytes"] == 150 * 256 * 7 * 7 * 4
+    assert from_host == sum(p["bytes"] for p in pooled) == 150 * 256 * 7 * 7 * 4
     assert to_host == sum(g.graph["tensors"][t]["nbytes"] for t in g.graph["outputs"])
+
+
+def test_region_batch_sets_how_many_regions_each_head_runs_on(well_formed):
+    whole = trace_model(TWO_STAGE, input_shape=SMALL, options={"region_batch": 1000})
+    well_formed(whole)
+    pooled = [h["outputs"][0]["shape"] for h in whole.graph["host_ops"] if h["kind"] == "roi_align"]
+    assert pooled == [[150, 256, 7, 7]]
+    batched = trace_model(TWO_STAGE, input_shape=SMALL, options={"region_batch": 40})
+    pooled = [h["outputs"][0]["shape"][0] for h in batched.graph["host_ops"] if h["kind"] == "roi_align"]
+    assert pooled == [40, 40, 40, 30]
+    macs = [sum(d["macs"] for _, d in g.nodes(data=True)) for g in (whole, batched)]
+    assert macs[0] == macs[1]  # the same work in batches
+    with pytest.raises(ValueError, match="no option 'region_batch'"):
+        trace_model(ONE_STAGE, options={"region_batch": 10})
 
 
 @pytest.mark.parametrize("name", ["detection.maskrcnn_resnet50_fpn", "detection.keypointrcnn_resnet50_fpn"])
@@ -81,9 +96,9 @@ def test_mask_and_keypoint_heads_run_on_the_detections(name, well_formed):
     well_formed(g)
     check_host_records(g)
     records = g.graph["host_ops"]
-    assert [r["kind"] for r in records][-2] == "roi_align"
-    second = records[-2]["outputs"][0]
-    assert second["shape"] == [100, 256, 14, 14]  # the detections, pooled at the head's size
+    assert [r["kind"] for r in records][-3:-1] == ["roi_align", "roi_align"]
+    # the 100 detections, pooled at the head's size, in two batches of 50
+    assert [r["outputs"][0]["shape"] for r in records[-3:-1]] == [[50, 256, 14, 14]] * 2
     last = records[-1]
     if "mask" in name:
         assert last["kind"] == "paste_masks"
@@ -91,7 +106,7 @@ def test_mask_and_keypoint_heads_run_on_the_detections(name, well_formed):
     else:
         assert last["kind"] == "heatmap_keypoints"
         assert last["outputs"][0]["shape"] == [1, 100, 17, 3]
-        assert [e["shape"] for e in last["inputs"] if e["side"] == "accelerator"][0] == [100, 17, 56, 56]
+        assert [e["shape"] for e in last["inputs"] if e["side"] == "accelerator"] == [[50, 17, 56, 56]] * 2
 
 
 def test_batch_scales_the_detector_and_its_host_results(well_formed):

@@ -109,3 +109,21 @@ def test_tiling_a_traced_model_keeps_every_gemm_consistent():
 def test_tile_limit_must_be_positive():
     with pytest.raises(ValueError, match="max_weight_bytes"):
         tile_weights(fc_graph(), 0)
+
+
+def test_a_weight_several_operators_read_is_sliced_once():
+    # a two-stage detector's box head runs on batches of regions: every batch reads the same weights
+    g = new_graph("batches", dtype="int8")
+    add_tensor(g, "w", (48, 64), kind="weight")
+    for i in range(2):
+        add_tensor(g, f"x{i}", (1, 64), kind="input")
+        add_operator(g, f"fc{i}", "linear", [f"x{i}", "w"], {f"y{i}": (1, 48)}, macs=64 * 48, gemm=[(1, 64, 48, 1)])
+    g.graph["outputs"] = ["y0", "y1"]
+    for t in g.graph["outputs"]:
+        g.graph["tensors"][t]["kind"] = "output"
+    tiled, split = tile_weights(g, max_weight_bytes=1024)
+    check_graph(tiled)
+    assert split == ["fc0", "fc1"]
+    slices = {t: r for t, r in tiled.graph["tensors"].items() if r["kind"] == "weight"}
+    assert sum(r["nbytes"] for r in slices.values()) == 48 * 64  # each slice once: the weight bytes are unchanged
+    assert all(len(r["consumers"]) == 2 for r in slices.values())
