@@ -129,8 +129,10 @@ def add_model_input_arguments(parser: argparse.ArgumentParser) -> None:
                         help="batch size: replaces dimension 0 of every input of a zoo or user model (the "
                              "transformer's batch dimension, its second)")
     parser.add_argument("--model-option", action="append", metavar="KEY=VALUE",
-                        help="a zoo model family's build option (repeatable), e.g. --model-option num_flow_updates=4 "
-                             "for optical_flow.* (RAFT's refinements, default 12); refused where it does not apply")
+                        help="a zoo model family's build option (repeatable): num_flow_updates=N for "
+                             "optical_flow.* (RAFT's refinements, default 12), region_batch=N for the two-stage "
+                             "detectors (regions per batch of their region heads, default 50); refused where it "
+                             "does not apply")
 
 
 def parse_budget(text: str) -> int | str:
