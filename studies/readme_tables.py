@@ -435,12 +435,40 @@ def table_limit_cases() -> list[str]:
     return lines
 
 
+def table_zoo_coverage() -> list[str]:
+    """Every torchvision model through the flow (``studies/zoo_coverage.py``, ``docs/zoo/coverage.csv``)."""
+    sys.path.insert(0, str(REPO / "studies"))
+    try:
+        import zoo_coverage
+    finally:
+        sys.path.pop(0)
+    return zoo_coverage.markdown(read("coverage.csv", REPO / "docs" / "zoo")).rstrip("\n").splitlines()
+
+
+def table_export_vs_fx() -> list[str]:
+    """The torch.export path against torch.fx on the 24 zoo models (``studies/export_vs_fx.py``)."""
+    rows = read("export_vs_fx.csv")
+    lines = ["| model | operators fx / export | MACs fx / export | tensor bytes fx / export | identical |",
+             "|---|---:|---:|---:|---|"]
+    def both(r: dict[str, str], key: str) -> str:
+        return f"{int(r['fx_' + key]):,} / {int(r['export_' + key]):,}"
+
+    for r in rows:
+
+        fx_bytes = sum(int(r[f"fx_{k}_bytes"]) for k in ("input", "weight", "activation", "output"))
+        export_bytes = sum(int(r[f"export_{k}_bytes"]) for k in ("input", "weight", "activation", "output"))
+        lines.append(f"| {r['model']} | {both(r, 'operators')} | {both(r, 'macs')} | {fx_bytes:,} / {export_bytes:,} | "
+                     f"{'yes' if r['identical'] == 'True' else 'no: ' + r['kind_differences']} |")
+    return lines
+
+
 TABLES: dict[str, Callable[[], list[str]]] = {
     "fit": table_fit, "minimize": table_minimize, "traces": table_traces, "large": table_large,
     "limits": table_limits, "telamalloc": table_telamalloc, "sweep": table_sweep, "cmem": table_cmem,
     "auto": table_auto, "idealloc": table_idealloc, "spill-summary": table_spill_summary,
     "spill-points": table_spill_points, "learned": table_learned, "huge": table_huge,
     "minimize10": table_minimize10, "first-contact": table_first_contact, "limit-cases": table_limit_cases,
+    "zoo-coverage": table_zoo_coverage, "export-vs-fx": table_export_vs_fx,
 }
 
 

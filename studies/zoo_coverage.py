@@ -47,8 +47,9 @@ def worker(name: str) -> dict[str, Any]:
     shapes = frontend.zoo.default_input_shapes(name)
     row["input_shapes"] = " ".join("x".join(map(str, s)) for s in dict.fromkeys(shapes)) + (
         " (x2)" if len(shapes) == 2 and shapes[0] == shapes[1] else "")
-    try:
-        for hw_name in CONFIGS:
+    errors = []
+    for hw_name in CONFIGS:
+        try:
             hw = load_hw(hw_name)
             start = time.process_time()
             graph = frontend.trace_model(name, dtype=hw.dtype)
@@ -62,11 +63,14 @@ def worker(name: str) -> dict[str, Any]:
             row[f"{hw_name}_cycles"] = report.cycles
             row[f"{hw_name}_energy_j"] = report.energy.get("total", 0.0)
             row[f"{hw_name}_check"] = report.memory_check
-        ok = all(row[f"{h}_check"] == "ok" for h in CONFIGS)
-        row["status"] = ("runs with host operators" if row["host_ops"] else "runs") if ok else "memory check failed"
-    except Exception as exc:  # the table records why a model does not run
-        row["status"] = "fails"
-        row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+        except Exception as exc:  # the table records why a model does not run
+            errors.append(f"{hw_name}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+    ok = [h for h in CONFIGS if row.get(f"{h}_check") == "ok"]
+    if len(ok) == len(CONFIGS):
+        row["status"] = "runs with host operators" if row["host_ops"] else "runs"
+    else:
+        row["status"] = f"runs on {', '.join(ok)} only" if ok else "fails"
+        row["error"] = "; ".join(errors) or "memory check failed"
     return row
 
 
@@ -84,7 +88,7 @@ def _format_row(r: dict[str, str]) -> str:
         return format_joules(float(r[key])) if r.get(key) else "-"
 
     macs = f"{int(r['macs']) / 1e9:.2f} G" if r.get("macs") else "-"
-    status = r["status"] if r["status"] != "fails" else f"fails: {r['error']}"
+    status = r["status"] + (f" ({r['error']})" if r.get("error") else "")
     return (f"| {r['model']} | {status} | {r['input_shapes']} | {number('operators')} | {number('host_ops')} | "
             f"{macs} | {mr('tpuv4_mr_bytes')} | {number('tpuv4_cycles')} | {energy('tpuv4_energy_j')} | "
             f"{mr('pixel6_mr_bytes')} | {number('pixel6_cycles')} | {r['trace_cpu_s'] or '-'} |")
@@ -113,6 +117,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per model before it counts as failed")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--markdown-only", action="store_true", help="rewrite OUT/coverage.md from OUT/coverage.csv")
+    parser.add_argument("--update", action="store_true",
+                        help="run only --models and replace their rows in OUT/coverage.csv, keeping the others")
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker)))
@@ -135,6 +141,11 @@ def main() -> None:
                 row = {"model": name, "status": "fails", "error": f"over {args.timeout:g} s"}
             rows.append(row)
             print(f"{name}: {row['status']} {row.get('error', '')}", file=sys.stderr, flush=True)
+        if args.update:
+            with open(out / "coverage.csv", newline="") as f:
+                kept = {r["model"]: r for r in csv.DictReader(f)}
+            kept.update({r["model"]: r for r in rows})
+            rows = list(kept.values())
         with open(out / "coverage.csv", "w", newline="") as f:
             writer = csv.DictWriter(f, COLUMNS)
             writer.writeheader()
