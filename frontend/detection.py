@@ -16,11 +16,11 @@ from the model's own modules, by one rule per family:
   test-time ``post_nms_top_n`` (1000) proposals and pools them with RoI align from the
   feature maps the model's ``box_roi_pool`` names; the accelerator runs the box head and
   predictor on those regions, in batches of at most ``region_batch`` regions (a zoo option,
-  50 by default: one RoI align host operator per batch, the heads' weights shared); the host decodes and runs NMS keeping ``detections_per_img``
-  (100). Mask R-CNN: the host RoI-aligns the detections (``mask_roi_pool``, 14 x 14), the
-  accelerator runs the mask head and predictor on them in batches, the host pastes the masks
-  into the image.
-  Keypoint R-CNN: the same with the keypoint head, and the host turns heatmaps into keypoints.
+  50 by default: one RoI align host operator per batch, the heads' weights shared); the host
+  decodes and runs NMS keeping ``detections_per_img`` (100). Mask R-CNN: the host RoI-aligns
+  the detections (``mask_roi_pool``, 14 x 14), the accelerator runs the mask head and predictor
+  on them in batches, the host pastes the masks into the image. Keypoint R-CNN: the same with
+  the keypoint head, and the host turns heatmaps into keypoints.
 
 The image the accelerator sees is the model's input as given (``--input-shape``): the host's
 resizing and normalisation (torchvision's ``GeneralizedRCNNTransform``) are not modelled, and

@@ -102,6 +102,8 @@ _BUILD_OPTIONS: dict[str, dict[str, Any]] = {
     # the auxiliary heads only run in training; building them would leave unused weights
     "inception_v3": {"aux_logits": False, "init_weights": False},
     "googlenet": {"aux_logits": False, "init_weights": False},
+    "quantization.quantized_inception_v3": {"aux_logits": False, "init_weights": False},
+    "quantization.quantized_googlenet": {"aux_logits": False, "init_weights": False},
 }
 
 
