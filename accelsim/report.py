@@ -315,7 +315,8 @@ def plot_roofline(report: SimReport, path: str | Path) -> None:
 
 def write_report(report: SimReport, out_dir: str | Path, recorded_dir: str | Path | None = None,
                  plots: bool = True) -> dict[str, Path]:
-    """Write report.json, trace.json and (with ``plots``) layout.svg, memory.svg and roofline.svg into
+    """Write report.json, report.html (``accelsim.html_report``: the run to explore in a browser),
+    trace.json and (with ``plots``) layout.svg, memory.svg and roofline.svg into
     ``out_dir`` (created); returns the paths written, by file name.
 
     ``recorded_dir`` is the folder named in report.json's ``out_dir`` when the files are
@@ -324,7 +325,7 @@ def write_report(report: SimReport, out_dir: str | Path, recorded_dir: str | Pat
     clock = time.perf_counter()
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    names = ("trace.json", *(PLOT_FILES if plots else ()), "report.json")
+    names = ("trace.json", *(PLOT_FILES if plots else ()), "report.html", "report.json")
     paths = {name: folder / name for name in names}
     paths["trace.json"].write_text(json.dumps(chrome_trace(report)))
     if plots:
@@ -332,6 +333,9 @@ def write_report(report: SimReport, out_dir: str | Path, recorded_dir: str | Pat
         plot_memory(report, paths["memory.svg"])
         plot_roofline(report, paths["roofline.svg"])
     report.out_dir = str(recorded_dir if recorded_dir is not None else folder)
+    from accelsim.html_report import write_html
+
+    write_html(report, paths["report.html"], format_summary(report))
     report.stage_seconds["report"] = time.perf_counter() - clock
     paths["report.json"].write_text(json.dumps(report.to_dict(), indent=1) + "\n")
     return paths

@@ -41,7 +41,7 @@ def test_run_resnet18_on_pixel6_end_to_end(tmp_path, capsys):
     summary = capsys.readouterr().out
     assert "resnet18 on pixel6" in summary and "memory check" in summary
     assert sorted(p.name for p in out.iterdir()) == [
-        "layout.svg", "memory.svg", "report.json", "roofline.svg", "trace.json"]
+        "layout.svg", "memory.svg", "report.html", "report.json", "roofline.svg", "trace.json"]
     data = json.loads((out / "report.json").read_text())
     for key in ("model", "hw", "scheduler", "allocator", "capacity_bytes", "capacity_scope", "peak_bytes", "cycles",
                 "seconds", "dram_read_bytes", "dram_write_bytes", "compulsory_bytes", "noncompulsory_bytes",

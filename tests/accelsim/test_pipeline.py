@@ -98,7 +98,7 @@ def test_report_folder(chain_graph, tmp_path):
     out = tmp_path / "chain-tpuv4"
     report = compile_and_simulate(chain_graph(), hw="tpuv4", out_dir=out)
     assert sorted(p.name for p in out.iterdir()) == [
-        "layout.svg", "memory.svg", "report.json", "roofline.svg", "trace.json"]
+        "layout.svg", "memory.svg", "report.html", "report.json", "roofline.svg", "trace.json"]
     data = json.loads((out / "report.json").read_text())
     assert set(data) >= REPORT_KEYS
     assert data["capacity_scope"] == "chip" and data["memory_check"] == "ok"

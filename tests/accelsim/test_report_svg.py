@@ -41,7 +41,7 @@ def spilled(chain_graph, toy_hw, tmp_path):
 
 def test_the_report_folder_holds_three_well_formed_svgs(spilled):
     _, out = spilled
-    assert sorted(p.name for p in out.iterdir()) == sorted([*PLOT_FILES, "report.json", "trace.json"])
+    assert sorted(p.name for p in out.iterdir()) == sorted([*PLOT_FILES, "report.html", "report.json", "trace.json"])
     for name in PLOT_FILES:
         root = parse(out / name)
         assert root.find(f"{SVG}title").text  # the document's title names the run
@@ -101,7 +101,7 @@ def test_run_no_plots_writes_the_json_files_only(chain_graph, tmp_path, capsys):
     save_graph(chain_graph(), graph)
     out = tmp_path / "out"
     assert main(["run", str(graph), "--no-plots", "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["report.json", "trace.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json", "trace.json"]
     assert "memory check" in capsys.readouterr().out
 
 

@@ -78,7 +78,7 @@ def test_a_cache_hit_runs_without_importing_torch_or_a_plotting_library(filled_c
     assert imported == [], imported
     assert "squeezenet1_0 on pixel6" in done.stdout
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "layout.svg", "memory.svg", "report.json", "roofline.svg", "trace.json"]
+        "layout.svg", "memory.svg", "report.html", "report.json", "roofline.svg", "trace.json"]
     assert not (tmp_path / "elsewhere").exists()  # nothing written to another cache
 
 
