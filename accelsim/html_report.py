@@ -112,8 +112,33 @@ stalls; the line between them is what the stalls cost.</div>
 <script>@SCRIPT@</script></body></html>
 """
 
-_SCRIPT = r"""
-"use strict";
+#: a sortable, filterable HTML table: ``makeTable(table, filter, count, columns, rows, searched,
+#: sortColumn, format, noun)``; shared by ``report.html`` and the sweep's ``index.html``
+TABLE_SCRIPT = r"""
+function makeTable(t, filter, count, cols, rows, searched, key, fmt, noun) {
+  let asc = true;
+  const esc = v => String(v).replace(/&/g, "&amp;").replace(/</g, "&lt;");
+  const show = (v, i) => { const f = fmt ? fmt(v, i) : null;
+    return f !== null ? f : typeof v === "number" ? (Number.isInteger(v) ? v.toLocaleString("en-US")
+      : v.toPrecision(4)) : esc(v === null || v === undefined ? "" : v); };
+  function render() {
+    const f = filter.value.toLowerCase();
+    const shown = rows.filter(r => !f || searched.some(i => String(r[i]).toLowerCase().includes(f)));
+    shown.sort((a, b) => (a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : 0) * (asc ? 1 : -1));
+    const head = "<tr>" + cols.map((c, i) => `<th data-i="${i}">${esc(c)}${i === key ? (asc ? " ▲" : " ▼") : ""}</th>`)
+      .join("") + "</tr>";
+    t.innerHTML = head + shown.map(r => "<tr>" + r.map((v, i) => `<td>${show(v, i)}</td>`).join("") + "</tr>").join("");
+    count.textContent = ` ${shown.length} of ${rows.length} ${noun}`;
+    t.querySelectorAll("th").forEach(th => th.addEventListener("click", () => {
+      const i = +th.dataset.i; asc = i === key ? !asc : true; key = i; render();
+    }));
+  }
+  filter.addEventListener("input", render);
+  render();
+}
+"""
+
+_SCRIPT = '"use strict";' + TABLE_SCRIPT + r"""
 const D = JSON.parse(document.getElementById("data").textContent);
 const NS = "http://www.w3.org/2000/svg";
 const tip = document.getElementById("tip");
@@ -253,24 +278,9 @@ document.getElementById("hw").textContent = JSON.stringify(D.hw_config, null, 1)
   const cols = ["name", "kind", "start", "end", "MACs", "compute cycles", "ideal cycles", "utilization",
                 "DMA wait", "SRAM stall", "SRAM bytes", "mapping", "energy (uJ)"];
   const rows = D.ops.map(o => o.slice(0, 12).concat([o[12] * 1e6]));
-  const t = document.getElementById("ops"), filter = document.getElementById("filter");
-  let key = 2, asc = true;
-  function render() {
-    const f = filter.value.toLowerCase();
-    const shown = rows.filter(r => !f || r[0].toLowerCase().includes(f) || r[1].toLowerCase().includes(f));
-    shown.sort((a, b) => (a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : 0) * (asc ? 1 : -1));
-    const head = "<tr>" + cols.map((c, i) => `<th data-i="${i}">${c}${i === key ? (asc ? " ▲" : " ▼") : ""}</th>`)
-      .join("") + "</tr>";
-    const fmt = (v, i) => i === 7 ? (100 * v).toFixed(1) + " %" : i === 12 ? v.toFixed(3) :
-      typeof v === "number" ? num(v) : String(v).replace(/</g, "&lt;");
-    t.innerHTML = head + shown.map(r => "<tr>" + r.map((v, i) => `<td>${fmt(v, i)}</td>`).join("") + "</tr>").join("");
-    document.getElementById("count").textContent = ` ${shown.length} of ${rows.length} operators`;
-    t.querySelectorAll("th").forEach(th => th.addEventListener("click", () => {
-      const i = +th.dataset.i; asc = i === key ? !asc : true; key = i; render();
-    }));
-  }
-  filter.addEventListener("input", render);
-  render();
+  const fmt = (v, i) => i === 7 ? (100 * v).toFixed(1) + " %" : i === 12 ? v.toFixed(3) : null;
+  makeTable(document.getElementById("ops"), document.getElementById("filter"), document.getElementById("count"),
+            cols, rows, [0, 1], 2, fmt, "operators");
 })();
 
 // ---- roofline with stalls

@@ -318,6 +318,11 @@ def run_sweep(
         from accelsim.sweeps.plots import plot_sweep
 
         written = plot_sweep(table, keys, out)
+    if out is not None:
+        from accelsim.sweeps.index_html import write_index
+
+        over = ", ".join(keys) or "models"
+        write_index(table, written, out, title=f"accelsim sweep: {len(table)} points over {over}")
     failed = int((table["status"] != "ok").sum()) if len(table) else 0
     return SweepOutcome(table, ran, skipped, failed, traced, written, time.perf_counter() - began)
 

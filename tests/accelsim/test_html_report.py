@@ -75,3 +75,31 @@ def test_report_html_in_headless_chromium(run):
 
         assert distinct_colours(base64.b64decode(png)) > 5, "the layout screenshot is blank"
         assert page.errors == []
+
+
+def test_a_sweep_writes_an_index_html_that_works_in_headless_chromium(tmp_path):
+    from accelsim.cli import main
+
+    out = tmp_path / "sweep"
+    assert main(["sweep", "resnet18", "--hw", "pixel6", "--grid", "sram=128KiB,256KiB,1MiB", "--out", str(out)]) == 0
+    index = out / "index.html"
+    text = index.read_text()
+    assert not re.search(r"<(script|link)[^>]+(src|href)=", text)
+    assert not re.search(r"<img[^>]+src=\"(?!data:image/png;base64,)", text), "plots must be inlined"
+    plots = sorted(p.name for p in out.glob("*.png"))
+    assert plots and all(name in text for name in plots)
+    with Page(index) as page:
+        assert page.errors == []
+        assert page.evaluate("document.querySelectorAll('#results tr').length") == 3 + 1  # three points, the header
+        assert page.evaluate("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
+        assert page.evaluate("document.images.length") == len(plots)
+        # sorting by a column, as a click would
+        column = page.evaluate("[...document.querySelectorAll('#results th')].findIndex(th => "
+                               "th.textContent.startsWith('sram'))")
+        assert column >= 0
+        page.evaluate(f"document.querySelectorAll('#results th')[{column}].click()")
+        page.evaluate(f"document.querySelectorAll('#results th')[{column}].click()")
+        firsts = page.evaluate(f"[...document.querySelectorAll('#results tr')].slice(1)"
+                               f".map(r => r.children[{column}].textContent)")
+        assert len(firsts) == 3 and firsts[0] != firsts[-1]
+        assert page.errors == []
