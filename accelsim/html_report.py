@@ -73,28 +73,37 @@ def page_data(report: SimReport, summary: str) -> dict[str, Any]:
 
 def write_html(report: SimReport, path: str | Path, summary: str) -> Path:
     """Write ``report.html`` for ``report`` (with the summary table ``summary``) to ``path``; returns the path."""
-    data = json.dumps(page_data(report, summary), separators=(",", ":")).replace("</", "<\\/")
-    title = html.escape(f"accelsim: {report.model} on {report.hw}")
-    page = _TEMPLATE.replace("@TITLE@", title).replace("@DATA@", data).replace("@SCRIPT@", _SCRIPT)
     target = Path(path)
-    target.write_text(page, encoding="utf-8")
+    target.write_text(page(f"accelsim: {report.model} on {report.hw}", _STYLE, _BODY, page_data(report, summary),
+                           _SCRIPT), encoding="utf-8")
     return target
 
 
-_TEMPLATE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>@TITLE@</title>
-<style>
-body{font:14px system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px;color:#222}
+def page(title: str, style: str, body: str, data: Any, script: str) -> str:
+    """A self-contained HTML page: ``title`` (escaped here), the shared base style plus ``style``,
+    ``body`` (HTML), ``data`` inlined as JSON in ``<script id="data">`` and ``script`` (strict mode),
+    which reads it with ``JSON.parse(document.getElementById("data").textContent)``."""
+    inline = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>\n'
+            f"<style>\n{_BASE_STYLE}{style}</style></head><body>\n{body}\n"
+            f'<script id="data" type="application/json">{inline}</script>\n'
+            f'<script>"use strict";\n{script}</script></body></html>\n')
+
+
+_BASE_STYLE = """body{font:14px system-ui,sans-serif;margin:0 auto;padding:0 16px;color:#222}
 h1{font-size:20px}h2{font-size:16px;margin-top:28px}
-svg{background:#fff;border:1px solid #ddd;display:block}
+table{border-collapse:collapse;font-size:12px}th,td{padding:2px 6px;border-bottom:1px solid #eee;text-align:right}
+th{cursor:pointer;background:#f4f4f4;position:sticky;top:0}
+"""
+
+_STYLE = """body{max-width:1200px}svg{background:#fff;border:1px solid #ddd;display:block}
 #tip{position:fixed;pointer-events:none;background:#222;color:#fff;padding:4px 8px;border-radius:4px;
-font-size:12px;display:none;white-space:pre;z-index:9}
-table{border-collapse:collapse;font-size:12px;width:100%}th,td{padding:2px 6px;border-bottom:1px solid #eee;
-text-align:right}th{cursor:pointer;background:#f4f4f4;position:sticky;top:0}td:first-child,td:nth-child(2),
+font-size:12px;display:none;white-space:pre;z-index:9}table{width:100%}td:first-child,td:nth-child(2),
 td:nth-child(12){text-align:left}#opsbox{max-height:420px;overflow:auto}pre{background:#f7f7f7;padding:8px;
 overflow:auto;font-size:12px}.note{color:#666;font-size:12px}
-</style></head><body>
-<h1 id="title"></h1><div id="tip"></div>
+"""
+
+_BODY = """<h1 id="title"></h1><div id="tip"></div>
 <h2>Layout</h2><div class="note">Each rectangle is one residency: steps (operators in schedule order)
 across, addresses up. Hover for the tensor; wheel to zoom the steps, drag to pan, double-click to reset.</div>
 <svg id="layout" width="1160" height="460"></svg>
@@ -107,10 +116,7 @@ across, addresses up. Hover for the tensor; wheel to zoom the steps, drag to pan
 stalls; the line between them is what the stalls cost.</div>
 <svg id="roofline" width="1160" height="520"></svg>
 <h2>Summary</h2><pre id="summary"></pre>
-<h2>Hardware config (after overrides)</h2><pre id="hw"></pre>
-<script id="data" type="application/json">@DATA@</script>
-<script>@SCRIPT@</script></body></html>
-"""
+<h2>Hardware config (after overrides)</h2><pre id="hw"></pre>"""
 
 #: a sortable, filterable HTML table: ``makeTable(table, filter, count, columns, rows, searched,
 #: sortColumn, format, noun)``; shared by ``report.html`` and the sweep's ``index.html``
@@ -138,7 +144,7 @@ function makeTable(t, filter, count, cols, rows, searched, key, fmt, noun) {
 }
 """
 
-_SCRIPT = '"use strict";' + TABLE_SCRIPT + r"""
+_SCRIPT = TABLE_SCRIPT + r"""
 const D = JSON.parse(document.getElementById("data").textContent);
 const NS = "http://www.w3.org/2000/svg";
 const tip = document.getElementById("tip");

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from accelsim.html_report import TABLE_SCRIPT
+from accelsim.html_report import TABLE_SCRIPT, page
 
 
 def _cell(value: Any) -> Any:
@@ -36,35 +35,28 @@ def write_index(results: Any, plots: Sequence[Path], out_dir: str | Path, title:
     columns = [str(c) for c in results.columns]
     rows = [[_cell(v) for v in row] for row in results.itertuples(index=False, name=None)]
     searched = [i for i, c in enumerate(columns) if c in ("model", "status", "hw", "reason")] or [0]
-    data = json.dumps({"columns": columns, "rows": rows, "searched": searched}, separators=(",", ":"))
     figures = "".join(
         f'<figure><img alt="{html.escape(p.name)}" src="data:image/png;base64,'
         f'{base64.b64encode(p.read_bytes()).decode()}"><figcaption>{html.escape(p.name)}</figcaption></figure>'
         for p in plots if p.suffix == ".png" and p.is_file())
-    page = (_TEMPLATE.replace("@TITLE@", html.escape(title)).replace("@FIGURES@", figures or "<p>no plots</p>")
-            .replace("@DATA@", data.replace("</", "<\\/")).replace("@SCRIPT@", TABLE_SCRIPT))
+    body = _BODY.replace("@TITLE@", html.escape(title)).replace("@FIGURES@", figures or "<p>no plots</p>")
     target = Path(out_dir) / "index.html"
-    target.write_text(page, encoding="utf-8")
+    data = {"columns": columns, "rows": rows, "searched": searched}
+    target.write_text(page(title, _STYLE, body, data, TABLE_SCRIPT + _SCRIPT), encoding="utf-8")
     return target
 
 
-_TEMPLATE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>@TITLE@</title>
-<style>
-body{font:14px system-ui,sans-serif;margin:0 auto;max-width:1400px;padding:0 16px;color:#222}
-h1{font-size:20px}h2{font-size:16px;margin-top:28px}
-table{border-collapse:collapse;font-size:12px}th,td{padding:2px 6px;border-bottom:1px solid #eee;text-align:right;
-white-space:nowrap}th{cursor:pointer;background:#f4f4f4;position:sticky;top:0}#box{max-height:520px;overflow:auto}
+_STYLE = """body{max-width:1400px}td{white-space:nowrap}#box{max-height:520px;overflow:auto}
 figure{display:inline-block;margin:8px}img{max-width:640px;border:1px solid #ddd}figcaption{font-size:12px;color:#666}
-</style></head><body>
-<h1>@TITLE@</h1>
+"""
+
+_BODY = """<h1>@TITLE@</h1>
 <h2>Results</h2><input id="filter" placeholder="filter: model, hardware or status" size="34"><span id="count"></span>
 <div id="box"><table id="results"></table></div>
-<h2>Plots</h2>@FIGURES@
-<script id="data" type="application/json">@DATA@</script>
-<script>"use strict";@SCRIPT@
+<h2>Plots</h2>@FIGURES@"""
+
+_SCRIPT = """
 const D = JSON.parse(document.getElementById("data").textContent);
 makeTable(document.getElementById("results"), document.getElementById("filter"), document.getElementById("count"),
           D.columns, D.rows, D.searched, 0, null, "points");
-</script></body></html>
 """
