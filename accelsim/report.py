@@ -149,7 +149,8 @@ def _seconds(s: float) -> str:
 
 
 def chrome_trace(report: SimReport) -> dict[str, Any]:
-    """The simulated timeline as Chrome trace events (``ph: "X"`` complete events, microseconds)."""
+    """The simulated timeline as Chrome trace events (``ph: "X"`` complete events, microseconds),
+    with a flow arrow (``ph: "s"`` / ``"f"``) from each load or retrieve to the operator that reads it."""
     assert report.sim is not None, "the report has no simulation result"
     ns_per_cycle = 1e9 / report.clock_hz
 
@@ -186,6 +187,14 @@ def chrome_trace(report: SimReport) -> dict[str, Any]:
                      "compulsory": t.compulsory, "prefetched": t.prefetched,
                      "queued_us": us(t.queued_cycle)},
         })
+    # flow arrows: each load or retrieve to the operator that reads what it brought (the operator
+    # of the transfer's step); Perfetto and chrome://tracing draw them between the two slices
+    reader = {o.step: o for o in report.sim.ops}
+    for flow, t in enumerate(tr for tr in report.sim.transfers if tr.to_chip and tr.step in reader):
+        o = reader[t.step]
+        common = {"pid": _PID, "name": f"{t.tensor} -> {o.name}", "cat": "dataflow", "id": flow}
+        events.append({"ph": "s", "tid": _COMPUTE_TID + 1 + t.channel, "ts": us(t.start_cycle), **common})
+        events.append({"ph": "f", "bp": "e", "tid": _COMPUTE_TID, "ts": us(o.start_cycle), **common})
     for cycle, live, high in report.sim.memory_timeline:
         events.append({"ph": "C", "pid": _PID, "name": "scratchpad bytes", "ts": us(cycle),
                        "args": {"live": live, "highest address": high}})

@@ -124,6 +124,18 @@ def test_chrome_trace_has_a_track_per_dma_channel_and_an_event_per_operator_and_
     assert {track for track, _ in complete} == {"compute", "dma channel 0", "dma channel 1"}
     writes = {e["name"] for track, e in complete if track != "compute" and e["args"]["direction"] == "write"}
     assert writes == {"spill a1", "spill a5", "store out"}
+    # a flow arrow from every load and retrieve to the operator of its step, which reads the tensor
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    finishes = {e["id"]: e for e in events if e["ph"] == "f"}
+    reads = [t for t in report.sim.transfers if t.to_chip]
+    assert len(starts) == len(finishes) == len(reads) > 0 and starts.keys() == finishes.keys()
+    ops = {o["name"]: o for o in report.ops}
+    for flow, start in starts.items():
+        end = finishes[flow]
+        assert tracks[start["tid"]].startswith("dma channel") and tracks[end["tid"]] == "compute"
+        tensor, reader = start["name"].split(" -> ")
+        assert tensor in report.graph.nodes[reader]["in_tensors"]
+        assert end["ts"] == pytest.approx(ops[reader]["start_cycle"] / 1e3, abs=1e-3) and end["bp"] == "e"
 
 
 def test_summary_table_lists_the_key_numbers(chain_graph):
