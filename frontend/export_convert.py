@@ -90,9 +90,10 @@ from torch.fx.experimental.proxy_tensor import get_proxy_mode
 from torch.fx.node import Node
 
 from frontend import cost
+from frontend.emission import GraphBuilder, OpRecord, nodes_in, replace_names
 from frontend.errors import TraceError
-from frontend.fx_capture import LEAF_MODULES, quiet_fake_tensors
-from frontend.graph import add_operator, add_tensor, check_graph, dtype_bytes, new_graph
+from frontend.fx_capture import LEAF_MODULES, describe_inputs, first_paragraph, quiet_fake_tensors
+from frontend.graph import check_graph, dtype_bytes
 
 #: ATen operators (overload packet names) that return a view of, or the same data as, their
 #: first tensor argument
@@ -131,14 +132,6 @@ ATEN_KINDS: dict[str, str] = {
 #: ``node.meta`` key of the nodes a call of a ``torch.fx.wrap``-ed function added: the call's index
 WRAPPED_CALL = "frontend_wrapped_call"
 
-_INTEGER_DTYPES = {
-    torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8",
-    torch.uint8: "uint8", torch.bool: "bool",
-    # quantized tensors: their integer storage, as in the FX path
-    torch.quint8: "uint8", torch.qint8: "int8", torch.qint32: "int32",
-}
-
-
 def aten_name(target: Any) -> str:
     """``"add_"`` for ``aten.add_.Tensor``: the overload packet's name (a Python function's name otherwise)."""
     packet = getattr(target, "overloadpacket", None)
@@ -172,37 +165,8 @@ def _writes_first_argument(target: Any) -> bool:
     return bool(alias is not None and alias.is_write)
 
 
-def _nodes_in(obj: Any) -> Iterator[Node]:
-    """Every FX node inside an argument structure, in order."""
-    if isinstance(obj, Node):
-        yield obj
-    elif isinstance(obj, (tuple, list)):
-        for x in obj:
-            yield from _nodes_in(x)
-    elif isinstance(obj, Mapping):
-        for x in obj.values():
-            yield from _nodes_in(x)
-
-
 def _shape_of(value: Any) -> tuple[int, ...] | None:
     return tuple(int(d) for d in value.shape) if isinstance(value, torch.Tensor) else None
-
-
-def _first_paragraph(exc: BaseException) -> str:
-    """``Type: message``, the message's first paragraph on one line (torch puts details after a blank line)."""
-    paragraph: list[str] = []
-    for line in str(exc).splitlines():
-        if line.strip():
-            paragraph.append(line.strip())
-        elif paragraph:
-            break
-    return f"{type(exc).__name__}: {' '.join(paragraph)}" if paragraph else type(exc).__name__
-
-
-def _describe_inputs(inputs: Sequence[Any]) -> str:
-    shapes = [str(tuple(int(d) for d in x.shape)) if isinstance(x, torch.Tensor) else type(x).__name__
-              for x in inputs]
-    return f"example inputs of shape{'s' if len(shapes) > 1 else ''} {', '.join(shapes) or '()'}"
 
 
 # --------------------------------------------------------------------------- leaves
@@ -335,68 +299,20 @@ def _record_calls(model: torch.nn.Module, leaf_types: tuple[type, ...]) -> Itera
 # --------------------------------------------------------------------------- conversion
 
 
-@dataclass
-class _Tensor:
-    shape: list[int]
-    dtype: str
-    nbytes: int
-
-
-@dataclass
-class _Op:
-    name: str
-    kind: str
-    target: str
-    inputs: list[str]
-    outputs: list[str]
-    macs: int
-    elements: int
-    gemm: list[tuple[int, int, int, int]]
-    live_outputs: list[str] = field(default_factory=list)
-
-
-class _Converter:
+class _Converter(GraphBuilder):
     """One pass over the exported graph in program order, then dead-code elimination, then emission."""
 
     def __init__(self, program: Any, model: torch.nn.Module, dtype: str, name: str,
                  leaf_types: tuple[type, ...], calls: _Calls) -> None:
+        super().__init__(dtype, name)
         self.graph: torch.fx.Graph = program.graph
         self.signature = program.graph_signature
         self.model = model
-        self.dtype = dtype
-        self.name = name
         self.calls = calls
         self.leaf_paths = {path for path, _ in _leaves(model, "", leaf_types)}
         self.env: dict[Node, Any] = {}  # node -> tensor name, list of names, or None
-        self.tensors: dict[str, _Tensor] = {}
-        self.weights: set[str] = set()
-        self.inputs: list[str] = []
-        self.ops: list[_Op] = []
-        self.aliases: dict[str, str] = {}
-        self.version: dict[str, str] = {}
-        self.outputs: list[str] = []
 
     # ---- helpers
-
-    def storage(self, torch_dtype: torch.dtype, tensor: str) -> str:
-        if torch_dtype.is_floating_point:
-            return self.dtype
-        if torch_dtype in _INTEGER_DTYPES:
-            return _INTEGER_DTYPES[torch_dtype]
-        raise TraceError(f"cannot trace {self.name!r}: tensor {tensor!r} has dtype {torch_dtype}, "
-                         f"which has no storage size")
-
-    def register(self, name: str, shape: Sequence[int], torch_dtype: torch.dtype) -> None:
-        if name in self.tensors:
-            raise TraceError(f"cannot trace {self.name!r}: two tensors would be named {name!r}")
-        storage = self.storage(torch_dtype, name)
-        dims = [int(d) for d in shape]
-        self.tensors[name] = _Tensor(dims, storage, cost.numel(dims) * dtype_bytes(storage))
-
-    def resolve(self, tensor: str) -> str:
-        while tensor in self.version:
-            tensor = self.version[tensor]
-        return tensor
 
     def names_in(self, obj: Any) -> list[str]:
         """Tensor names read through ``obj`` (an argument structure of nodes), resolved, in order."""
@@ -409,7 +325,7 @@ class _Converter:
                 for x in v:
                     visit(x)
 
-        for node in _nodes_in(obj):
+        for node in nodes_in(obj):
             visit(self.env.get(node))
         return found
 
@@ -427,14 +343,6 @@ class _Converter:
             return None
 
         return walk(value, prefix), flat
-
-    @staticmethod
-    def replace_names(structure: Any, base: str) -> Any:
-        if isinstance(structure, str):
-            return base
-        if isinstance(structure, list):
-            return [_Converter.replace_names(s, base) for s in structure]
-        return None
 
     def group_of(self, node: Node) -> tuple[str, str, str] | tuple[str, int] | None:
         """What the FX path keeps whole around ``node``: ``("module", stack key, path)`` for the
@@ -557,7 +465,7 @@ class _Converter:
         if self.is_view(node):
             bases = self.names_in(node.args[:1] or list(node.kwargs.values())[:1])
             if bases:
-                self.env[node] = self.replace_names(structure, bases[0])
+                self.env[node] = replace_names(structure, bases[0])
                 self.aliases[node.name] = bases[0]
                 return
         name = aten_name(node.target)
@@ -572,7 +480,7 @@ class _Converter:
         else:
             kind = aten_kind(node.target, node.args)
             target = str(node.target)
-            operands = [s for s in (_shape_of(n.meta.get("val")) for n in _nodes_in((node.args, node.kwargs)))
+            operands = [s for s in (_shape_of(n.meta.get("val")) for n in nodes_in((node.args, node.kwargs)))
                         if s is not None]
             arguments = self.arguments(node)
         for tname, tensor in flat:
@@ -581,7 +489,7 @@ class _Converter:
         call = cost.OpCall(kind=kind, operands=operands, outputs=[_shape_of(t) or () for _, t in flat],
                            params=params, attributes=attributes, arguments=arguments)
         self.env[node] = structure
-        self.ops.append(_Op(node.name, kind, target, list(dict.fromkeys(reads)), outputs,
+        self.ops.append(OpRecord(node.name, kind, target, list(dict.fromkeys(reads)), outputs,
                             cost.macs(call), cost.elements(call), cost.gemms(call)))
         if _writes_first_argument(node.target) and len(outputs) == 1:
             mutated = self.names_in(node.args[:1])
@@ -659,7 +567,7 @@ class _Converter:
         opcall = cost.OpCall(kind=call.kind, operands=call.operands,
                              outputs=[tuple(self.tensors[t].shape) for t in outputs],
                              params=params, attributes=attributes, arguments=call.arguments)
-        self.ops.append(_Op(parts[0].name, call.kind, call.target, list(dict.fromkeys(reads)), outputs,
+        self.ops.append(OpRecord(parts[0].name, call.kind, call.target, list(dict.fromkeys(reads)), outputs,
                             cost.macs(opcall), cost.elements(opcall), cost.gemms(opcall)))
 
     def expose(self, nodes: list[Node], written: set[str]) -> None:
@@ -697,52 +605,6 @@ class _Converter:
                     picked[i] = match
         return [picked[i] for i in sorted(picked)] + pending
 
-    # ---- dead code and emission (as in the FX path)
-
-    def eliminate_dead_code(self) -> list[_Op]:
-        needed = set(self.outputs)
-        live: list[_Op] = []
-        for op in reversed(self.ops):
-            op.live_outputs = [t for t in op.outputs if t in needed]
-            if op.live_outputs:
-                live.append(op)
-                needed.update(op.inputs)
-        live.reverse()
-        return live
-
-    def emit(self) -> nx.DiGraph:
-        live = self.eliminate_dead_code()
-        graph = new_graph(self.name, self.dtype)
-
-        def declare(tname: str, kind: str) -> None:
-            if tname not in graph.graph["tensors"]:
-                rec = self.tensors[tname]
-                add_tensor(graph, tname, rec.shape, kind=kind, dtype=rec.dtype, nbytes=rec.nbytes)
-
-        for tname in self.inputs:
-            declare(tname, "input")
-        for op in live:
-            for tname in op.inputs:
-                declare(tname, "weight" if tname in self.weights else "activation")
-            for tname in op.live_outputs:
-                declare(tname, "activation")
-            add_operator(graph, op.name, op.kind, op.inputs, op.live_outputs, target=op.target,
-                         macs=op.macs, elements=op.elements, gemm=op.gemm)
-        tensors = graph.graph["tensors"]
-        for tname in self.outputs:
-            declare(tname, "weight" if tname in self.weights else "activation")
-            if tensors[tname]["kind"] == "activation":
-                tensors[tname]["kind"] = "output"
-        graph.graph["outputs"] = list(self.outputs)
-        aliases = {}
-        for alias, base in self.aliases.items():
-            base = base if base in tensors else self.resolve(base)
-            if base in tensors and alias not in tensors:
-                aliases[alias] = base
-        graph.graph["aliases"] = aliases
-        graph.graph["tracer"] = "export"
-        return graph
-
 
 def export(model: torch.nn.Module, inputs: tuple[Any, ...], name: str,
            leaf_types: tuple[type, ...]) -> tuple[Any, _Calls]:
@@ -755,8 +617,8 @@ def export(model: torch.nn.Module, inputs: tuple[Any, ...], name: str,
         try:
             program = torch.export.export(model, inputs, strict=False)
         except Exception as error:
-            raise TraceError(f"cannot trace {name!r} on {_describe_inputs(inputs)} with torch.export: "
-                             f"{_first_paragraph(error)}") from error
+            raise TraceError(f"cannot trace {name!r} on {describe_inputs(inputs)} with torch.export: "
+                             f"{first_paragraph(error)}") from error
     return program, calls
 
 
@@ -771,5 +633,6 @@ def trace(model: torch.nn.Module, example_inputs: Any, dtype: str = "fp32", name
     converter = _Converter(program, model, dtype, name, leaf_types, calls)
     converter.run()
     graph = converter.emit()
+    graph.graph["tracer"] = "export"
     check_graph(graph)
     return graph

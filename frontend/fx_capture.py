@@ -314,7 +314,7 @@ def _where(exc: BaseException) -> str:
     return ""
 
 
-def _message(exc: BaseException) -> str:
+def first_paragraph(exc: BaseException) -> str:
     """``Type: message`` of ``exc`` on one line: the message's first paragraph, its lines joined.
 
     Torch's messages put the summary first and details (hints, lists of backends) after a blank
@@ -331,10 +331,10 @@ def _message(exc: BaseException) -> str:
 
 def _reason(exc: BaseException) -> str:
     where = _where(exc)
-    return _message(exc) + (f" (at {where})" if where else "")
+    return first_paragraph(exc) + (f" (at {where})" if where else "")
 
 
-def _describe_inputs(inputs: Sequence[Any]) -> str:
+def describe_inputs(inputs: Sequence[Any]) -> str:
     """``example inputs of shape (1, 3, 224)``: the shapes (type names for non-tensors) of ``inputs``."""
     shapes = [str(tuple(int(d) for d in x.shape)) if isinstance(x, torch.Tensor) else type(x).__name__
               for x in inputs]
@@ -411,7 +411,7 @@ def symbolic_trace(model: torch.nn.Module, inputs: tuple[Any, ...], name: str,
                     specialised_error = real_error
                 else:
                     return torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
-            message = f"cannot trace {name!r} on {_describe_inputs(inputs)} with torch.fx: {_reason(plain_error)}"
+            message = f"cannot trace {name!r} on {describe_inputs(inputs)} with torch.fx: {_reason(plain_error)}"
             if str(specialised_error) != str(plain_error):
                 message += f"; with shapes specialised to the example inputs: {_reason(specialised_error)}"
             raise SymbolicTraceError(message) from plain_error
@@ -523,7 +523,7 @@ def propagate_shapes(gm: torch.fx.GraphModule, model: torch.nn.Module, inputs: t
     if isinstance(error, _DATA_DEPENDENT):
         if not _has_real_tensors(model, inputs):
             raise TraceError(
-                f"cannot trace {name!r} on {_describe_inputs(inputs)}: the output shape of {_where_node(node)} "
+                f"cannot trace {name!r} on {describe_inputs(inputs)}: the output shape of {_where_node(node)} "
                 f"depends on tensor data, and the model or its inputs "
                 f"are on the meta device; trace it with real weights and inputs"
             ) from error
@@ -534,6 +534,6 @@ def propagate_shapes(gm: torch.fx.GraphModule, model: torch.nn.Module, inputs: t
         except _NodeFailure as failure:
             node, error = failure.node, failure.error
     raise TraceError(
-        f"cannot trace {name!r} on {_describe_inputs(inputs)}: {_message(error)} "
+        f"cannot trace {name!r} on {describe_inputs(inputs)}: {first_paragraph(error)} "
         f"(at {_where_node(node)})"
     ) from error

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import inspect
 import operator
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 import networkx as nx
@@ -24,9 +23,10 @@ from torch.fx.node import Node, _get_qualified_name
 from torch.fx.passes.shape_prop import TensorMetadata
 
 from frontend import cost, host
+from frontend.emission import GraphBuilder, OpRecord, nodes_in, replace_names
 from frontend.errors import TraceError
 from frontend.fx_capture import fetch_attr, propagate_shapes, quiet_fake_tensors, symbolic_trace
-from frontend.graph import add_operator, add_tensor, check_graph, dtype_bytes, new_graph
+from frontend.graph import check_graph, dtype_bytes
 
 #: tensor methods that return a view of their first argument
 _VIEW_METHODS = frozenset({
@@ -61,75 +61,20 @@ _INPLACE_OPERATORS = frozenset({
 })
 _TRANSPOSE_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
 
-_INTEGER_DTYPES = {
-    torch.int64: "int64", torch.int32: "int32", torch.int16: "int16", torch.int8: "int8",
-    torch.uint8: "uint8", torch.bool: "bool",
-    # quantized tensors (``quantize=True`` models): their integer storage; scale and zero point are
-    # per tensor or per channel metadata, not counted
-    torch.quint8: "uint8", torch.qint8: "int8", torch.qint32: "int32",
-}
-
-
 def _is_torch_function(target: Any, name: str) -> bool:
     return any(getattr(ns, name, None) is target for ns in (torch, F, torch.Tensor))
 
 
-@dataclass
-class _Tensor:
-    shape: list[int]
-    dtype: str
-    nbytes: int
-
-
-@dataclass
-class _Op:
-    name: str
-    kind: str
-    target: str
-    inputs: list[str]
-    outputs: list[str]
-    macs: int
-    elements: int
-    gemm: list[tuple[int, int, int, int]]
-    live_outputs: list[str] = field(default_factory=list)
-    on_host: bool = False  #: a host operator (``frontend.host``), split off after emission
-
-
-
-def _nodes_in(obj: Any) -> Iterator[Node]:
-    """Every FX node inside an argument structure (tuples, lists, mappings, slices), in order.
-
-    Strings in FX arguments are literals (e.g. ``"bilinear"``), never nodes.
-    """
-    if isinstance(obj, Node):
-        yield obj
-    elif isinstance(obj, (tuple, list)):
-        for x in obj:
-            yield from _nodes_in(x)
-    elif isinstance(obj, Mapping):
-        for x in obj.values():
-            yield from _nodes_in(x)
-    elif isinstance(obj, slice):
-        yield from _nodes_in((obj.start, obj.stop, obj.step))
-
-class _Converter:
+class _Converter(GraphBuilder):
     """One pass over the FX graph in program order, then dead-code elimination, then emission."""
 
     def __init__(self, gm: torch.fx.GraphModule, model: torch.nn.Module, dtype: str, name: str,
                  host_names: frozenset[str] = frozenset()) -> None:
+        super().__init__(dtype, name)
         self.gm = gm
         self.host_names = host_names  # module qualified names and operator kinds that run on the host
         self.model = model
-        self.dtype = dtype
-        self.name = name
         self.env: dict[Node, Any] = {}  # FX node -> tensor name, container of names, or None
-        self.tensors: dict[str, _Tensor] = {}
-        self.weights: set[str] = set()
-        self.inputs: list[str] = []
-        self.ops: list[_Op] = []
-        self.aliases: dict[str, str] = {}
-        self.version: dict[str, str] = {}  # tensor mutated in place -> tensor holding its new value
-        self.outputs: list[str] = []
         self.canonical: dict[int, str] = {}
         for pname, p in model.named_parameters():
             self.canonical.setdefault(id(p), pname)
@@ -137,27 +82,6 @@ class _Converter:
             self.canonical.setdefault(id(b), bname)
 
     # ---- helpers
-
-    def storage(self, torch_dtype: torch.dtype, tensor: str) -> str:
-        if torch_dtype.is_floating_point:
-            return self.dtype
-        if torch_dtype in _INTEGER_DTYPES:
-            return _INTEGER_DTYPES[torch_dtype]
-        raise TraceError(f"cannot trace {self.name!r}: tensor {tensor!r} has dtype {torch_dtype}, "
-                         f"which has no storage size")
-
-    def register(self, name: str, shape: Sequence[int], torch_dtype: torch.dtype) -> None:
-        if name in self.tensors:  # e.g. a root parameter named like an FX node
-            raise TraceError(f"cannot trace {self.name!r}: two tensors would be named {name!r}")
-        storage = self.storage(torch_dtype, name)
-        shape = [int(d) for d in shape]
-        self.tensors[name] = _Tensor(shape, storage, cost.numel(shape) * dtype_bytes(storage))
-
-    def resolve(self, tensor: str) -> str:
-        """The tensor currently holding ``tensor``'s value (after in-place updates)."""
-        while tensor in self.version:
-            tensor = self.version[tensor]
-        return tensor
 
     def names_in(self, obj: Any) -> list[str]:
         """Tensor names read through ``obj`` (an FX argument structure), resolved, in order."""
@@ -173,7 +97,7 @@ class _Converter:
                 for x in v.values():
                     visit_value(x)
 
-        for node in _nodes_in(obj):
+        for node in nodes_in(obj):
             visit_value(self.env.get(node))
         return found
 
@@ -220,7 +144,7 @@ class _Converter:
     @staticmethod
     def operand_shapes(obj: Any) -> list[tuple[int, ...]]:
         """Shapes of the tensor-valued FX nodes in ``obj``, in order."""
-        metas = (node.meta.get("tensor_meta") for node in _nodes_in(obj))
+        metas = (node.meta.get("tensor_meta") for node in nodes_in(obj))
         return [tuple(int(d) for d in m.shape) for m in metas if isinstance(m, TensorMetadata)]
 
     @staticmethod
@@ -357,7 +281,7 @@ class _Converter:
             if bases:
                 base = bases[0]
                 structure, _ = self.layout(meta, node.name)
-                self.env[node] = self.replace_names(structure, base)
+                self.env[node] = replace_names(structure, base)
                 self.aliases[node.name] = base
                 return
         self.operator(node, module, meta, arguments)
@@ -368,16 +292,6 @@ class _Converter:
             return source[index]
         except (IndexError, KeyError, TypeError):
             return None
-
-    @staticmethod
-    def replace_names(structure: Any, base: str) -> Any:
-        if isinstance(structure, str):
-            return base
-        if isinstance(structure, list):
-            return [_Converter.replace_names(s, base) for s in structure]
-        if isinstance(structure, dict):
-            return {k: _Converter.replace_names(s, base) for k, s in structure.items()}
-        return None
 
     def operator(self, node: Node, module: torch.nn.Module | None, meta: Any, arguments: dict[str, Any]) -> None:
         kind, target = self.kind_and_target(node, module)
@@ -412,11 +326,12 @@ class _Converter:
             self.register(tname, m.shape, m.dtype)
         outputs = [tname for tname, _ in flat]
         self.env[node] = structure
+        reads = list(dict.fromkeys(reads))
         if on_host:  # the accelerator computes nothing of it
-            self.ops.append(_Op(node.name, kind, target, list(dict.fromkeys(reads)), outputs, 0, 0, [], on_host=True))
+            self.ops.append(OpRecord(node.name, kind, target, reads, outputs, 0, 0, [], on_host=True))
         else:
-            self.ops.append(_Op(node.name, kind, target, list(dict.fromkeys(reads)), outputs,
-                                cost.macs(call), cost.elements(call), cost.gemms(call)))
+            self.ops.append(OpRecord(node.name, kind, target, reads, outputs,
+                                     cost.macs(call), cost.elements(call), cost.gemms(call)))
         if self.is_inplace(node, module, arguments) and len(outputs) == 1:
             mutated = self.names_in(node.args[:1])
             if mutated and mutated[0] not in self.weights:
@@ -436,54 +351,6 @@ class _Converter:
             if isinstance(value, torch.Tensor):
                 found.append((local, value))
         return found
-
-    # ---- dead code and emission
-
-    def eliminate_dead_code(self) -> list[_Op]:
-        needed = set(self.outputs)
-        live: list[_Op] = []
-        for op in reversed(self.ops):
-            op.live_outputs = [t for t in op.outputs if t in needed]
-            if op.live_outputs:
-                live.append(op)
-                needed.update(op.inputs)
-        live.reverse()
-        return live
-
-    def emit(self) -> nx.DiGraph:
-        live = self.eliminate_dead_code()
-        graph = new_graph(self.name, self.dtype)
-
-        def declare(tname: str, kind: str) -> None:
-            if tname not in graph.graph["tensors"]:
-                rec = self.tensors[tname]
-                add_tensor(graph, tname, rec.shape, kind=kind, dtype=rec.dtype, nbytes=rec.nbytes)
-
-        for tname in self.inputs:
-            declare(tname, "input")
-        for op in live:
-            for tname in op.inputs:
-                declare(tname, "weight" if tname in self.weights else "activation")
-            for tname in op.live_outputs:
-                declare(tname, "activation")
-            add_operator(graph, op.name, op.kind, op.inputs, op.live_outputs, target=op.target,
-                         macs=op.macs, elements=op.elements, gemm=op.gemm)
-            if op.on_host:
-                graph.nodes[op.name][host.DEVICE] = "host"
-        tensors = graph.graph["tensors"]
-        for tname in self.outputs:
-            declare(tname, "weight" if tname in self.weights else "activation")
-            if tensors[tname]["kind"] == "activation":
-                tensors[tname]["kind"] = "output"
-        graph.graph["outputs"] = list(self.outputs)
-        aliases = {}
-        for alias, base in self.aliases.items():
-            # the base as the view saw it; if that version died, the value that replaced it
-            base = base if base in tensors else self.resolve(base)
-            if base in tensors:
-                aliases[alias] = base
-        graph.graph["aliases"] = aliases
-        return graph
 
 
 def trace(model: torch.nn.Module, example_inputs: Any, dtype: str = "fp32", name: str | None = None,
