@@ -54,13 +54,14 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import itertools
-import operator
 import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from frontend.zoo import positive_dimensions
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -254,17 +255,10 @@ def as_shapes(what: str, input_shape: Any) -> tuple[tuple[int, ...], ...] | None
     for shape in shapes:
         if isinstance(shape, str | bytes) or not isinstance(shape, Sequence) or not shape:
             raise ValueError(f"{what}: input shape {shape!r}: expected a non-empty sequence of integers")
-        dims = []
-        for d in shape:
-            try:
-                value = operator.index(d)  # ints and numpy ints; not 3.5, "3" or True
-            except TypeError:
-                value = None
-            if value is None or isinstance(d, bool) or value < 1:
-                raise ValueError(f"{what}: input shape {tuple(shape)!r}: every dimension must be an integer >= 1, "
-                                 f"got {d!r}")
-            dims.append(value)
-        checked.append(tuple(dims))
+        try:
+            checked.append(positive_dimensions(shape))
+        except ValueError as exc:
+            raise ValueError(f"{what}: input shape {tuple(shape)!r}: {exc}") from None
     return tuple(checked)
 
 

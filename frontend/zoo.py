@@ -338,19 +338,28 @@ def check_model_name(name: str) -> None:
         raise _unknown(name, known)
 
 
-def checked_input_shape(name: str, input_shape: Sequence[int]) -> tuple[int, ...]:
-    """``input_shape`` as a tuple of ints >= 1, or ``ValueError`` naming the model and the shape."""
-    shape: list[int] = []
-    for d in input_shape:
+def positive_dimensions(shape: Sequence[Any]) -> tuple[int, ...]:
+    """``shape`` as a tuple of ints >= 1 (numpy ints too; not 3.5, "3" or True), or ``ValueError``
+    ``"every dimension must be an integer >= 1, got X"`` for the first that is not; callers
+    put what the shape is for in front."""
+    dims: list[int] = []
+    for d in shape:
         try:
-            value = operator.index(d)  # ints and numpy ints; not 3.5, "3" or True
+            value = operator.index(d)
         except TypeError:
             value = None
         if value is None or isinstance(d, bool) or value < 1:
-            raise ValueError(f"input shape {tuple(input_shape)!r} of model {name!r}: every dimension "
-                             f"must be an integer >= 1, got {d!r}")
-        shape.append(value)
-    return tuple(shape)
+            raise ValueError(f"every dimension must be an integer >= 1, got {d!r}")
+        dims.append(value)
+    return tuple(dims)
+
+
+def checked_input_shape(name: str, input_shape: Sequence[int]) -> tuple[int, ...]:
+    """``input_shape`` as a tuple of ints >= 1, or ``ValueError`` naming the model and the shape."""
+    try:
+        return positive_dimensions(input_shape)
+    except ValueError as exc:
+        raise ValueError(f"input shape {tuple(input_shape)!r} of model {name!r}: {exc}") from None
 
 
 #: options ``load_model(name, options=...)`` accepts, per family, with their defaults
