@@ -110,9 +110,9 @@ class SimReport:
         """The report of one run: the graph as scheduled, the schedule, its offsets and the
         validated residencies (``placed``, an ``allocator.Problem``), the config and the simulation."""
         tensors = graph.graph["tensors"]
-        host_ops = list(graph.graph.get("host_ops", []))
-        to_host = {e["tensor"]: e["bytes"] for r in host_ops for e in r["inputs"] if e["side"] == "accelerator"}
-        from_host = {e["tensor"]: e["bytes"] for r in host_ops for e in r["outputs"] if e["side"] == "accelerator"}
+        from frontend.host import crossing_bytes, host_operators
+
+        to_host, from_host = crossing_bytes(graph)
 
         def kind_bytes(kind: str) -> int:
             return sum(rec["nbytes"] for rec in tensors.values() if rec["kind"] == kind)
@@ -149,8 +149,8 @@ class SimReport:
             buffers=[{"id": b.id, "start": b.start, "end": b.end, "size": b.size, "alignment": b.alignment,
                       "offset": offsets[b.id]} for b in placed.buffers],
             stage_seconds=stage_seconds, scheduler_status=sched.status, scheduler_stats=dict(sched.stats),
-            weights_on_chip=weights, host_ops=host_ops, to_host_bytes=sum(to_host.values()),
-            from_host_bytes=sum(from_host.values()), graph=graph, schedule=sched, offsets=offsets, sim=result,
+            weights_on_chip=weights, host_ops=host_operators(graph), to_host_bytes=to_host,
+            from_host_bytes=from_host, graph=graph, schedule=sched, offsets=offsets, sim=result,
             hardware=config,
         )
 

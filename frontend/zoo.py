@@ -151,6 +151,11 @@ DETECTION_SPLITS = {
 }
 
 
+def _detection_split(plain: str) -> str:
+    """The ``DETECTION_SPLITS`` entry of the detector called ``plain`` (``""`` for none)."""
+    return next((v for k, v in DETECTION_SPLITS.items() if plain.startswith(k)), "")
+
+
 def model_status(name: str) -> str:
     """How the zoo runs ``name``: ``"runs"``, or for a detector ``"runs with host operators"``
     and its split (the slow tests check every torchvision name against this)."""
@@ -161,7 +166,7 @@ def model_status(name: str) -> str:
         return f"runs (two frames, {MODEL_OPTIONS['optical_flow']['num_flow_updates']} refinements unrolled)"
     if family != "detection":
         return "runs"
-    split = next((v for k, v in DETECTION_SPLITS.items() if plain.startswith(k)), "two-stage")
+    split = _detection_split(plain) or "two-stage"
     host = "anchors, box decoding, NMS" + (", RoI align" if split.startswith("two") else "")
     return f"runs with host operators ({split}: {host} on the host)"
 
@@ -378,7 +383,7 @@ def _options_key(name: str) -> str:
     """The ``MODEL_OPTIONS`` entry of model ``name`` (its family, or its detection kind)."""
     family, plain = _split(name)
     if family == "detection":
-        split = next((v for k, v in DETECTION_SPLITS.items() if plain.startswith(k)), "")
+        split = _detection_split(plain)
         return "detection.two-stage" if split.startswith("two-stage") else "detection.one-stage"
     return family or ""
 
