@@ -9,6 +9,7 @@ The policy (what is an operator, a weight, an alias) is documented in ``frontend
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,18 @@ def nodes_in(obj: Any) -> Iterator[Node]:
             yield from nodes_in(x)
     elif isinstance(obj, slice):
         yield from nodes_in((obj.start, obj.stop, obj.step))
+
+
+def bind_arguments(fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``fn``'s arguments by parameter name, defaults applied (``arg0``, ... when it cannot be bound)."""
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        bound.apply_defaults()
+        return dict(bound.arguments)
+    except (TypeError, ValueError):
+        arguments = {f"arg{i}": a for i, a in enumerate(args)}
+        arguments.update(kwargs)
+        return arguments
 
 
 def replace_names(structure: Any, base: str) -> Any:

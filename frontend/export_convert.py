@@ -76,7 +76,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import operator
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -90,7 +89,7 @@ from torch.fx.experimental.proxy_tensor import get_proxy_mode
 from torch.fx.node import Node
 
 from frontend import cost
-from frontend.emission import GraphBuilder, OpRecord, nodes_in, replace_names
+from frontend.emission import GraphBuilder, OpRecord, bind_arguments, nodes_in, replace_names
 from frontend.errors import TraceError
 from frontend.fx_capture import LEAF_MODULES, describe_inputs, first_paragraph, quiet_fake_tensors
 from frontend.graph import check_graph, dtype_bytes
@@ -221,18 +220,6 @@ def _tensor_shapes(obj: Any) -> list[tuple[int, ...]]:
     return []
 
 
-def _bind(fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """``fn``'s arguments by parameter name, defaults applied (``arg0``, ... when it cannot be bound)."""
-    try:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
-        bound.apply_defaults()
-        return dict(bound.arguments)
-    except (TypeError, ValueError):
-        arguments = {f"arg{i}": a for i, a in enumerate(args)}
-        arguments.update(kwargs)
-        return arguments
-
-
 def _leaves(module: torch.nn.Module, prefix: str,
             leaf_types: tuple[type, ...]) -> Iterator[tuple[str, torch.nn.Module]]:
     """The leaf modules under ``module``, with their qualified names (the FX tracer's leaves)."""
@@ -258,7 +245,7 @@ def _record_calls(model: torch.nn.Module, leaf_types: tuple[type, ...]) -> Itera
             cls = type(module)
             calls.modules.setdefault(path, []).append(_Call(
                 cost.module_kind([c.__name__ for c in cls.__mro__]), f"{cls.__module__}.{cls.__qualname__}",
-                module, path, _shapes(_bind(module.forward, args, kwargs)), _tensor_shapes((args, kwargs))))
+                module, path, _shapes(bind_arguments(module.forward, args, kwargs)), _tensor_shapes((args, kwargs))))
 
         handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
 
@@ -268,7 +255,7 @@ def _record_calls(model: torch.nn.Module, leaf_types: tuple[type, ...]) -> Itera
             index = len(calls.functions)
             calls.functions.append(_Call(
                 cost.function_kind(original.__name__), f"{original.__module__}.{original.__qualname__}", None, "",
-                _shapes(_bind(original, args, kwargs)), _tensor_shapes((args, kwargs))))
+                _shapes(bind_arguments(original, args, kwargs)), _tensor_shapes((args, kwargs))))
             graph = getattr(getattr(get_proxy_mode(), "tracer", None), "graph", None)
             last = next(reversed(graph.nodes), None) if graph is not None else None
             result = original(*args, **kwargs)

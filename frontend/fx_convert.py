@@ -10,7 +10,6 @@ every tensor a storage (views and in-place results share their base's), costs ev
 
 from __future__ import annotations
 
-import inspect
 import operator
 from collections.abc import Mapping
 from typing import Any
@@ -23,7 +22,7 @@ from torch.fx.node import Node, _get_qualified_name
 from torch.fx.passes.shape_prop import TensorMetadata
 
 from frontend import cost, host
-from frontend.emission import GraphBuilder, OpRecord, nodes_in, replace_names
+from frontend.emission import GraphBuilder, OpRecord, bind_arguments, nodes_in, replace_names
 from frontend.errors import TraceError
 from frontend.fx_capture import fetch_attr, propagate_shapes, quiet_fake_tensors, symbolic_trace
 from frontend.graph import check_graph, dtype_bytes
@@ -147,17 +146,6 @@ class _Converter(GraphBuilder):
         metas = (node.meta.get("tensor_meta") for node in nodes_in(obj))
         return [tuple(int(d) for d in m.shape) for m in metas if isinstance(m, TensorMetadata)]
 
-    @staticmethod
-    def bind(fn: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        try:
-            bound = inspect.signature(fn).bind(*args, **kwargs)
-            bound.apply_defaults()
-            return dict(bound.arguments)
-        except (TypeError, ValueError):
-            arguments = {f"arg{i}": a for i, a in enumerate(args)}
-            arguments.update(kwargs)
-            return arguments
-
     # ---- classification
 
     def is_view(self, node: Node, module: torch.nn.Module | None, arguments: Mapping[str, Any]) -> bool:
@@ -275,7 +263,7 @@ class _Converter(GraphBuilder):
             fn = getattr(torch.Tensor, str(node.target), None)
         else:
             fn = node.target
-        arguments = self.bind(fn, node.args, node.kwargs)
+        arguments = bind_arguments(fn, node.args, node.kwargs)
         if self.is_view(node, module, arguments):
             bases = self.names_in(node.args[:1] or list(node.kwargs.values())[:1])
             if bases:
