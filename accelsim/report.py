@@ -3,16 +3,21 @@
 ``write_report`` writes, into one folder:
 
 * ``report.json`` -- ``SimReport.to_dict()``;
-* ``layout.svg`` -- every residency as a rectangle in the (step x address) plane, with the
-  capacity as a horizontal line: the allocation the simulator checked;
-* ``memory.svg`` -- bytes allocated and highest address in use over simulated time, against
-  the capacity;
-* ``roofline.svg`` -- every operator with MACs as a point: its arithmetic intensity (MACs per
+* ``layout.svg`` -- every residency as a rectangle in the (step x address) plane, the largest
+  named with their tensors: the allocation the simulator checked. The address axis reaches a
+  little above the peak (dotted line); the capacity is a red line when it is near the peak,
+  else a note at the top says how far above the axis it is;
+* ``memory.svg`` -- bytes allocated and highest address in use over simulated time, with the
+  same byte axis, peak and capacity;
+* ``roofline.svg`` -- every operator with MACs as a dot: its arithmetic intensity (MACs per
   byte it streams to and from the scratchpad) against the MACs per cycle it achieved (its
-  MACs over its whole duration, stalls included), under the compute ceiling (peak MACs per
-  cycle) and the bandwidth ceilings of the scratchpad and of DRAM (bytes per cycle x
-  intensity), on log axes. A point far below the roof is lost to mapping (a small GEMM on a
-  big array) or to waiting;
+  MACs over its cycles with its stalls: the DMA wait before it and the SRAM streaming beyond
+  its compute), under the compute ceiling (peak MACs per cycle) and the bandwidth ceilings of
+  the scratchpad and of DRAM (bytes per cycle x intensity), on log axes. An operator that
+  stalled also has a ring at its stall-free rate (MACs over its compute cycles), joined to
+  the dot by a thin vertical segment; the operators losing the most cycles to stalls are
+  named. A ring far below the roof is lost to mapping (a small GEMM on a big array), a long
+  segment to waiting;
 * ``trace.json`` -- the simulated timeline in Chrome trace-event format (open it in
   https://ui.perfetto.dev or chrome://tracing): one track for compute, one per DMA channel
   (reads and writes; slices on one track never overlap), and a counter track of scratchpad
@@ -28,10 +33,11 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from accelsim.svg import Chart, LegendEntry
+from accelsim.svg import FONT_SIZE, SMALL_FONT, Chart, LabelPlacer, LegendEntry, pixel_line, text_element, text_width
 from accelsim.units import byte_axis_unit, format_bytes
 
 if TYPE_CHECKING:
@@ -212,29 +218,131 @@ def chrome_trace(report: SimReport) -> dict[str, Any]:
 
 #: the report's pictures, in the order they are written
 PLOT_FILES = ("layout.svg", "memory.svg", "roofline.svg")
+#: the byte axis of layout.svg and memory.svg reaches this much above the peak
+_HEADROOM = 1.12
+#: the capacity is a line when it is at most this many times the axis's top, else a note
+_CAPACITY_IN_VIEW = 1.25
+#: layout.svg names the tensors of this many of the largest residencies (step x byte area)
+_TENSOR_LABELS = 12
+#: roofline.svg names this many of the operators that lose the most cycles to stalls
+_STALL_LABELS = 6
+_PEAK_COLOUR = "#333333"
+
+
+@dataclass(frozen=True)
+class _ByteAxis:
+    """The byte axis of layout.svg and memory.svg: scaled to the peak, the capacity in view only when near."""
+
+    unit: str
+    scale: float  #: bytes per axis unit
+    top: float  #: bytes at the top of the axis
+    capacity_in_view: bool
+
+
+def _byte_axis(report: SimReport) -> _ByteAxis:
+    """At the default capacity a small model's peak would fill the bottom few percent of an axis that
+    reached the capacity; the axis follows the peak and reaches the capacity only when it is close."""
+    top = max(report.peak_bytes, 1) * _HEADROOM
+    in_view = report.capacity_bytes <= _CAPACITY_IN_VIEW * top
+    if in_view:
+        top = max(top, report.capacity_bytes * 1.05)
+    unit, scale = byte_axis_unit(top)
+    return _ByteAxis(unit, scale, top, in_view)
+
+
+def _capacity_legend(axis: _ByteAxis) -> list[LegendEntry]:
+    return [LegendEntry("peak", _PEAK_COLOUR, "dash")] + (
+        [LegendEntry("capacity", "red", "dash")] if axis.capacity_in_view else [])
+
+
+def _capacity_marks(chart: Chart, report: SimReport, axis: _ByteAxis, placer: LabelPlacer) -> list[str]:
+    """The peak as a dotted line and label; the capacity as a dashed red line and label when in view,
+    else a note at the top of the plot saying how far above it is."""
+    peak, cap = report.peak_bytes, report.capacity_bytes
+    share = f"{_percent(peak, cap)} of capacity"
+    y_peak = chart.y(peak / axis.scale)
+    marks = [chart.hline(peak / axis.scale, colour=_PEAK_COLOUR, width=1.0, dash="2,3")]
+    marks.append(placer.place(f"peak {format_bytes(peak)} ({share})", [
+        (chart.right - 4, y_peak - 4, "end"), (chart.right - 4, y_peak + 12, "end")], colour=_PEAK_COLOUR) or "")
+    if axis.capacity_in_view:
+        y_cap = chart.y(cap / axis.scale)
+        marks.append(chart.hline(cap / axis.scale, colour="red"))
+        marks.append(placer.place(f"capacity {format_bytes(cap)}", [
+            (chart.left + 4, y_cap - 4, "start"), (chart.left + 4, y_cap + 12, "start")], colour="red") or "")
+    else:
+        note = f"capacity {format_bytes(cap)} is above this axis: the peak uses {_percent(peak, cap)} of it"
+        marks.append(placer.place(note, [(chart.left + 6, chart.top + 14, "start")], colour="red", size=FONT_SIZE)
+                     or text_element(chart.left + 6, chart.top + 14, note, colour="red", size=FONT_SIZE, halo=True))
+    return [m for m in marks if m]
+
+
+def _short(name: str, most: int = 36) -> str:
+    """``name``, cut in the middle when longer than ``most`` characters."""
+    if len(name) <= most:
+        return name
+    keep = (most - 3) // 2
+    return name[:keep] + "..." + name[len(name) - (most - 3 - keep):]
+
+
+def _tensor_labels(chart: Chart, report: SimReport, scale: float, placer: LabelPlacer) -> list[str]:
+    """The names of the tensors of the largest residencies (by steps x bytes, each tensor once):
+    inside the rectangle when it holds the text (upwards in a tall narrow one), else just beside
+    it with a short leader, where no other label is."""
+    ranked = sorted(report.schedule.residencies, key=lambda r: (-r.size * (r.end - r.start), r.id))
+    labels: list[str] = []
+    named: set[str] = set()
+    for r in ranked[: 4 * _TENSOR_LABELS]:
+        if len(labels) >= 2 * _TENSOR_LABELS:  # a text and its leader per label
+            break
+        if r.tensor in named:
+            continue
+        offset = report.offsets[r.id]
+        left, right = chart.x(r.start), chart.x(r.end)
+        top, bottom = chart.y((offset + r.size) / scale), chart.y(offset / scale)
+        text, centre, middle = _short(r.tensor), (left + right) / 2, (top + bottom) / 2
+        width = text_width(text, SMALL_FONT)
+        candidates = []
+        if width + 6 <= right - left and bottom - top >= SMALL_FONT + 3:
+            candidates.append((centre, middle + 3.5, "middle"))
+        if width + 6 <= bottom - top and right - left >= SMALL_FONT + 3:
+            candidates.append((centre + 3, middle, "vertical"))
+        inside = len(candidates)
+        candidates += [(right + 10, middle + 3.5, "start"), (left - 10, middle + 3.5, "end")]
+        chosen = placer.choose(text, candidates)
+        if chosen is None:
+            continue
+        px, py, anchor = chosen
+        labels.append(text_element(px, py, text, anchor=anchor, halo=True))
+        if candidates.index(chosen) >= inside:  # beside: a leader from the rectangle's edge
+            edge = right if anchor == "start" else left
+            labels.append(pixel_line(edge, middle, px - 2 if anchor == "start" else px + 2, middle))
+        named.add(r.tensor)
+    return labels
 
 
 def plot_layout(report: SimReport, path: str | Path) -> None:
     """layout.svg: residencies as (step x address) rectangles, coloured by tensor kind.
 
     One ``<rect>`` per residency in the group ``id="residencies"``, in schedule order, each
-    with a tooltip naming the residency, its kind, steps, offset and size.
+    with a tooltip naming the residency, its kind, steps, offset and size. The address axis
+    reaches a little above the peak; the capacity is a line when it is near, else a note at
+    the top. The largest residencies are labelled with their tensors' names (group
+    ``id="tensor-labels"``).
     """
     sched = report.schedule
     tensors = report.graph.graph["tensors"]
     retrieved = {t.residency for t in sched.transfers if t.kind == "retrieve"}
-    unit, scale = byte_axis_unit(max(report.capacity_bytes, report.peak_bytes))
-    cap = report.capacity_bytes / scale
+    axis = _byte_axis(report)
+    scale = axis.scale
     kinds = []
     for r in sched.residencies:
         kinds.append("retrieved" if r.id in retrieved else tensors[r.tensor]["kind"])
     present = set(kinds)
     chart = Chart(
         title=f"{report.model} on {report.hw}: {len(sched.residencies)} residencies placed by {report.allocator}",
-        x_label="step (operator in schedule order)", y_label=f"address ({unit}, {report.capacity_scope})",
-        x_range=(0, max(report.n_ops, 1)), y_range=(0, max(cap, report.peak_bytes / scale) * 1.08),
-        legend=[LegendEntry(k, c) for k, c in _KIND_COLOURS.items() if k in present]
-        + [LegendEntry("capacity", "red", "dash")],
+        x_label="step (operator in schedule order)", y_label=f"address ({axis.unit}, {report.capacity_scope})",
+        x_range=(0, max(report.n_ops, 1)), y_range=(0, axis.top / scale),
+        legend=[LegendEntry(k, c) for k, c in _KIND_COLOURS.items() if k in present] + _capacity_legend(axis),
     )
     stroke = "black" if len(sched.residencies) < 2000 else None
     boxes = []
@@ -245,68 +353,152 @@ def plot_layout(report: SimReport, path: str | Path) -> None:
             stroke_width=0.3, opacity=0.85,
             tooltip=f"{r.id} ({kind}): steps {r.start}-{r.end}, offset {offset:,} B, {r.size:,} B"))
     chart.group("data", "residencies", boxes)
-    chart.add("data", chart.hline(cap, colour="red"))
-    chart.add("overlay", chart.label(0, cap, f"capacity {format_bytes(report.capacity_bytes)}", colour="red"))
-    Path(path).write_text(chart.to_svg())
+    placer = LabelPlacer(chart.plot_box())
+    chart.group("overlay", "capacity", _capacity_marks(chart, report, axis, placer))
+    chart.group("overlay", "tensor-labels", _tensor_labels(chart, report, scale, placer))
+    Path(path).write_text(chart.to_svg(), encoding="utf-8")
 
 
 def plot_memory(report: SimReport, path: str | Path) -> None:
-    """memory.svg: bytes allocated and highest address in use over simulated time, against the capacity."""
+    """memory.svg: bytes allocated and highest address in use over simulated time, under the peak
+    and (when near, as in layout.svg) the capacity."""
     assert report.sim is not None, "the report has no simulation result"
     timeline = [*report.sim.memory_timeline, (report.cycles, 0, 0)]  # everything is freed at the end
     t_unit, t_scale = ("ms", 1e3) if report.seconds >= 1e-3 else ("us", 1e6)
     to_time = t_scale / report.clock_hz
-    unit, scale = byte_axis_unit(max(report.capacity_bytes, report.peak_bytes))
+    axis = _byte_axis(report)
+    scale = axis.scale
     end = max(report.seconds * t_scale, 1e-9)
     chart = Chart(
         title=f"{report.model} on {report.hw}: scratchpad use over time",
-        x_label=f"simulated time ({t_unit})", y_label=f"{unit} ({report.capacity_scope})",
-        x_range=(0, end), y_range=(0, max(report.capacity_bytes, report.peak_bytes, 1) / scale * 1.08),
-        height=420,
+        x_label=f"simulated time ({t_unit})", y_label=f"{axis.unit} ({report.capacity_scope})",
+        x_range=(0, end), y_range=(0, axis.top / scale), height=420,
         legend=[LegendEntry("bytes allocated", "#4c72b0"), LegendEntry("highest address in use", "#8172b3", "line"),
-                LegendEntry("capacity", "red", "dash")],
+                *_capacity_legend(axis)],
     )
     xs = [cycle * to_time for cycle, _, _ in timeline]
     chart.add("data", chart.step_area(xs, [live / scale for _, live, _ in timeline], until=end, colour="#4c72b0"),
-              chart.step_line(xs, [high / scale for _, _, high in timeline], until=end, colour="#8172b3"),
-              chart.hline(report.capacity_bytes / scale, colour="red"))
-    Path(path).write_text(chart.to_svg())
+              chart.step_line(xs, [high / scale for _, _, high in timeline], until=end, colour="#8172b3"))
+    chart.group("overlay", "capacity", _capacity_marks(chart, report, axis, LabelPlacer(chart.plot_box())))
+    Path(path).write_text(chart.to_svg(), encoding="utf-8")
 
 
 _MAPPING_COLOURS = {"systolic-ws": "#4c72b0", "systolic-os": "#55a868", "lanes": "#dd8452", "ideal": "#8172b3",
                     "ideal (no GEMM shape)": "#937860"}
 
 
-def plot_roofline(report: SimReport, path: str | Path) -> None:
-    """roofline.svg: achieved MACs per cycle against arithmetic intensity, with the ceilings (log axes).
+@dataclass(frozen=True)
+class _OpPoint:
+    """One operator on the roofline: where its stalls put it and where it would be without them."""
 
-    Each operator with MACs is a point (tooltip: its name, intensity and MACs per cycle); a
+    name: str
+    mapping: str
+    intensity: float  #: MACs per byte streamed to and from the scratchpad
+    achieved: float  #: MACs per cycle over its cycles with its stalls (DMA wait before it, SRAM streaming)
+    stall_free: float  #: MACs per cycle over its compute cycles only
+    cycles: float  #: its cycles with its stalls
+    compute_cycles: float
+    dma_stall: float
+    sram_stall: float
+
+    @property
+    def stalls(self) -> float:
+        return self.dma_stall + self.sram_stall
+
+    @property
+    def stalled(self) -> bool:
+        return self.stalls > 0 and self.stall_free > self.achieved
+
+    def tooltip(self) -> str:
+        return (f"{self.name}: {self.intensity:.3g} MACs/B, {self.achieved:,.1f} MACs/cycle achieved "
+                f"({self.cycles:,.0f} cycles), {self.stall_free:,.1f} stall-free ({self.compute_cycles:,.0f} "
+                f"compute cycles); stalls {self.stalls:,.0f} cycles: DMA wait {self.dma_stall:,.0f}, "
+                f"SRAM bandwidth {self.sram_stall:,.0f}")
+
+
+def _roofline_points(report: SimReport) -> list[_OpPoint]:
+    """The operators with MACs, cycles and streamed bytes, in schedule order."""
+    assert report.sim is not None
+    points = []
+    for o in report.sim.ops:
+        duration = o.end_cycle - o.start_cycle
+        if o.macs <= 0 or duration <= 0 or o.sram_bytes <= 0:
+            continue
+        cycles = duration + o.dma_stall_cycles
+        compute = o.compute_cycles if o.compute_cycles > 0 else duration
+        points.append(_OpPoint(o.name, o.mapping, o.macs / o.sram_bytes, o.macs / cycles, o.macs / compute,
+                               cycles, compute, o.dma_stall_cycles, o.sram_stall_cycles))
+    return points
+
+
+def _stall_marks(chart: Chart, points: list[_OpPoint], placer: LabelPlacer) -> tuple[list[str], list[str], list[str]]:
+    """For each stalled operator a thin vertical segment from its stall-free point (a ring) down to its
+    achieved point; labels naming the operators that lose the most cycles to stalls."""
+    segments, rings, labels = [], [], []
+    for p in points:
+        if not p.stalled:
+            continue
+        colour = _MAPPING_COLOURS.get(p.mapping, "#333333")
+        segments.append(chart.line(p.intensity, p.stall_free, p.intensity, p.achieved, colour=colour, width=0.8))
+        rings.append(chart.circle(p.intensity, p.stall_free, colour=colour, radius=2.5, hollow=True,
+                                  tooltip=p.tooltip()))
+    for p in points:  # labels keep clear of the dots, rings and segments
+        px, top, bottom = chart.x(p.intensity), chart.y(p.stall_free), chart.y(p.achieved)
+        placer.taken.append((px - 4, top - 4, px + 4, bottom + 4))
+    worst = sorted((p for p in points if p.stalled), key=lambda p: (-p.stalls, p.name))[:_STALL_LABELS]
+    for p in worst:
+        px, py = chart.x(p.intensity), chart.y(p.achieved)
+        text = f"{_short(p.name, 28)} ({p.stalls:,.0f} stall cycles)"
+        candidates = [(px + side * dx, py + 3.5 + dy, "start" if side > 0 else "end")
+                      for dx in (8, 30, 60, 100) for dy in (0, 14, -14, 28, -28, 42, -42, 56, -56)
+                      for side in (1, -1)]
+        chosen = placer.choose(text, candidates)
+        if chosen is None:
+            continue
+        lx, ly, anchor = chosen
+        labels.append(text_element(lx, ly, text, anchor=anchor, halo=True))
+        if abs(lx - px) > 10 or abs(ly - 3.5 - py) > 1:  # a leader from the dot to the label
+            labels.append(pixel_line(px, py, lx - 2 if anchor == "start" else lx + 2, ly - 3.5))
+    return segments, rings, labels
+
+
+def plot_roofline(report: SimReport, path: str | Path) -> None:
+    """roofline.svg: MACs per cycle against arithmetic intensity, with the ceilings (log axes).
+
+    Each operator with MACs is a dot at its achieved rate (its MACs over its cycles with its
+    stalls: the DMA wait before it and the SRAM streaming beyond its compute); an operator that
+    stalled also has a ring at its stall-free rate (MACs over its compute cycles), joined to
+    the dot by a thin vertical segment, the rate its stalls cost. Tooltips give both rates and
+    the stall cycles by cause; the operators losing the most cycles to stalls are named. A
     ceiling ``min(peak, bandwidth x intensity)`` is a straight line on log axes, so it is drawn
     through its three corners.
     """
     assert report.sim is not None and report.hardware is not None, "the report has no simulation result"
     hw = report.hardware
-    points: dict[str, list[tuple[float, float, str]]] = {}
-    for o in report.sim.ops:
-        duration = o.end_cycle - o.start_cycle
-        if o.macs <= 0 or duration <= 0 or o.sram_bytes <= 0:
-            continue
-        points.setdefault(o.mapping, []).append((o.macs / o.sram_bytes, o.macs / duration, o.name))
+    points = _roofline_points(report)
+    by_mapping: dict[str, list[_OpPoint]] = {}
+    for p in points:
+        by_mapping.setdefault(p.mapping, []).append(p)
     peak = hw.peak_macs_per_cycle
     sram_bw, dram_bw = hw.sram_bytes_per_cycle_total, hw.dram_bytes_per_cycle
-    every = [p for group in points.values() for p in group]
-    low = min([x for x, _, _ in every] + [peak / sram_bw / 10, 0.1]) / 2
-    high = max([x for x, _, _ in every] + [peak / dram_bw * 10]) * 2
-    y_low = min([y for _, y, _ in every] + [dram_bw * low, sram_bw * low, peak]) / 2
-    y_high = max([y for _, y, _ in every] + [peak]) * 2
+    low = min([p.intensity for p in points] + [peak / sram_bw / 10, 0.1]) / 2
+    high = max([p.intensity for p in points] + [peak / dram_bw * 10]) * 2
+    y_low = min([p.achieved for p in points] + [dram_bw * low, sram_bw * low, peak]) / 2
+    y_high = max([p.stall_free for p in points] + [peak]) * 2
     legend = [LegendEntry(f"roof: {peak:,} MACs/cycle, scratchpad {sram_bw:,} B/cycle", "black", "line"),
               LegendEntry(f"DRAM {dram_bw:,.1f} B/cycle (operands from DRAM)", "red", "dash")]
-    legend += [LegendEntry(f"{mapping} ({len(group)} operators)", _MAPPING_COLOURS.get(mapping, "#333333"), "dot")
-               for mapping, group in sorted(points.items())]
+    legend += [LegendEntry(f"{mapping} ({len(group)} operators): achieved, stalls included",
+                           _MAPPING_COLOURS.get(mapping, "#333333"), "dot")
+               for mapping, group in sorted(by_mapping.items())]
+    if any(p.stalled for p in points):
+        legend += [LegendEntry("stall-free: MACs / compute cycles only", "#555555", "ring"),
+                   LegendEntry("line from ring down to dot: rate lost to stalls", "#555555", "drop")]
+    stalled = sum(report.stall_cycles.values())
     chart = Chart(
-        title=f"{report.model} on {report.hw}: roofline ({100 * report.utilization:.1f} % of peak overall)",
+        title=f"{report.model} on {report.hw}: roofline ({100 * report.utilization:.1f} % of peak overall; "
+              f"stalls {_percent(stalled, report.cycles)} of the cycles)",
         x_label="arithmetic intensity (MACs per byte streamed to and from the scratchpad)",
-        y_label="achieved MACs per cycle", x_range=(low, high), y_range=(y_low, y_high), x_log=True, y_log=True,
+        y_label="MACs per cycle", x_range=(low, high), y_range=(y_low, y_high), x_log=True, y_log=True,
         width=1000, height=600, legend=legend, legend_inside=True,
     )
     for bandwidth, colour, width, dash in ((sram_bw, "black", 1.4, None), (dram_bw, "red", 1.0, "6,4")):
@@ -314,12 +506,17 @@ def plot_roofline(report: SimReport, path: str | Path) -> None:
         xs = [low, knee, high] if low < knee < high else [low, high]
         chart.add("data", chart.polyline(xs, [min(peak, bandwidth * x) for x in xs], colour=colour, width=width,
                                          dash=dash))
-    for mapping, group in sorted(points.items()):
+    legend_box = chart.legend_box()
+    placer = LabelPlacer(chart.plot_box(), [legend_box] if legend_box else [])
+    segments, rings, labels = _stall_marks(chart, points, placer)
+    chart.group("data", "stalls", segments)
+    chart.group("data", "stall-free", rings)
+    for mapping, group in sorted(by_mapping.items()):
         colour = _MAPPING_COLOURS.get(mapping, "#333333")
         chart.group("data", f"points-{mapping.replace(' ', '-').replace('(', '').replace(')', '')}", [
-            chart.circle(x, y, colour=colour, tooltip=f"{name}: {x:.3g} MACs/B, {y:,.1f} MACs/cycle")
-            for x, y, name in group])
-    Path(path).write_text(chart.to_svg())
+            chart.circle(p.intensity, p.achieved, colour=colour, tooltip=p.tooltip()) for p in group])
+    chart.group("overlay", "stall-labels", labels)
+    Path(path).write_text(chart.to_svg(), encoding="utf-8")
 
 
 def write_report(report: SimReport, out_dir: str | Path, recorded_dir: str | Path | None = None,

@@ -7,7 +7,9 @@ blurring, and each element can carry a tooltip (``<title>``) with the numbers be
 
 A ``Chart`` is one plot area with a title, two labelled axes (linear or logarithmic, ticks
 at round numbers) and an optional legend to the right. Data elements are added in data
-coordinates and clipped to the plot area; ``to_svg`` returns the document.
+coordinates and clipped to the plot area; ``to_svg`` returns the document. ``LabelPlacer``
+puts text labels where they overlap neither each other nor what the caller reserved (a
+greedy first fit over a few candidate positions per label).
 
 >>> chart = Chart(title="t", x_label="x", y_label="y", x_range=(0, 10), y_range=(1, 1000), y_log=True)
 >>> chart.add("data", chart.rect(1, 2, 10, 100, fill="#4c72b0"))
@@ -29,6 +31,7 @@ from html import escape  # (xml.sax.saxutils would import urllib.request, http a
 CHAR_WIDTH = 0.6
 FONT_SIZE = 12
 SMALL_FONT = 10
+_LEGEND_LINE = 16  # pixels per legend entry
 
 
 def text_width(text: str, size: float = FONT_SIZE) -> float:
@@ -113,9 +116,99 @@ def log_label(value: float) -> str:
     return f"{mantissa:g}e{exponent}"
 
 
+#: a rectangle in pixels: left, top, right, bottom
+Box = tuple[float, float, float, float]
+
+
+def text_element(px: float, py: float, text: str, *, colour: str = "black", size: float = SMALL_FONT,
+                 anchor: str = "start", halo: bool = False) -> str:
+    """``<text>`` with its baseline at pixel ``(px, py)``; ``anchor`` is ``"start"``, ``"middle"``, ``"end"``
+    or ``"vertical"`` (read upwards, centred on ``py``); ``halo`` outlines it in white, so that it stays
+    readable over coloured shapes."""
+    extra = ' stroke="white" stroke-width="3" stroke-linejoin="round" paint-order="stroke"' if halo else ""
+    if anchor == "vertical":
+        anchor = "middle"
+        extra += f' transform="rotate(-90 {_num(px)} {_num(py)})"'
+    return (f'<text x="{_num(px)}" y="{_num(py)}" fill="{colour}" font-size="{_num(size)}" '
+            f'text-anchor="{anchor}"{extra}>{escape(text)}</text>')
+
+
+def text_box(px: float, py: float, text: str, size: float = SMALL_FONT, anchor: str = "start") -> Box:
+    """The box (pixels) that ``text_element(px, py, text, size=size, anchor=anchor)`` covers, estimated.
+
+    >>> text_box(100, 50, "abcde", size=10, anchor="end")
+    (70.0, 42.0, 100.0, 52.5)
+    >>> text_box(100, 50, "abcde", size=10, anchor="vertical")
+    (92.0, 35.0, 102.5, 65.0)
+    """
+    width = text_width(text, size)
+    if anchor == "vertical":
+        return (px - 0.8 * size, py - width / 2, px + 0.25 * size, py + width / 2)
+    left = {"start": px, "middle": px - width / 2, "end": px - width}[anchor]
+    return (left, py - 0.8 * size, left + width, py + 0.25 * size)
+
+
+def pixel_line(px0: float, py0: float, px1: float, py1: float, *, colour: str = "#666666",
+               width: float = 0.7) -> str:
+    """A segment in pixels (a leader from a label to what it names)."""
+    return (f'<line x1="{_num(px0)}" y1="{_num(py0)}" x2="{_num(px1)}" y2="{_num(py1)}" stroke="{colour}" '
+            f'stroke-width="{_num(width)}"/>')
+
+
+def boxes_overlap(a: Box, b: Box, gap: float = 0.0) -> bool:
+    """Whether two boxes overlap (or come closer than ``gap`` pixels)."""
+    return a[0] < b[2] + gap and b[0] < a[2] + gap and a[1] < b[3] + gap and b[1] < a[3] + gap
+
+
+class LabelPlacer:
+    """Labels that do not overlap: each takes the first of its candidate positions whose box lies
+    inside ``bounds`` and clear of every box taken so far (labels placed, boxes reserved).
+
+    >>> placer = LabelPlacer((0, 0, 200, 100))
+    >>> placer.place("first", [(10, 20, "start")]) is not None
+    True
+    >>> placer.place("second", [(12, 22, "start")]) is None  # would cover "first"
+    True
+    >>> placer.place("second", [(12, 22, "start"), (12, 60, "start")]).startswith('<text x="12" y="60"')
+    True
+    """
+
+    def __init__(self, bounds: Box, reserved: Iterable[Box] = (), gap: float = 2.0) -> None:
+        self.bounds = bounds
+        self.taken: list[Box] = list(reserved)
+        self.gap = gap
+
+    def fits(self, box: Box) -> bool:
+        """Whether ``box`` is inside the bounds and clear of every box taken."""
+        left, top, right, bottom = self.bounds
+        inside = left <= box[0] and box[2] <= right and top <= box[1] and box[3] <= bottom
+        return inside and not any(boxes_overlap(box, other, self.gap) for other in self.taken)
+
+    def choose(self, text: str, candidates: Iterable[tuple[float, float, str]],
+               size: float = SMALL_FONT) -> tuple[float, float, str] | None:
+        """The first candidate ``(px, py, anchor)`` (as ``text_element``) where ``text`` fits, its box
+        then taken; None when none fits."""
+        for px, py, anchor in candidates:
+            box = text_box(px, py, text, size, anchor)
+            if self.fits(box):
+                self.taken.append(box)
+                return px, py, anchor
+        return None
+
+    def place(self, text: str, candidates: Iterable[tuple[float, float, str]], *, size: float = SMALL_FONT,
+              colour: str = "black", halo: bool = True) -> str | None:
+        """The ``<text>`` at the first candidate that fits (``choose``), or None when none does."""
+        chosen = self.choose(text, candidates, size)
+        if chosen is None:
+            return None
+        px, py, anchor = chosen
+        return text_element(px, py, text, colour=colour, size=size, anchor=anchor, halo=halo)
+
+
 @dataclass(frozen=True)
 class LegendEntry:
-    """One legend line: a swatch (``"box"``, ``"line"``, ``"dash"`` or ``"dot"``) in ``colour`` and its label."""
+    """One legend line: a swatch in ``colour`` and its label. Swatches: ``"box"``, ``"line"``, ``"dash"``,
+    ``"dot"``, ``"ring"`` (a hollow dot) and ``"drop"`` (a ring above a dot, joined by a thin line)."""
 
     label: str
     colour: str
@@ -222,20 +315,38 @@ class Chart:
         return (f'<line x1="{_num(self.left)}" y1="{py}" x2="{_num(self.right)}" y2="{py}" stroke="{colour}" '
                 f'stroke-width="{_num(width)}"{extra}/>')
 
+    def line(self, x0: float, y0: float, x1: float, y1: float, *, colour: str, width: float = 1.0,
+             dash: str | None = None, tooltip: str | None = None) -> str:
+        """A straight segment from ``(x0, y0)`` to ``(x1, y1)`` (data coordinates)."""
+        attrs = (f'x1="{_num(self.x(x0))}" y1="{_num(self.y(y0))}" x2="{_num(self.x(x1))}" y2="{_num(self.y(y1))}" '
+                 f'stroke="{colour}" stroke-width="{_num(width)}"')
+        if dash:
+            attrs += f' stroke-dasharray="{dash}"'
+        if tooltip is None:
+            return f"<line {attrs}/>"
+        return f"<line {attrs}><title>{escape(tooltip)}</title></line>"
+
     def circle(self, x: float, y: float, *, colour: str, radius: float = 3.0, opacity: float = 0.75,
-               tooltip: str | None = None) -> str:
-        """A point; ``tooltip`` becomes its ``<title>``."""
-        attrs = (f'cx="{_num(self.x(x))}" cy="{_num(self.y(y))}" r="{_num(radius)}" fill="{colour}" '
-                 f'fill-opacity="{_num(opacity)}"')
+               tooltip: str | None = None, hollow: bool = False) -> str:
+        """A point (``hollow``: a white disc ringed in ``colour``); ``tooltip`` becomes its ``<title>``."""
+        attrs = f'cx="{_num(self.x(x))}" cy="{_num(self.y(y))}" r="{_num(radius)}" '
+        if hollow:
+            attrs += f'fill="white" stroke="{colour}" stroke-width="1.2"'
+        else:
+            attrs += f'fill="{colour}" fill-opacity="{_num(opacity)}"'
         if tooltip is None:
             return f"<circle {attrs}/>"
         return f"<circle {attrs}><title>{escape(tooltip)}</title></circle>"
 
     def label(self, x: float, y: float, text: str, *, colour: str = "black", size: float = SMALL_FONT,
-              anchor: str = "start", dy: float = -3.0) -> str:
+              anchor: str = "start", dy: float = -3.0, halo: bool = False) -> str:
         """Text at data point ``(x, y)``, ``dy`` pixels below it (negative: above)."""
-        return (f'<text x="{_num(self.x(x) + (3 if anchor == "start" else 0))}" y="{_num(self.y(y) + dy)}" '
-                f'fill="{colour}" font-size="{_num(size)}" text-anchor="{anchor}">{escape(text)}</text>')
+        return text_element(self.x(x) + (3 if anchor == "start" else 0), self.y(y) + dy, text, colour=colour,
+                            size=size, anchor=anchor, halo=halo)
+
+    def plot_box(self) -> Box:
+        """The plot area in pixels."""
+        return (self.left, self.top, self.right, self.bottom)
 
     def add(self, layer: str, *elements: str) -> None:
         """Append SVG elements to ``"data"`` (clipped) or ``"overlay"``."""
@@ -290,17 +401,25 @@ class Chart:
         return (['<g id="grid" stroke="#dddddd" stroke-width="0.6">', *grid, "</g>"]
                 + ['<g id="ticks" stroke-width="0.8">', *marks, "</g>"] + out + labels)
 
-    def _legend(self) -> list[str]:
+    def legend_box(self) -> Box | None:
+        """Where the legend is drawn (pixels), or None without a legend."""
         if not self.legend:
-            return []
-        line_height = 16
+            return None
         width = 36 + max(text_width(e.label, SMALL_FONT) for e in self.legend)
+        height = _LEGEND_LINE * len(self.legend) + 6
         if self.legend_inside:  # lower right corner of the plot area
-            x0 = self.right - width - 8
-            y0 = self.bottom - 8 - line_height * len(self.legend) - 6
+            x0, y0 = self.right - width - 8, self.bottom - 8 - height
         else:
             x0, y0 = self.right + 10, self.top
-        height = line_height * len(self.legend) + 6
+        return (x0, y0, x0 + width, y0 + height)
+
+    def _legend(self) -> list[str]:
+        box = self.legend_box()
+        if box is None:
+            return []
+        line_height = _LEGEND_LINE
+        x0, y0 = box[0], box[1]
+        width, height = box[2] - box[0], box[3] - box[1]
         out = [f'<g id="legend" font-size="{SMALL_FONT}">',
                f'<rect x="{_num(x0)}" y="{_num(y0)}" width="{_num(width)}" height="{height}" fill="white" '
                'fill-opacity="0.85" stroke="#bbbbbb" stroke-width="0.8"/>']
@@ -311,6 +430,15 @@ class Chart:
                 out.append(f'<rect x="{_num(sx)}" y="{_num(cy - 5)}" width="18" height="10" fill="{entry.colour}"/>')
             elif entry.kind == "dot":
                 out.append(f'<circle cx="{_num(sx + 9)}" cy="{_num(cy)}" r="3.5" fill="{entry.colour}"/>')
+            elif entry.kind == "ring":
+                out.append(f'<circle cx="{_num(sx + 9)}" cy="{_num(cy)}" r="3.5" fill="white" '
+                           f'stroke="{entry.colour}" stroke-width="1.2"/>')
+            elif entry.kind == "drop":
+                out.append(f'<line x1="{_num(sx + 9)}" y1="{_num(cy - 4)}" x2="{_num(sx + 9)}" y2="{_num(cy + 4)}" '
+                           f'stroke="{entry.colour}" stroke-width="1"/>'
+                           f'<circle cx="{_num(sx + 9)}" cy="{_num(cy - 4)}" r="2.5" fill="white" '
+                           f'stroke="{entry.colour}" stroke-width="1.2"/>'
+                           f'<circle cx="{_num(sx + 9)}" cy="{_num(cy + 4)}" r="2.5" fill="{entry.colour}"/>')
             else:
                 dash = ' stroke-dasharray="5,3"' if entry.kind == "dash" else ""
                 out.append(f'<line x1="{_num(sx)}" y1="{_num(cy)}" x2="{_num(sx + 18)}" y2="{_num(cy)}" '

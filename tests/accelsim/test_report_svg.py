@@ -56,9 +56,11 @@ def test_layout_has_one_rectangle_per_residency_at_its_steps_and_offset(spilled)
     assert len(rects) == len(residencies) == report.n_residencies
     # one pixel scale per axis: width / steps and height / bytes are the same for every residency
     pairs = list(zip(rects, residencies, strict=True))
-    per_step = {round(float(r.get("width")) / (res.end - res.start), 1) for r, res in pairs}
-    per_byte = {round(float(r.get("height")) / res.size, 3) for r, res in pairs}
-    assert len(per_step) == 1 and len(per_byte) == 1, (per_step, per_byte)
+    # (the same up to the rounding of coordinates to hundredths of a pixel)
+    per_step = [float(r.get("width")) / (res.end - res.start) for r, res in pairs]
+    per_byte = [float(r.get("height")) / res.size for r, res in pairs]
+    assert per_step == pytest.approx([per_step[0]] * len(pairs), rel=1e-3)
+    assert per_byte == pytest.approx([per_byte[0]] * len(pairs), rel=1e-3)
     # a higher offset is drawn higher up (smaller y), and each tooltip names its residency
     by_offset = sorted(pairs, key=lambda pair: report.offsets[pair[1].id])
     bottoms = [float(r.get("y")) + float(r.get("height")) for r, _ in by_offset]
@@ -167,3 +169,103 @@ def test_a_graph_without_macs_gets_the_ceilings_and_no_points(toy_hw, tmp_path):
     root = parse(out / "roofline.svg")
     assert len(root.findall(f".//{SVG}polyline")) == 2 and not root.findall(f".//{SVG}circle")
     assert len(group(parse(out / "layout.svg"), "residencies").findall(f"{SVG}rect")) == 3
+
+
+# ------------------------------------------------------------------------------------------
+# readable pictures: the byte axis follows the peak, tensors and stalls are named
+
+UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+
+def y_axis_top_bytes(root):
+    """The largest y tick label of a byte axis, in bytes (the unit read from the axis title)."""
+    title = next(t.text for t in root.iter(f"{SVG}text") if (t.get("transform") or "").startswith("rotate"))
+    unit = UNITS[re.search(r"\b(B|KiB|MiB|GiB)\b", title).group(1)]
+    ticks = [float(t.text.replace(",", "")) for t in group(root, "axes").findall(f"{SVG}text")
+             if t.get("text-anchor") == "end"]
+    return max(ticks) * unit
+
+
+def texts(root, group_id=None):
+    where = root if group_id is None else group(root, group_id)
+    return [t.text for t in where.iter(f"{SVG}text")]
+
+
+@pytest.fixture
+def roomy(chain_graph, toy_hw, tmp_path):
+    """The chain on a 1 MiB scratchpad: its peak is a few KiB, far below the capacity."""
+    out = tmp_path / "report"
+    report = compile_and_simulate(chain_graph(), hw=toy_hw(), sram=2**20, out_dir=out)
+    assert report.peak_bytes * 20 < report.capacity_bytes
+    return report, out
+
+
+def test_a_peak_far_below_the_capacity_fills_the_byte_axis_and_the_capacity_is_a_note(roomy):
+    report, out = roomy
+    for name in ("layout.svg", "memory.svg"):
+        root = parse(out / name)
+        top = y_axis_top_bytes(root)
+        assert 0.5 * report.peak_bytes <= top <= 1.3 * report.peak_bytes, (name, top, report.peak_bytes)
+        marks = texts(root, "capacity")
+        assert any(t.startswith("capacity 1 MiB is above this axis") for t in marks), marks
+        assert any(t.startswith("peak ") for t in marks), marks
+        assert not any(line.get("stroke") == "red" for line in root.iter(f"{SVG}line"))  # no capacity line
+        legend = texts(root, "legend")
+        assert "peak" in legend and "capacity" not in legend
+
+
+def test_a_capacity_near_the_peak_is_drawn_as_a_line_inside_the_axis(spilled):
+    report, out = spilled
+    assert report.capacity_bytes <= 1.25 * report.peak_bytes
+    for name in ("layout.svg", "memory.svg"):
+        root = parse(out / name)
+        assert y_axis_top_bytes(root) <= 1.3 * report.capacity_bytes
+        red = [line for line in group(root, "capacity").iter(f"{SVG}line") if line.get("stroke") == "red"]
+        assert len(red) == 1
+        frame_top = min(float(line.get("y1")) for line in group(root, "grid").findall(f"{SVG}line")
+                        if line.get("y1") == line.get("y2"))
+        assert float(red[0].get("y1")) >= frame_top  # inside the plot area
+        assert "capacity 3 KiB" in texts(root, "capacity")
+        assert "capacity" in texts(root, "legend")
+
+
+def test_layout_names_the_largest_tensors_with_labels_that_do_not_overlap(roomy):
+    from accelsim.svg import text_box
+
+    report, out = roomy
+    root = parse(out / "layout.svg")
+    labels = group(root, "tensor-labels").findall(f"{SVG}text")
+    largest = max(report.schedule.residencies, key=lambda r: (r.size * (r.end - r.start), r.id))
+    names = [t.text for t in labels]
+    assert largest.tensor in names and len(names) == len(set(names)) >= 3
+    boxes = [text_box(float(t.get("x")), float(t.get("y")), t.text, float(t.get("font-size")),
+                      "vertical" if t.get("transform") else t.get("text-anchor")) for t in labels]
+    for i, a in enumerate(boxes):
+        for b in boxes[:i]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (a, b)
+
+
+def test_roofline_joins_each_stalled_operator_to_its_stall_free_point(spilled):
+    report, out = spilled
+    root = parse(out / "roofline.svg")
+    stalled = [o for o in report.sim.ops if o.macs > 0 and o.end_cycle > o.start_cycle and o.sram_bytes > 0
+               and o.stall_cycles > 0 and o.compute_cycles < o.end_cycle - o.start_cycle + o.dma_stall_cycles]
+    assert stalled, "the spilled chain waits for its retrieves"
+    rings = group(root, "stall-free").findall(f"{SVG}circle")
+    segments = group(root, "stalls").findall(f"{SVG}line")
+    assert len(rings) == len(segments) == len(stalled)
+    dots = {c.find(f"{SVG}title").text.split(":")[0]: c for g in root.iter(f"{SVG}g")
+            if (g.get("id") or "").startswith("points-") for c in g.findall(f"{SVG}circle")}
+    for o, ring, segment in zip(stalled, rings, segments, strict=True):
+        tip = ring.find(f"{SVG}title").text
+        assert tip.startswith(f"{o.name}: ") and "stall-free" in tip and "achieved" in tip and "DMA wait" in tip
+        free = o.macs / o.compute_cycles
+        assert f"{free:,.1f} stall-free" in tip
+        dot = dots[o.name]
+        # a vertical segment from the ring (higher: faster) down to the dot
+        assert segment.get("x1") == segment.get("x2") == ring.get("cx") == dot.get("cx")
+        assert float(ring.get("cy")) == float(segment.get("y1")) < float(segment.get("y2")) == float(dot.get("cy"))
+    legend = " ".join(texts(root, "legend"))
+    assert "stall-free" in legend and "stalls" in legend
+    worst = max(stalled, key=lambda o: (o.stall_cycles, o.name))
+    assert any(t.startswith(f"{worst.name} (") for t in texts(root, "stall-labels"))
