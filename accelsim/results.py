@@ -23,38 +23,38 @@ class SimReport:
     are chip totals (all PEs together).
     """
 
-    model: str
-    hw: str
-    dtype: str
-    scheduler: str
-    allocator: str
-    capacity_bytes: int
+    model: str  #: the model's name: a zoo name, a saved graph's name, or ``FILE.FUNCTION`` for your own model
+    hw: str  #: the hardware config's ``name`` (``hw_config`` holds all its fields)
+    dtype: str  #: the storage dtype of the graph's floating tensors (``--dtype``, or the config's)
+    scheduler: str  #: the scheduler that ran, with its order and replacement policy, e.g. "program+belady"
+    allocator: str  #: the method whose offsets were simulated, e.g. "auto" or "online-first-fit"
+    capacity_bytes: int  #: the bytes the schedule may use: the scratchpad (``sram_bytes_per_pe``) or the ``--budget``
     capacity_scope: str  #: "per PE (16 PEs)" or "chip"
     min_capacity_bytes: int  #: M_R, the smallest capacity any schedule can run in
     min_capacity_op: str  #: the operator that sets M_R
     tiled_operators: list[str]  #: operators split into weight tiles (``frontend.tiling.tile_weights``)
     peak_bytes: int  #: highest address in use during the simulation
     peak_live_bytes: int  #: most bytes allocated at once during the simulation
-    cycles: int
-    seconds: float
-    clock_hz: float
-    dram_read_bytes: int
-    dram_write_bytes: int
-    compulsory_bytes: int
-    noncompulsory_bytes: int
+    cycles: int  #: simulated cycles until the last operator or transfer ends
+    seconds: float  #: ``cycles`` / ``clock_hz``: the simulated time (the accelerator's, not the host's)
+    clock_hz: float  #: the config's core clock, Hz
+    dram_read_bytes: int  #: bytes read from DRAM: loads and retrieves
+    dram_write_bytes: int  #: bytes written to DRAM: stores and spills
+    compulsory_bytes: int  #: DRAM bytes any schedule moves: each weight and input loaded once, each output stored once
+    noncompulsory_bytes: int  #: DRAM bytes beyond those: spills and retrieves (re-reading a dropped weight is one)
     dram_bytes_by_kind: dict[str, int]  #: load / store (compulsory), spill / retrieve (not)
-    #: bytes the run keeps in DRAM: every tensor moved, once, at full size (``dram_footprint_bytes``);
+    #: bytes the run keeps in DRAM: every tensor moved, once, at full size;
     #: at most the config's ``dram_bytes``, or the run is refused
     dram_footprint_bytes: int
     weight_bytes: int  #: sum of the graph's weight tensors (chip total)
     input_bytes: int  #: sum of the graph's input tensors
     output_bytes: int  #: sum of the graph's output tensors
-    macs: int
-    n_ops: int
-    n_residencies: int
-    n_transfers: int
-    spills: int
-    retrieves: int
+    macs: int  #: multiply-accumulates of the scheduled operators
+    n_ops: int  #: operators the accelerator ran (host operators not counted)
+    n_residencies: int  #: stays of a tensor in the scratchpad: the buffers placed (``buffers``)
+    n_transfers: int  #: DMA transfers: loads, stores, spills and retrieves
+    spills: int  #: transfers that wrote an evicted activation to DRAM to read it back later
+    retrieves: int  #: transfers that read back a spilled tensor or re-read an evicted weight or input
     compute_cycles: int  #: cycles the compute array was busy
     dma_cycles: int  #: cycles at least one DMA channel was busy
     memory_check: str  #: "ok" or the memory violation
@@ -63,12 +63,13 @@ class SimReport:
     #: dram, total} (joules)
     ops: list[dict[str, Any]]
     #: wall time of compile (loading or compiling the allocator's code, before the other clocks
-    #: start), trace, schedule, allocate, validate, simulate (the allocation-aware loop of the
-    #: program / min-peak schedulers, plans and placements, counts as allocate). The report's
+    #: start), trace, schedule, allocate, validate, simulate, report (writing the folder; the
+    #: allocation-aware loop of the program / min-peak schedulers, plans and placements, counts
+    #: as allocate). The report's
     #: timing fields are this and every ``scheduler_stats`` key ending in ``seconds``: all else is
     #: the same on every machine while ``deterministic`` holds
     stage_seconds: dict[str, float]
-    scheduler_status: str = "heuristic"  #: "optimal" / "feasible" / "timeout" for the solver-based schedulers
+    scheduler_status: str = "heuristic"  #: "heuristic", or "optimal" / "feasible" / "timeout" (cosma*)
     scheduler_stats: dict[str, float] = field(default_factory=dict)  #: e.g. objective, bound, gap, solve_seconds
     weights_on_chip: bool = True  #: False when the run considered activations only
     peak_macs_per_cycle: int = 0  #: MACs per cycle with every cell or lane busy
@@ -88,11 +89,11 @@ class SimReport:
     #: name, kind, after (the accelerator operator before it), inputs and outputs (tensor, shape,
     #: dtype, bytes, side), waits_for. Not simulated: the time above is the accelerator's
     host_ops: list[dict[str, Any]] = field(default_factory=list)
-    #: bytes the accelerator wrote for the host and read from it (both in the DRAM traffic above:
-    #: they are accelerator outputs and inputs)
+    #: bytes the accelerator wrote for the host to read (in the DRAM traffic above: they are
+    #: accelerator outputs)
     to_host_bytes: int = 0
-    from_host_bytes: int = 0
-    out_dir: str | None = None
+    from_host_bytes: int = 0  #: bytes the host wrote for the accelerator to read (accelerator inputs)
+    out_dir: str | None = None  #: the report folder (``null`` when the run wrote none)
     # the objects behind the numbers, for plots and further analysis (not in report.json)
     graph: Any = field(default=None, repr=False)
     schedule: Any = field(default=None, repr=False)
