@@ -36,6 +36,17 @@ Decisions:
 * A heatmap shows, in a cell, the fewest cycles over the values of the keys that are not its
   two axes (the best the rest of the grid reaches there); its title names those keys. Two
   rows for the same point (a sweep run twice) are averaged in the line plots.
+* Every value axis is readable whatever the numbers: a series that does not vary is drawn
+  on an axis from 0 to a quarter above its value, the value its only tick and said in a note
+  (``all points: 0 B``), never a range of meaningless ticks around it; an axis of non-negative
+  values never goes below 0; tick labels (colour bars too) take as many digits as it takes
+  for each to be written once, and a colour bar of one value has one tick.
+* Nothing hides behind anything: every line has its own colour and marker shape. Lines that
+  coincide in a panel (within ``OVERLAP_TOLERANCE`` of its height wherever both have a
+  point) are drawn as a stack, the first widest and faintest, with big hollow markers,
+  beneath the next, the last thin and filled on top; the legend numbers the lines and the
+  panel says which coincide. In ``pareto_sram.png`` points at one place (the same SRAM and
+  traffic, other settings differing) are concentric discs, fewest cycles innermost.
 * Everything is sorted: models by name, values in order (numbers before strings), keys in the
   order given, so the same table gives the same files in the same order, byte for byte.
 
@@ -48,7 +59,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,6 +76,8 @@ if TYPE_CHECKING:
 MAX_LINES = 12  # lines drawn in one figure; more make the legend unreadable
 MAX_ANNOTATED = 8  # a heatmap writes its values in the cells up to this many columns and rows
 LOG_SPAN = 16  # an axis turns logarithmic when max / min of its positive values exceeds this
+OVERLAP_TOLERANCE = 0.01  # lines closer than this fraction of their panel's height coincide on screen
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p")  # one shape per line, as colours
 
 _ALWAYS_USED = ("model", "status", "cycles", "dram_read_bytes", "dram_write_bytes", "energy_j")
 _METRICS = ("cycles", "dram_read_bytes", "dram_write_bytes", "energy_j", "noncompulsory_bytes")
@@ -133,15 +146,88 @@ def _unit_kind(key: str) -> str:
     return "number"
 
 
-def _compact(value: float) -> str:
-    """A short reading of a number: ``950``, ``12.5k``, ``1.61M``, ``0.25``."""
+def _compact(value: float, digits: int = 3) -> str:
+    """A short reading of a number in ``digits`` significant digits: ``950``, ``12.5k``, ``1.61M``, ``0.25``."""
     if abs(value) >= 1000:
         for suffix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
             if abs(value) >= scale:
-                return f"{value / scale:.3g}{suffix}"
+                return f"{value / scale:.{digits}g}{suffix}"
     if float(value).is_integer():
         return f"{int(value)}"
-    return f"{value:.3g}"
+    return f"{value:.{digits}g}"
+
+
+def distinct_labels(values: Sequence[float], show: Callable[[float, int], str], most_digits: int = 9) -> list[str]:
+    """Labels of tick ``values``, each written once: ``show(value, digits)`` with the fewest
+    digits (3 at least, ``most_digits`` at most) that tell the values apart. Values that still
+    read alike (closer than ``most_digits`` digits show) keep the first label; the others are
+    blank, so no label is written twice.
+
+    >>> distinct_labels([725_500, 726_000, 726_500], _compact)
+    ['725.5k', '726k', '726.5k']
+    >>> distinct_labels([1.0, 1.0 + 1e-12, 2.0], _compact)
+    ['1', '', '2']
+    """
+    labels = [show(v, 3) for v in values]
+    for digits in range(4, most_digits + 1):
+        if len(set(labels)) == len(labels):
+            return labels
+        labels = [show(v, digits) for v in values]
+    seen: set[str] = set()
+    unique = []
+    for label in labels:
+        unique.append("" if label in seen else label)
+        seen.add(label)
+    return unique
+
+
+def constant_limits(values: Sequence[float]) -> tuple[float, float] | None:
+    """The range of a value axis whose finite ``values`` are all one value (to a part in 10^9):
+    from 0 to a quarter above it, or 0 to 1 when it is 0 (the mirror image below 0 for a
+    negative value). None when the values vary or none is finite: the plotting library's
+    range shows them.
+
+    >>> constant_limits([0.0, 0.0]), constant_limits([726e3, 726e3, float("nan")]), constant_limits([1, 2])
+    ((0.0, 1.0), (0.0, 907500.0), None)
+    """
+    finite = [float(v) for v in values if math.isfinite(v)]
+    if not finite:
+        return None
+    low, high = min(finite), max(finite)
+    if high - low > 1e-9 * max(abs(low), abs(high)):
+        return None
+    if high == 0:
+        return 0.0, 1.0
+    return (0.0, 1.25 * high) if high > 0 else (1.25 * low, 0.0)
+
+
+def overlapping_series(series: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
+                       tolerance: float = OVERLAP_TOLERANCE) -> list[list[int]]:
+    """Which of the lines ``series`` (pairs of x and y arrays) coincide: groups of their
+    indices, in order, each of two lines or more. A line joins the first group whose first
+    line it shares an x value with and stays within ``tolerance`` of the y range of all lines
+    (or of the largest |y| when they do not vary) at every shared x; NaN points are no points.
+
+    >>> overlapping_series([([1, 2], [5, 6]), ([1, 2], [9, 9]), ([2, 3], [6, 0]), ([1, 2], [5, 6.001])])
+    [[0, 2, 3]]
+    """
+    points = [dict(zip(np.asarray(x, dtype=float).tolist(), np.asarray(y, dtype=float).tolist(), strict=True))
+              for x, y in series]
+    finite = [v for line in points for v in line.values() if math.isfinite(v)]
+    if not finite:
+        return []
+    span = (max(finite) - min(finite)) or max(abs(v) for v in finite) or 1.0
+    groups: list[list[int]] = []
+    for i, line in enumerate(points):
+        for group in groups:
+            first = points[group[0]]
+            shared = [x for x in line if x in first and math.isfinite(line[x]) and math.isfinite(first[x])]
+            if shared and all(abs(line[x] - first[x]) <= tolerance * span for x in shared):
+                group.append(i)
+                break
+        else:
+            groups.append([i])
+    return [group for group in groups if len(group) > 1]
 
 
 def _format_value(key: str, value: Any) -> str:
@@ -349,24 +435,38 @@ def _plot_key(fig: Figure, table: Any, key: str, varying: Sequence[str]) -> bool
     fig.set_size_inches(10, 8.5)
     axes = fig.subplots(3, 1, sharex=True)
     panels = [
-        (axes[0], "cycles", 1.0),
-        (axes[1], f"DRAM read + write ({traffic_unit})", traffic_scale),
-        (axes[2], f"energy ({energy_unit})", energy_scale),
+        (axes[0], "cycles", "cycles", 1.0),
+        (axes[1], f"DRAM read + write ({traffic_unit})", traffic_unit, traffic_scale),
+        (axes[2], f"energy ({energy_unit})", energy_unit, energy_scale),
     ]
-    colours = _colours(len(chosen))
-    for colour, group in zip(colours, chosen, strict=True):
+    lines: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], str]] = []
+    for group in chosen:
         by_x = groups[group]
         x = np.asarray(sorted(by_x), dtype=float)
         # the mean of repeated rows; NaN where every row failed, which breaks the line there
         means = np.asarray([np.mean(by_x[v], axis=0) if by_x[v] else [np.nan] * 3 for v in x], dtype=float)
         settings = [f"{other}={_format_value(other, v)}" for other, v in zip(others, group[1:], strict=True)]
-        label = ", ".join([str(group[0]), *settings])
-        for column, (ax, _, scale) in enumerate(panels):
-            ax.plot(x, means[:, column] / scale, marker="o", markersize=4, linewidth=1.3, color=colour, label=label)
-    for ax, ylabel, _ in panels:
+        lines.append((x, means, ", ".join([str(group[0]), *settings])))
+    overlaps = [overlapping_series([(x, means[:, column] / scale) for x, means, _ in lines])
+                for column, (_, _, _, scale) in enumerate(panels)]
+    numbered = any(overlaps)  # the notes name lines by their number in the legend
+    labels = [f"[{i + 1}] {label}" if numbered else label for i, (_, _, label) in enumerate(lines)]
+    colours = _colours(len(lines))
+    for column, (ax, ylabel, unit, scale) in enumerate(panels):
+        layers = _layers(len(lines), overlaps[column])
+        for i, (x, means, _) in enumerate(lines):
+            _draw_line(ax, x, means[:, column] / scale, colours[i], MARKERS[i % len(MARKERS)], layers[i])
+        notes = []
+        value = _settle_value_axis(ax, [v for _, means, _ in lines for v in means[:, column] / scale])
+        if value is not None:
+            notes.append(f"all points: {_compact(value)} {unit}")
+        if overlaps[column]:
+            notes.append("lines that coincide\n(the first widest, beneath):")
+            notes += [" = ".join(f"[{i + 1}]" for i in group) for group in overlaps[column]]
+        if notes:
+            ax.text(1.01, 0.0, "\n".join(notes), transform=ax.transAxes, va="bottom", ha="left", fontsize=8)
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
-    axes[0].yaxis.set_major_formatter(_formatter(_compact))
     _format_key_axis(axes[2], key, [float(v) for v in xs])
     axes[2].set_xlabel(key)
     title = f"{key}: cycles, DRAM traffic and energy"
@@ -375,9 +475,53 @@ def _plot_key(fig: Figure, table: Any, key: str, varying: Sequence[str]) -> bool
     if omitted:
         title += f"\n{omitted} more line{'s' if omitted > 1 else ''} omitted (first {len(chosen)} shown)"
     axes[0].set_title(title)
-    axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    handles = [_legend_line(colours[i], MARKERS[i % len(MARKERS)], label) for i, label in enumerate(labels)]
+    axes[0].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     fig.tight_layout()
     return True
+
+
+def _layers(count: int, overlaps: Sequence[Sequence[int]]) -> list[int]:
+    """How far beneath the top each of ``count`` lines is drawn: 0 for a line that coincides
+    with none; in a group that coincides, the last is 0 and each earlier one a layer deeper."""
+    layers = [0] * count
+    for group in overlaps:
+        for position, i in enumerate(group):
+            layers[i] = len(group) - 1 - position
+    return layers
+
+
+def _draw_line(ax: Axes, x: Any, y: Any, colour: Any, marker: str, layer: int) -> None:
+    """A line with its markers; the deeper its layer, the wider, fainter and lower it is drawn,
+    with bigger hollow markers, so that the lines stacked on it leave it in sight."""
+    depth = min(layer, 4)  # beyond this a wider line would blot out the panel
+    ax.plot(x, y, marker=marker, color=colour, linewidth=1.3 + 3.5 * depth, markersize=4.5 + 4.5 * depth,
+            markerfacecolor=colour if depth == 0 else "none", markeredgewidth=1.0 if depth == 0 else 1.8,
+            alpha=1.0 if depth == 0 else 0.5, zorder=10 - depth, solid_capstyle="butt")
+
+
+def _legend_line(colour: Any, marker: str, label: str) -> Any:
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], color=colour, marker=marker, markersize=4.5, linewidth=1.3, label=label)
+
+
+def _settle_value_axis(ax: Axes, values: Sequence[float], axis: str = "y") -> float | None:
+    """Make a value axis readable (see the module docstring): labels written once each; a
+    constant series from 0, its value the only tick (returned, for the caller's note); no
+    range below 0 for values that are not. Call it after drawing."""
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_formatter(_distinct_formatter(_compact))
+    finite = [float(v) for v in values if math.isfinite(v)]
+    limits = constant_limits(finite)
+    if limits is not None:
+        (ax.set_ylim if axis == "y" else ax.set_xlim)(*limits)
+        target.set_ticks([finite[0]])
+        return finite[0]
+    low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    if finite and min(finite) >= 0 and low < 0 and target.get_scale() == "linear":
+        (ax.set_ylim if axis == "y" else ax.set_xlim)(0.0, high)
+    return None
 
 
 def _colours(n: int) -> list[Any]:
@@ -392,6 +536,21 @@ def _formatter(show: Any) -> Any:
     from matplotlib.ticker import FuncFormatter
 
     return FuncFormatter(lambda value, _position: show(value))
+
+
+def _distinct_formatter(show: Callable[[float, int], str]) -> Any:
+    """A tick formatter writing ``show(value, digits)`` with the digits ``distinct_labels`` picks."""
+    from matplotlib.ticker import Formatter
+
+    class Distinct(Formatter):
+        def __call__(self, x: float, pos: int | None = None) -> str:  # one value alone (a cursor's)
+            return show(x, 3)
+
+        def format_ticks(self, values: Any) -> list[str]:
+            self.set_locs(values)
+            return distinct_labels(list(values), show)
+
+    return Distinct()
 
 
 def _format_key_axis(ax: Axes, key: str, values: Sequence[float], axis: str = "x") -> None:
@@ -419,7 +578,6 @@ def _format_key_axis(ax: Axes, key: str, values: Sequence[float], axis: str = "x
 
 
 def _plot_heatmap(fig: Figure, rows: Any, model: Any, across: str, up: str, varying: Sequence[str]) -> bool:
-    from matplotlib.colors import LogNorm, Normalize
     from matplotlib.patches import Rectangle
 
     placed = [(x, y, status, cycles) for x, y, status, cycles in
@@ -445,12 +603,11 @@ def _plot_heatmap(fig: Figure, rows: Any, model: Any, across: str, up: str, vary
     # hatching under the image shows through the cells it leaves transparent (no ok point)
     ax.add_patch(Rectangle((-0.5, -0.5), len(xs), len(ys), fill=False, hatch="///", edgecolor="0.75",
                            linewidth=0, zorder=0))
-    finite = best[np.isfinite(best)]
-    low, high = float(finite.min()), float(finite.max())
-    norm = LogNorm(low, high) if low > 0 and high / low > LOG_SPAN else Normalize(low, high)
+    finite = best[np.isfinite(best)].tolist()
+    norm = _cycles_norm(finite)
     image = ax.imshow(np.ma.masked_invalid(best), origin="lower", cmap="viridis", norm=norm, aspect="auto",
                       interpolation="nearest", zorder=1)
-    _colorbar(fig, image, ax)
+    _colorbar(fig, image, ax, finite)
     if len(xs) <= MAX_ANNOTATED and len(ys) <= MAX_ANNOTATED:
         for i in range(len(ys)):
             for j in range(len(xs)):
@@ -488,15 +645,32 @@ def _sparse_ticks(key: str, values: Sequence[Any], most: int = 16) -> tuple[list
     return positions, [_format_value(key, values[i]) for i in positions]
 
 
-def _colorbar(fig: Figure, mappable: Any, ax: Axes) -> None:
-    """A colour bar for cycles with compact labels (1, 2, 5 x 10^k on a log scale)."""
-    from matplotlib.colors import LogNorm
-    from matplotlib.ticker import LogLocator, NullFormatter, NullLocator
+def _cycles_norm(values: Sequence[float]) -> Any:
+    """Colours for cycles: logarithmic over a wide span; one value in the middle of the map."""
+    from matplotlib.colors import LogNorm, Normalize
 
-    bar = fig.colorbar(mappable, ax=ax, label="cycles", format=_formatter(_compact))
-    if isinstance(mappable.norm, LogNorm):
+    low, high = min(values), max(values)
+    if constant_limits(values) is not None:
+        pad = max(abs(high) * 0.05, 0.5)  # the colour bar needs a range; the value sits in its middle
+        return Normalize(low - pad, high + pad)
+    return LogNorm(low, high) if low > 0 and high / low > LOG_SPAN else Normalize(low, high)
+
+
+def _colorbar(fig: Figure, mappable: Any, ax: Axes, values: Sequence[float]) -> None:
+    """A colour bar for cycles (``values``, all finite) whose labels are each written once: 1, 2,
+    5 x 10^k on a log scale; one tick and ``all points`` in the label when the values are one."""
+    from matplotlib.colors import LogNorm
+    from matplotlib.ticker import LogLocator, MaxNLocator, NullFormatter, NullLocator
+
+    bar = fig.colorbar(mappable, ax=ax, label="cycles", format=_distinct_formatter(_compact))
+    if constant_limits(values) is not None:
+        bar.set_ticks([values[0]])
+        bar.set_label(f"cycles (all points: {_compact(values[0])})")
+    elif isinstance(mappable.norm, LogNorm):
         bar.ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        bar.ax.yaxis.set_minor_locator(NullLocator())
+    else:
+        bar.ax.yaxis.set_major_locator(MaxNLocator(nbins=6))
+    bar.ax.yaxis.set_minor_locator(NullLocator())
     bar.ax.yaxis.set_minor_formatter(NullFormatter())
 
 
@@ -520,21 +694,49 @@ def _plot_pareto(fig: Figure, ok: Any, models: Sequence[Any]) -> bool:
     fig.set_size_inches(5.8 * ncols, 4.6 * nrows)
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
     for ax, (model, points) in zip(axes, panels, strict=False):
-        optimal = points[pareto_mask(points)]  # rows sorted by (sram, traffic, cycles): the join runs along SRAM
+        optimal = pareto_mask(points)  # rows sorted by (sram, traffic, cycles): the join runs along SRAM
         unit, scale = byte_axis_unit(_finite_max(points[:, 1]))
-        cloud = ax.scatter(points[:, 0], points[:, 1] / scale, c=points[:, 2], cmap="viridis", s=28, zorder=2)
-        ax.plot(optimal[:, 0], optimal[:, 1] / scale, color="red", linewidth=1.0, zorder=1)
-        ax.scatter(optimal[:, 0], optimal[:, 1] / scale, s=90, facecolors="none", edgecolors="red", linewidths=1.5,
-                   zorder=3, label=f"Pareto-optimal ({len(optimal)} of {len(points)})")
-        _colorbar(fig, cloud, ax)
+        traffic = points[:, 1] / scale
+        stacks = overlapping_series([([x], [y]) for x, y in zip(points[:, 0], traffic, strict=True)])
+        diameters = _disc_diameters(points[:, 2], stacks)
+        order = np.argsort(-diameters, kind="stable")  # the biggest first: smaller discs lie on them
+        cloud = ax.scatter(points[order, 0], traffic[order], c=points[order, 2], s=diameters[order] ** 2,
+                           cmap="viridis", norm=_cycles_norm(points[:, 2].tolist()), edgecolors="white",
+                           linewidths=0.6, zorder=2, clip_on=False)
+        ax.plot(points[optimal, 0], traffic[optimal], color="red", linewidth=1.0, zorder=1)
+        rings = np.asarray([max(diameters[g] for g in _stack_of(i, stacks)) + 4.5 for i in range(len(points))])
+        ax.scatter(points[optimal, 0], traffic[optimal], s=rings[optimal] ** 2, facecolors="none", edgecolors="red",
+                   linewidths=1.5, zorder=3, clip_on=False,
+                   label=f"Pareto-optimal ({int(optimal.sum())} of {len(points)})")
+        _colorbar(fig, cloud, ax, points[:, 2].tolist())
         _format_key_axis(ax, "sram", [float(v) for v in _distinct(points[:, 0].tolist())])
+        constant = _settle_value_axis(ax, traffic.tolist())
         ax.set_xlabel("sram")
         ax.set_ylabel(f"non-compulsory DRAM traffic ({unit})")
-        ax.set_title(str(model), fontsize=10)
+        title = str(model) if constant is None else f"{model}\nall points: {format_bytes(constant * scale)}"
+        ax.set_title(title, fontsize=10)
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="upper right", fontsize=8)
+        handles, _ = ax.get_legend_handles_labels()
+        if stacks:
+            handles.append(_legend_line("0.55", "o", "concentric: points at one place,\nfewest cycles inside"))
+            handles[-1].set_linestyle("none")
+        ax.legend(handles=handles, loc="upper right", fontsize=8)
     for ax in axes[len(panels):]:
         ax.set_visible(False)
     fig.suptitle("SRAM against non-compulsory DRAM traffic, colour = cycles; circled: Pareto-optimal in all three")
     fig.tight_layout()
     return True
+
+
+def _disc_diameters(cycles: npt.NDArray[np.float64], stacks: Sequence[Sequence[int]]) -> npt.NDArray[np.float64]:
+    """The diameter (points) of each point's disc: the same for all, but in a stack of points
+    at one place, where the one of fewest cycles keeps it and each next one is wider."""
+    diameters = np.full(len(cycles), 6.0)
+    for stack in stacks:
+        for depth, i in enumerate(sorted(stack, key=lambda i: (cycles[i], i))):
+            diameters[i] = 6.0 + 6.0 * min(depth, 4)  # the fifth and further stay the size of the fourth
+    return diameters
+
+
+def _stack_of(i: int, stacks: Sequence[Sequence[int]]) -> Sequence[int]:
+    return next((stack for stack in stacks if i in stack), [i])

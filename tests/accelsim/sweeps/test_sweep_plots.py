@@ -12,8 +12,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.figure import Figure
 
-from accelsim.sweeps.plots import pareto_mask, plot_sweep
+from accelsim.sweeps.plots import (
+    constant_limits,
+    distinct_labels,
+    overlapping_series,
+    pareto_mask,
+    plot_sweep,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -179,3 +186,159 @@ def test_pareto_mask_edge_cases():
     assert pareto_mask([[1, 2], [2, 1], [3, 3], [0, math.nan]]).tolist() == [True, True, False, False]
     with pytest.raises(ValueError, match="n x d"):
         pareto_mask([1, 2, 3])
+
+
+# --------------------------------------------------------------------------------------------
+# readable figures: constant series, colour bar labels, lines that coincide
+
+
+@pytest.fixture
+def drawn(monkeypatch) -> dict[str, Figure]:
+    """The figures ``plot_sweep`` saves, by file name, kept for inspection after it closes them."""
+    figures: dict[str, Figure] = {}
+    save = Figure.savefig
+
+    def keep(fig, path, *args, **kwargs):
+        save(fig, path, *args, **kwargs)  # draws the figure: tick labels are those in the file
+        figures[Path(path).name] = fig
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    return figures
+
+
+def tick_labels(axis) -> list[str]:
+    low, high = sorted(axis.get_view_interval())
+    return [t.get_text() for t, v in zip(axis.get_majorticklabels(), axis.get_majorticklocs(), strict=True)
+            if low - 1e-9 * abs(high) <= v <= high + 1e-9 * abs(high)]
+
+
+def colour_bars(fig: Figure) -> list:
+    return [ax for ax in fig.axes if ax.get_ylabel().startswith("cycles") and ax.get_label() == "<colorbar>"]
+
+
+def test_a_constant_series_is_drawn_from_zero_with_its_value_as_the_only_tick(tmp_path, drawn):
+    table = grid(["resnet50", "mobilenet_v2"], sram=[1 << 20, 1 << 21, 1 << 22])  # no spill: non-compulsory 0
+    table["dram_read_bytes"] = 3 << 20  # the same traffic everywhere
+    table["dram_write_bytes"] = 0
+    plot_sweep(table, ["sram"], tmp_path)
+    for panel in drawn["pareto_sram.png"].axes:
+        if panel.get_ylabel().startswith("non-compulsory"):
+            low, high = panel.get_ylim()
+            assert low == 0 < high  # not -0.04 .. 0.04
+            assert tick_labels(panel.yaxis) == ["0"]
+            assert "all points: 0 B" in panel.get_title()
+    traffic = drawn["sram.png"].axes[1]
+    low, high = traffic.get_ylim()
+    assert traffic.get_ylabel() == "DRAM read + write (MiB)"
+    assert low == 0 and 3 < high < 5  # 3 MiB inside the range, not at its edge
+    assert tick_labels(traffic.yaxis) == ["3"]
+    assert any("all points: 3 MiB" in text.get_text() for text in traffic.texts)
+
+
+def test_an_axis_of_varying_non_negative_values_does_not_go_below_zero(tmp_path, drawn):
+    table = grid(["resnet50"], sram=[1 << 19, 1 << 20, 1 << 21])  # non-compulsory bytes 1 MiB .. 0
+    plot_sweep(table, ["sram"], tmp_path)
+    panel = next(ax for ax in drawn["pareto_sram.png"].axes if ax.get_ylabel().startswith("non-compulsory"))
+    assert panel.get_ylim()[0] >= 0
+    assert not any(label.startswith(("-", "\u2212")) for label in tick_labels(panel.yaxis))
+
+
+@pytest.mark.parametrize("spread", [0, 300, 3000])
+def test_colour_bar_labels_are_each_written_once(tmp_path, drawn, spread):
+    # cycles 726k, to a few hundred or thousand cycles: every label read "726k" three times
+    table = grid(["resnet50"], sram=[1 << 18, 1 << 19, 1 << 20], **{"compute.rows": [16, 32]})
+    table["cycles"] = 726_000 + spread * np.arange(len(table)) / len(table)
+    plot_sweep(table, ["sram", "compute.rows"], tmp_path)
+    bars = [bar for name in ("heatmap_sram_compute_rows_resnet50.png", "pareto_sram.png")
+            for bar in colour_bars(drawn[name])]
+    assert len(bars) == 2
+    for bar in bars:
+        labels = [label for label in tick_labels(bar.yaxis) if label]
+        assert labels and len(labels) == len(set(labels)), labels
+        if spread == 0:
+            assert labels == ["726k"] and bar.get_ylabel() == "cycles (all points: 726k)"
+        else:
+            assert len(labels) >= 2
+
+
+def test_lines_that_coincide_are_stacked_so_that_each_stays_visible(tmp_path, drawn):
+    # "twin" measures exactly as "mobilenet_v2" (the synthetic metrics depend on the name only for
+    # resnet50, and DRAM traffic not at all): lines [1] and [3] coincide, in the traffic panel all three
+    table = grid(["mobilenet_v2", "resnet50", "twin"], sram=[1 << 18, 1 << 19, 1 << 20])
+    plot_sweep(table, ["sram"], tmp_path)
+    fig = drawn["sram.png"]
+    cycles, traffic, energy = fig.axes
+    for panel in (cycles, energy):
+        mobilenet, resnet, twin = panel.get_lines()
+        assert len({mobilenet.get_marker(), resnet.get_marker(), twin.get_marker()}) == 3
+        # the first of the two beneath: wider, with bigger hollow markers; the second filled on top
+        assert mobilenet.get_linewidth() > twin.get_linewidth() == resnet.get_linewidth()
+        assert mobilenet.get_markersize() > twin.get_markersize()
+        assert mobilenet.get_markerfacecolor() == "none" and twin.get_markerfacecolor() != "none"
+        assert mobilenet.get_zorder() < twin.get_zorder()
+        assert [text.get_text().splitlines()[-1] for text in panel.texts] == ["[1] = [3]"]
+    widths = [line.get_linewidth() for line in traffic.get_lines()]
+    zorders = [line.get_zorder() for line in traffic.get_lines()]
+    assert widths == sorted(widths, reverse=True) and len(set(widths)) == 3
+    assert zorders == sorted(zorders) and len(set(zorders)) == 3
+    assert [text.get_text().splitlines()[-1] for text in traffic.texts] == ["[1] = [2] = [3]"]
+    legend = [text.get_text() for text in cycles.get_legend().get_texts()]
+    assert legend == ["[1] mobilenet_v2", "[2] resnet50", "[3] twin"]
+
+
+def test_lines_apart_are_drawn_alike_and_unnumbered(tmp_path, drawn):
+    table = grid(["resnet50", "mobilenet_v2"], **{"compute.rows": [16, 32, 64]})
+    table.loc[table["model"] == "resnet50", "dram_read_bytes"] *= 2  # apart in every panel
+    plot_sweep(table, ["compute.rows"], tmp_path)
+    fig = drawn["compute_rows.png"]
+    for panel in fig.axes:
+        first, second = panel.get_lines()
+        assert first.get_linewidth() == second.get_linewidth() and first.get_marker() != second.get_marker()
+        assert first.get_markerfacecolor() != "none" and second.get_markerfacecolor() != "none"
+        assert list(panel.texts) == []
+    assert [text.get_text() for text in fig.axes[0].get_legend().get_texts()] == ["mobilenet_v2", "resnet50"]
+
+
+def test_points_at_one_place_in_the_pareto_plot_are_concentric_discs(tmp_path, drawn):
+    # compute.rows changes cycles but not traffic: two points at each SRAM size, one inside the other
+    table = grid(["resnet50"], sram=[1 << 18, 1 << 20], **{"compute.rows": [16, 32]})
+    plot_sweep(table, ["sram", "compute.rows"], tmp_path)
+    panel = next(ax for ax in drawn["pareto_sram.png"].axes if ax.get_ylabel().startswith("non-compulsory"))
+    cloud = panel.collections[0]
+    sizes, places = cloud.get_sizes(), [tuple(p) for p in cloud.get_offsets()]
+    assert len(places) == 4 and len(set(places)) == 2
+    for place in set(places):
+        at = [size for size, p in zip(sizes, places, strict=True) if p == place]
+        assert len(set(at)) == 2  # two sizes: the smaller drawn on the bigger
+    assert list(sizes) == sorted(sizes, reverse=True)  # the biggest first, beneath
+    assert any("concentric" in text.get_text() for text in panel.get_legend().get_texts())
+
+
+def test_constant_limits_start_at_zero_and_show_the_value():
+    assert constant_limits([0, 0, 0]) == (0.0, 1.0)
+    low, high = constant_limits([5e6, 5e6])
+    assert low == 0 and 5e6 < high
+    assert constant_limits([5e6, 5e6 * (1 + 1e-12)]) is not None  # rounding noise is no variation
+    assert constant_limits([5e6, 5.001e6]) is None
+    assert constant_limits([math.nan]) is None and constant_limits([]) is None
+
+
+def test_distinct_labels_add_digits_until_no_label_repeats():
+    def show(value, digits):
+        return f"{value / 1e3:.{digits}g}k"
+
+    assert distinct_labels([726_000, 726_200, 726_400], show) == ["726k", "726.2k", "726.4k"]
+    assert distinct_labels([1e5, 2e5, 3e5], show) == ["100k", "200k", "300k"]
+    labels = distinct_labels([1.0, 1.0 + 1e-13, 1.0 + 2e-13], show)
+    assert [label for label in labels if label] == ["0.001k"]  # no two alike even when digits run out
+
+
+def test_overlapping_series_groups_lines_within_tolerance_where_both_have_points():
+    x = [1.0, 2.0, 3.0]
+    series = [(x, [10, 20, 30]), (x, [10, 20, 30.1]), (x, [0, 0, 0]), ([3.0, 4.0], [30, 99]),
+              (x, [math.nan, 20, 30]), ([5.0], [10])]
+    # 1 within 1 % of the range 0..99; 3 and 4 share x = 3 and 2, 3; 5 shares no x value
+    assert overlapping_series(series) == [[0, 1, 3, 4]]
+    assert overlapping_series([(x, [1, 1, 1]), (x, [1, 1, 1])]) == [[0, 1]]
+    assert overlapping_series([(x, [1, 1, 1]), (x, [2, 2, 2])]) == []
+    assert overlapping_series([]) == []
