@@ -37,7 +37,7 @@ Decisions:
   two axes (the best the rest of the grid reaches there); its title names those keys. Two
   rows for the same point (a sweep run twice) are averaged in the line plots.
 * Every value axis is readable whatever the numbers: a series that does not vary is drawn
-  on an axis from 0 to a quarter above its value, the value its only tick and said in a note
+  on an axis from 0 to a quarter above its value, 0 and the value its only ticks, said in a note
   (``all points: 0 B``), never a range of meaningless ticks around it; an axis of non-negative
   values never goes below 0; tick labels (colour bars too) take as many digits as it takes
   for each to be written once, and a colour bar of one value has one tick.
@@ -508,7 +508,7 @@ def _legend_line(colour: Any, marker: str, label: str) -> Any:
 
 def _settle_value_axis(ax: Axes, values: Sequence[float], axis: str = "y") -> float | None:
     """Make a value axis readable (see the module docstring): labels written once each; a
-    constant series from 0, its value the only tick (returned, for the caller's note); no
+    constant series from 0, 0 and its value the only ticks (returned, for the caller's note); no
     range below 0 for values that are not. Call it after drawing."""
     target = ax.yaxis if axis == "y" else ax.xaxis
     target.set_major_formatter(_distinct_formatter(_compact))
@@ -516,7 +516,7 @@ def _settle_value_axis(ax: Axes, values: Sequence[float], axis: str = "y") -> fl
     limits = constant_limits(finite)
     if limits is not None:
         (ax.set_ylim if axis == "y" else ax.set_xlim)(*limits)
-        target.set_ticks([finite[0]])
+        target.set_ticks(sorted({0.0, finite[0]}))
         return finite[0]
     low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
     if finite and min(finite) >= 0 and low < 0 and target.get_scale() == "linear":
@@ -609,12 +609,15 @@ def _plot_heatmap(fig: Figure, rows: Any, model: Any, across: str, up: str, vary
                       interpolation="nearest", zorder=1)
     _colorbar(fig, image, ax, finite)
     if len(xs) <= MAX_ANNOTATED and len(ys) <= MAX_ANNOTATED:
+        values = sorted(set(finite))  # written with the digits that tell cells of different values apart
+        reading = dict(zip(values, distinct_labels(values, _compact), strict=True))
         for i in range(len(ys)):
             for j in range(len(xs)):
                 if np.isfinite(best[i, j]):
                     dark = float(norm(best[i, j])) < 0.5  # viridis is dark at its low end
-                    ax.text(j, i, _compact(best[i, j]), ha="center", va="center", fontsize=8,
-                            color="white" if dark else "black", zorder=2)
+                    text = reading[float(best[i, j])] or _compact(best[i, j], 9)
+                    ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black",
+                            zorder=2)
                 elif ran[i, j]:
                     ax.text(j, i, "failed", ha="center", va="center", fontsize=8, color="0.3", zorder=2)
     ax.set_xticks(*_sparse_ticks(across, xs))

@@ -216,7 +216,7 @@ def colour_bars(fig: Figure) -> list:
     return [ax for ax in fig.axes if ax.get_ylabel().startswith("cycles") and ax.get_label() == "<colorbar>"]
 
 
-def test_a_constant_series_is_drawn_from_zero_with_its_value_as_the_only_tick(tmp_path, drawn):
+def test_a_constant_series_is_drawn_from_zero_with_zero_and_its_value_as_the_only_ticks(tmp_path, drawn):
     table = grid(["resnet50", "mobilenet_v2"], sram=[1 << 20, 1 << 21, 1 << 22])  # no spill: non-compulsory 0
     table["dram_read_bytes"] = 3 << 20  # the same traffic everywhere
     table["dram_write_bytes"] = 0
@@ -231,7 +231,7 @@ def test_a_constant_series_is_drawn_from_zero_with_its_value_as_the_only_tick(tm
     low, high = traffic.get_ylim()
     assert traffic.get_ylabel() == "DRAM read + write (MiB)"
     assert low == 0 and 3 < high < 5  # 3 MiB inside the range, not at its edge
-    assert tick_labels(traffic.yaxis) == ["3"]
+    assert tick_labels(traffic.yaxis) == ["0", "3"]
     assert any("all points: 3 MiB" in text.get_text() for text in traffic.texts)
 
 
@@ -259,6 +259,9 @@ def test_colour_bar_labels_are_each_written_once(tmp_path, drawn, spread):
             assert labels == ["726k"] and bar.get_ylabel() == "cycles (all points: 726k)"
         else:
             assert len(labels) >= 2
+    # the heatmap's cells: different values read differently, not "726k" six times
+    cells = [text.get_text() for text in drawn["heatmap_sram_compute_rows_resnet50.png"].axes[0].texts]
+    assert len(cells) == 6 and len(set(cells)) == (1 if spread == 0 else 6)
 
 
 def test_lines_that_coincide_are_stacked_so_that_each_stays_visible(tmp_path, drawn):
