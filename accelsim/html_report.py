@@ -30,6 +30,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+#: the colour of each kind of residency, in report.html and in layout.svg (``accelsim.report``)
+KIND_COLOURS = {
+    "weight": "#4c72b0", "input": "#55a868", "activation": "#dd8452", "output": "#c44e52", "retrieved": "#8172b3",
+}
+
 if TYPE_CHECKING:
     from accelsim.results import SimReport
 
@@ -62,7 +67,8 @@ def page_data(report: SimReport, summary: str) -> dict[str, Any]:
         "summary": summary,
         "capacity": report.capacity_bytes, "scope": report.capacity_scope, "peak": report.peak_bytes,
         "steps": report.n_ops, "cycles": report.cycles, "clock_hz": report.clock_hz,
-        "residencies": residencies, "ops": ops, "timeline": timeline, "transfers": transfers,
+        "kind_colours": KIND_COLOURS, "residencies": residencies, "ops": ops, "timeline": timeline,
+        "transfers": transfers,
         "peak_macs": report.peak_macs_per_cycle,
         "sram_bw": hw.sram_bytes_per_cycle_total if hw is not None else 0,
         "dram_bw": hw.dram_bytes_per_cycle if hw is not None else 0,
@@ -112,8 +118,8 @@ across, addresses up. Hover for the tensor; wheel to zoom the steps, drag to pan
 <svg id="memory" width="1160" height="360"></svg>
 <h2>Operators</h2><input id="filter" placeholder="filter: name or kind" size="30">
 <span class="note" id="count"></span><div id="opsbox"><table id="ops"></table></div>
-<h2>Roofline</h2><div class="note">Filled: achieved MACs per cycle; hollow: the same operator without
-stalls; the line between them is what the stalls cost.</div>
+<h2>Roofline</h2><div class="note">Filled: achieved MACs per cycle, over the operator's run and its wait for
+DMA before it; hollow: the same operator without stalls; the line between them is what the stalls cost.</div>
 <svg id="roofline" width="1160" height="520"></svg>
 <h2>Summary</h2><pre id="summary"></pre>
 <h2>Hardware config (after overrides)</h2><pre id="hw"></pre>"""
@@ -148,7 +154,7 @@ _SCRIPT = TABLE_SCRIPT + r"""
 const D = JSON.parse(document.getElementById("data").textContent);
 const NS = "http://www.w3.org/2000/svg";
 const tip = document.getElementById("tip");
-const KIND = {input: "#55a868", weight: "#dd8452", activation: "#4c72b0", output: "#c44e52", retrieved: "#8172b3"};
+const KIND = D.kind_colours;
 function el(name, attrs, parent) {
   const e = document.createElementNS(NS, name);
   for (const k in attrs) e.setAttribute(k, attrs[k]);
@@ -176,14 +182,42 @@ function axes(svg, m, w, h, xl, yl) {
                         transform: `rotate(-90 14 ${(m.t + h - m.b) / 2})`}, svg);
   t.textContent = yl;
 }
-function ticks(parent, lo, hi, n, pos, label, baseline) {
-  // baseline: the y of the labels under a horizontal axis; null for labels left of the y axis
-  for (let i = 0; i <= n; i++) {
-    const v = lo + (hi - lo) * i / n, p = pos(v);
-    const a = baseline !== null ? {x: p, y: baseline, "text-anchor": "middle"}
-                                : {x: 60, y: p + 4, "text-anchor": "end"};
-    el("text", Object.assign(a, {"font-size": 10, fill: "#555"}), parent).textContent = label(v);
+function niceStep(span, n) {
+  // a round step (1, 2 or 5 times a power of ten) giving about n intervals over span
+  const raw = span / Math.max(n, 1), power = 10 ** Math.floor(Math.log10(raw)), f = raw / power;
+  return power * (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10);
+}
+function ticks(parent, lo, hi, n, pos, label, baseline, least = 0) {
+  // labels at round values between lo and hi; baseline: the y of the labels under a horizontal
+  // axis, null for labels left of the y axis
+  const step = Math.max(niceStep(hi - lo, n), least);
+  for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + 1e-9 * step; v += step) {
+    place(parent, pos(v), label(Math.abs(v) < 1e-9 * step ? 0 : v), baseline);
   }
+}
+function byteTicks(parent, hi, n, pos, baseline) {
+  // labels at round numbers of the unit the top of the axis is shown in: 0, 40 KiB, 80 KiB, ...
+  let unit = 1, i = 0;
+  while (hi / unit >= 1024 && i < 3) { unit *= 1024; i++; }
+  const name = ["B", "KiB", "MiB", "GiB"][i], step = niceStep(hi / unit, n);
+  for (let v = 0; v <= hi / unit + 1e-9; v += step) {
+    place(parent, pos(v * unit), `${+v.toFixed(6)} ${name}`, baseline);
+  }
+}
+function logTicks(parent, lo, hi, pos, baseline) {
+  // lo, hi: log10 of the axis ends; labels at 1, 2, 5 times the powers of ten inside (powers only on long axes)
+  const mult = hi - lo > 4 ? [1] : [1, 2, 5];
+  for (let e = Math.floor(lo); e <= Math.ceil(hi); e++) {
+    for (const k of mult) {
+      const v = k * 10 ** e;
+      if (Math.log10(v) >= lo && Math.log10(v) <= hi) place(parent, pos(v), v >= 1e5 || v < 1e-2 ?
+        v.toExponential(0) : v.toLocaleString("en-US"), baseline);
+    }
+  }
+}
+function place(parent, p, text, baseline) {
+  const a = baseline !== null ? {x: p, y: baseline, "text-anchor": "middle"} : {x: 78, y: p + 4, "text-anchor": "end"};
+  el("text", Object.assign(a, {"font-size": 10, fill: "#555"}), parent).textContent = text;
 }
 
 document.getElementById("title").textContent = "accelsim: " + D.title;
@@ -192,16 +226,16 @@ document.getElementById("hw").textContent = JSON.stringify(D.hw_config, null, 1)
 
 // ---- layout
 (function layout() {
-  const svg = document.getElementById("layout"), W = 1160, H = 460, m = {l: 70, r: 20, t: 30, b: 50};
+  const svg = document.getElementById("layout"), W = 1160, H = 460, m = {l: 84, r: 20, t: 30, b: 50};
   const top = Math.max(D.peak, 1) * 1.08, showCap = D.capacity <= 2 * Math.max(D.peak, 1);
   const yMax = showCap ? Math.max(top, D.capacity * 1.04) : top;
   let x0 = 0, x1 = Math.max(D.steps, 1);
   const title = el("text", {x: m.l, y: 18, "font-size": 13}, svg);
   title.textContent = `${D.residencies.length} residencies, peak ${bytes(D.peak)} of ${bytes(D.capacity)} ` +
     `(${D.scope})` + (showCap ? "" : `; the capacity line is off the top of the axis`);
-  axes(svg, m, W, H, "step (operator in schedule order)", "address (" + D.scope + ")");
+  axes(svg, m, W, H, "step (operator in schedule order)", "address, " + D.scope);
   const y = v => H - m.b - (H - m.b - m.t) * v / yMax;
-  ticks(svg, 0, yMax, 5, y, bytes, null);
+  byteTicks(svg, yMax, 5, y, null);
   const clip = el("clipPath", {id: "clipL"}, el("defs", {}, svg));
   el("rect", {x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b}, clip);
   const g = el("g", {"clip-path": "url(#clipL)", id: "residencies"}, svg);
@@ -229,7 +263,7 @@ document.getElementById("hw").textContent = JSON.stringify(D.hw_config, null, 1)
       e.setAttribute("y", y(o + z)); e.setAttribute("height", Math.max(y(o) - y(o + z), 0.5));
     }
     xticks.textContent = "";
-    ticks(xticks, x0, x1, 8, x, v => num(v), H - m.b + 16);
+    ticks(xticks, x0, x1, 8, x, v => num(v), H - m.b + 16, 1);
   }
   svg.addEventListener("wheel", ev => {
     ev.preventDefault();
@@ -252,12 +286,12 @@ document.getElementById("hw").textContent = JSON.stringify(D.hw_config, null, 1)
 
 // ---- memory over time, with DMA transfers
 (function memory() {
-  const svg = document.getElementById("memory"), W = 1160, H = 360, m = {l: 70, r: 20, t: 20, b: 90};
+  const svg = document.getElementById("memory"), W = 1160, H = 360, m = {l: 84, r: 20, t: 20, b: 90};
   const end = Math.max(D.cycles, 1), yMax = Math.max(D.peak, 1) * 1.1;
   const x = c => m.l + (W - m.l - m.r) * c / end, y = v => H - m.b - (H - m.b - m.t) * v / yMax;
   axes(svg, m, W, H, "simulated time (cycles at " + (D.clock_hz / 1e6) + " MHz)", "bytes (" + D.scope + ")");
-  ticks(svg, 0, yMax, 4, y, bytes, null);
-  ticks(svg, 0, end, 8, x, v => num(v), H - m.b + 16);
+  byteTicks(svg, yMax, 4, y, null);
+  ticks(svg, 0, end, 8, x, v => num(v), H - m.b + 16, 1);
   const pts = D.timeline.concat([[end, 0, 0]]);
   let area = `M ${x(0)} ${y(0)}`, line = "";
   for (let i = 0; i < pts.length; i++) {
@@ -291,12 +325,13 @@ document.getElementById("hw").textContent = JSON.stringify(D.hw_config, null, 1)
 
 // ---- roofline with stalls
 (function roofline() {
-  const svg = document.getElementById("roofline"), W = 1160, H = 520, m = {l: 70, r: 20, t: 20, b: 50};
+  const svg = document.getElementById("roofline"), W = 1160, H = 520, m = {l: 84, r: 20, t: 20, b: 50};
   const pts = [];
   for (const o of D.ops) {
     const [name, kind, s, e, macs, compute, ideal, util, dma, sram, sbytes] = o;
     if (macs <= 0 || e <= s || sbytes <= 0) continue;
-    pts.push([name, kind, macs / sbytes, macs / (e - s), macs / Math.max(compute, 1), dma + sram]);
+    // achieved: over the operator's run and the DMA wait before it; stall-free: over its compute cycles
+    pts.push([name, kind, macs / sbytes, macs / (e - s + dma), macs / Math.max(compute, 1), dma + sram]);
   }
   const all = pts.flatMap(p => [p[3], p[4]]).concat([D.peak_macs]);
   const xs = pts.map(p => p[2]).concat([D.peak_macs / Math.max(D.dram_bw, 1e-9)]);
@@ -305,8 +340,8 @@ document.getElementById("hw").textContent = JSON.stringify(D.hw_config, null, 1)
   const x = v => m.l + (W - m.l - m.r) * (Math.log10(v) - lx0) / (lx1 - lx0);
   const y = v => H - m.b - (H - m.b - m.t) * (Math.log10(v) - ly0) / (ly1 - ly0);
   axes(svg, m, W, H, "arithmetic intensity (MACs per scratchpad byte, log)", "MACs per cycle (log)");
-  ticks(svg, ly0, ly1, 5, v => y(10 ** v), v => (10 ** v).toPrecision(2), null);
-  ticks(svg, lx0, lx1, 6, v => x(10 ** v), v => (10 ** v).toPrecision(2), H - m.b + 16);
+  logTicks(svg, ly0, ly1, y, null);
+  logTicks(svg, lx0, lx1, x, H - m.b + 16);
   for (const [bw, colour] of [[D.sram_bw, "#222"], [D.dram_bw, "red"]]) {
     if (!(bw > 0)) continue;
     const a = 10 ** lx0, b = 10 ** lx1, knee = D.peak_macs / bw;

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from accelsim.html_report import KIND_COLOURS
 from accelsim.svg import FONT_SIZE, SMALL_FONT, Chart, LabelPlacer, LegendEntry, pixel_line, text_element, text_width
 from accelsim.units import byte_axis_unit, format_bytes
 
@@ -45,9 +46,6 @@ if TYPE_CHECKING:
 
 _PID = 1
 _COMPUTE_TID = 1
-_KIND_COLOURS = {
-    "weight": "#4c72b0", "input": "#55a868", "activation": "#dd8452", "output": "#c44e52", "retrieved": "#8172b3",
-}
 
 
 # --------------------------------------------------------------------------------------------
@@ -342,14 +340,14 @@ def plot_layout(report: SimReport, path: str | Path) -> None:
         title=f"{report.model} on {report.hw}: {len(sched.residencies)} residencies placed by {report.allocator}",
         x_label="step (operator in schedule order)", y_label=f"address ({axis.unit}, {report.capacity_scope})",
         x_range=(0, max(report.n_ops, 1)), y_range=(0, axis.top / scale),
-        legend=[LegendEntry(k, c) for k, c in _KIND_COLOURS.items() if k in present] + _capacity_legend(axis),
+        legend=[LegendEntry(k, c) for k, c in KIND_COLOURS.items() if k in present] + _capacity_legend(axis),
     )
     stroke = "black" if len(sched.residencies) < 2000 else None
     boxes = []
     for r, kind in zip(sched.residencies, kinds, strict=True):
         offset = report.offsets[r.id]
         boxes.append(chart.rect(
-            r.start, r.end, offset / scale, (offset + r.size) / scale, fill=_KIND_COLOURS[kind], stroke=stroke,
+            r.start, r.end, offset / scale, (offset + r.size) / scale, fill=KIND_COLOURS[kind], stroke=stroke,
             stroke_width=0.3, opacity=0.85,
             tooltip=f"{r.id} ({kind}): steps {r.start}-{r.end}, offset {offset:,} B, {r.size:,} B"))
     chart.group("data", "residencies", boxes)

@@ -9,6 +9,7 @@ Used by the browser tests of ``report.html`` (issue 25); CI installs Debian's ``
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import shutil
@@ -45,8 +46,11 @@ class Page:
         self._profile = tempfile.mkdtemp(prefix="accelsim-chromium-")
 
         def wire() -> None:  # in the child: the pipe ends on descriptors 3 and 4
-            os.dup2(to_child, 3)
-            os.dup2(from_child, 4)
+            # first above 9, so that neither end is overwritten or left close-on-exec when a pipe
+            # end already is descriptor 3 or 4 (as in a process with few files open)
+            reads, writes = fcntl.fcntl(to_child, fcntl.F_DUPFD, 10), fcntl.fcntl(from_child, fcntl.F_DUPFD, 10)
+            os.dup2(reads, 3)
+            os.dup2(writes, 4)
 
         self._process = subprocess.Popen(
             [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
