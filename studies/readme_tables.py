@@ -1,15 +1,18 @@
-"""Render the README's allocator benchmark tables from the ``accelsim bench --csv`` files in docs/bench/.
+"""Render the generated blocks of README.md and the docs site (docs/**/*.md): the measured tables
+from their CSV files, and the reference pages from the code they describe.
 
-Every timing and quality figure of those README tables comes from a CSV file that a bench run
-wrote (docs/bench/run.sh holds the command that produced each one), never typed by hand.
-Figures measured elsewhere (the C++ MiniMalloc reference, the best results other tools
-published) are in docs/bench/references.csv with their source.
+Every timing and quality figure of those tables comes from a CSV file that a measurement wrote
+(docs/bench/run.sh holds the bench commands; each study script says which CSV it writes),
+never typed by hand. Figures measured elsewhere (the C++ MiniMalloc reference, the best results
+other tools published) are in docs/bench/references.csv with their source. The reference
+blocks (the command line from its parser, the hardware fields from the schema, the report.json
+fields from ``SimReport``) come from ``studies/reference_pages.py``.
 
-    python studies/readme_tables.py           # rewrite the generated tables in README.md
-    python studies/readme_tables.py --check   # exit 1 when README.md differs from the CSVs
+    python studies/readme_tables.py           # rewrite the generated blocks in README.md and docs/
+    python studies/readme_tables.py --check   # exit 1 when a page differs from what its sources give
 
-A generated table sits between ``<!-- table:NAME -->`` and ``<!-- /table:NAME -->``; the test
-suite runs ``--check`` so that the README cannot drift from the measured CSVs.
+A generated block sits between ``<!-- table:NAME -->`` and ``<!-- /table:NAME -->``; each name
+appears in exactly one page. The test suite checks that no page drifts from its sources.
 """
 
 from __future__ import annotations
@@ -462,41 +465,100 @@ def table_export_vs_fx() -> list[str]:
     return lines
 
 
+def table_headline() -> list[str]:
+    """The README's measured headlines, each from the CSV (or JSON) its results page renders."""
+    import json
+
+    refs = references()
+    one = {_letter(r["instance"]): r for r in read("fit_1thread.csv")}
+    ours = sum(float(one[letter]["seconds"]) for letter in CHALLENGING)
+    cpp = sum(float(refs[f"cpp_minimalloc_fit_{letter}"]["value"]) for letter in CHALLENGING)
+    solved = sum(one[letter]["status"] == "solved" for letter in CHALLENGING)
+    # the dense layers: SCALE-Sim's GEMM format cannot express a grouped convolution (no reference cycles)
+    layers = [r for r in read("comparison.csv", REPO / "docs" / "scalesim") if r["scalesim_cycles"]]
+    exact = sum(int(r["accelsim_cycles"]) == int(r["scalesim_cycles"]) for r in layers)
+    cosma = json.loads((REPO / "docs" / "cosma" / "results.json").read_text())["human_designed"]
+    proven = sum(c["status"] == "optimal" for c in cosma)
+    zoo = read("coverage.csv", REPO / "docs" / "zoo")
+    tpu = sum(r["tpuv4_check"] == "ok" for r in zoo)
+    pixel = sum(r["pixel6_check"] == "ok" for r in zoo)
+    warm = {r["key"]: r for r in read("first_contact.csv")}["run-warm"]
+    return [
+        "| measured | figure | page |",
+        "|---|---|---|",
+        f"| MiniMalloc's challenging suite fitted by the exact search, one thread | {solved} of "
+        f"{len(CHALLENGING)} in {ours:.1f} s, against {cpp:.1f} s for C++ MiniMalloc "
+        f"({cpp / ours:.0f}x) | [allocators](docs/results/allocators.md) |",
+        f"| dense layers of resnet50 and mobilenet_v2 whose cycles match SCALE-Sim 3.0.0 exactly, ws and os "
+        f"| {exact} of {len(layers)} | [fidelity](docs/results/fidelity.md) |",
+        f"| COSMA's comparison (10 DNNs x 3 budgets x weights or not) proven optimal | {proven} of {len(cosma)} "
+        f"| [COSMA](docs/results/cosma.md) |",
+        f"| torchvision models through the whole flow, memory check ok | {tpu} of {len(zoo)} on tpuv4, "
+        f"{pixel} of {len(zoo)} on pixel6 | [coverage](docs/results/zoo.md) |",
+        f"| `{warm['command']}`, warm caches | {float(warm['cpu_s']):.2f} s CPU, {float(warm['wall_s']):.2f} s wall "
+        f"| [first contact](docs/results/speed.md) |",
+    ]
+
+
 TABLES: dict[str, Callable[[], list[str]]] = {
     "fit": table_fit, "minimize": table_minimize, "traces": table_traces, "large": table_large,
     "limits": table_limits, "telamalloc": table_telamalloc, "sweep": table_sweep, "cmem": table_cmem,
     "auto": table_auto, "idealloc": table_idealloc, "spill-summary": table_spill_summary,
     "spill-points": table_spill_points, "learned": table_learned, "huge": table_huge,
     "minimize10": table_minimize10, "first-contact": table_first_contact, "limit-cases": table_limit_cases,
-    "zoo-coverage": table_zoo_coverage, "export-vs-fx": table_export_vs_fx,
+    "zoo-coverage": table_zoo_coverage, "export-vs-fx": table_export_vs_fx, "headline": table_headline,
 }
 
 
-def render(readme: str) -> str:
-    """``readme`` with every generated table replaced by its rendering from the CSV files."""
+def reference_blocks() -> dict[str, Callable[[], list[str]]]:
+    """The reference pages' generated blocks (``studies/reference_pages.py``), by name."""
+    sys.path.insert(0, str(REPO / "studies"))
+    try:
+        import reference_pages
+    finally:
+        sys.path.pop(0)
+    return dict(reference_pages.BLOCKS)
+
+
+def generators() -> dict[str, Callable[[], list[str]]]:
+    """Every generated block by name: the measured tables and the reference blocks."""
+    return {**TABLES, **reference_blocks()}
+
+
+def pages() -> list[Path]:
+    """The pages that may hold generated blocks: README.md and every Markdown file under docs/."""
+    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def render(readme: str, page: str = "README.md") -> str:
+    """``readme`` (the text of ``page``) with every generated block replaced by its rendering."""
+    known = generators()
+
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
-        if name not in TABLES:
-            raise ValueError(f"README.md: unknown generated table {name!r} (known: {', '.join(TABLES)})")
-        return f"<!-- table:{name} -->\n" + "\n".join(TABLES[name]()) + f"\n<!-- /table:{name} -->"
+        if name not in known:
+            raise ValueError(f"{page}: unknown generated table {name!r} (known: {', '.join(known)})")
+        return f"<!-- table:{name} -->\n" + "\n".join(known[name]()) + f"\n<!-- /table:{name} -->"
 
     return re.sub(r"<!-- table:([\w-]+) -->\n.*?<!-- /table:\1 -->", replace, readme, flags=re.S)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when README.md is not what the CSVs give")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a page is not what its sources give")
     args = parser.parse_args(argv)
-    path = REPO / "README.md"
-    text = path.read_text()
-    wanted = render(text)
-    if args.check:
+    stale = []
+    for path in pages():
+        text = path.read_text()
+        wanted = render(text, str(path.relative_to(REPO)))
         if wanted != text:
-            print("README.md's generated tables differ from docs/bench/*.csv; run studies/readme_tables.py",
-                  file=sys.stderr)
-            return 1
-        return 0
-    path.write_text(wanted)
+            stale.append(str(path.relative_to(REPO)))
+            if not args.check:
+                path.write_text(wanted)
+    if args.check and stale:
+        print(f"generated blocks differ from their sources in {', '.join(stale)}; run studies/readme_tables.py",
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,21 +1,35 @@
-"""The README's benchmark tables are exactly what the measured CSVs in docs/bench give."""
+"""The generated blocks of README.md and of the docs site are exactly what their sources give."""
 
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_readme_tables_match_the_bench_csvs(study):
+def test_every_page_matches_its_sources(study):
     module = study("readme_tables")
-    readme = (REPO / "README.md").read_text()
-    assert module.render(readme) == readme, "run python studies/readme_tables.py after re-measuring"
+    for page in module.pages():
+        text = page.read_text()
+        assert module.render(text, page.name) == text, f"{page}: run python studies/readme_tables.py"
 
 
-def test_every_generated_table_is_in_the_readme_and_not_empty(study):
+def test_every_generated_block_is_in_exactly_one_page_and_not_empty(study):
     module = study("readme_tables")
-    readme = (REPO / "README.md").read_text()
-    for name in module.TABLES:
+    texts = {page: page.read_text() for page in module.pages()}
+    for name in module.generators():
         start, end = f"<!-- table:{name} -->\n", f"<!-- /table:{name} -->"
-        assert start in readme and end in readme, name
-        body = readme.split(start, 1)[1].split(end, 1)[0]
+        holders = [page for page, text in texts.items() if start in text]
+        assert len(holders) == 1, f"{name}: in {holders}"
+        body = texts[holders[0]].split(start, 1)[1].split(end, 1)[0]
         assert body.count("\n") >= 3, name  # a header, a rule and at least one measured row
+
+
+def test_the_readme_is_a_front_door():
+    """At most 200 lines, with the two quick-start commands, a screenshot and links into the docs."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    assert "pip install -e '.[torch]' && accelsim run resnet50 --hw pixel6" in readme
+    assert "pip install -e '.[test]' && python -m pytest -q" in readme
+    images = [line for line in readme.splitlines() if line.startswith("![")]
+    assert len(images) == 1 and (REPO / images[0].split("](", 1)[1].rstrip(")")).is_file()
+    for link in ("docs/install.md", "docs/tutorials/compile.md", "docs/reference/cli.md", "docs/results/index.md"):
+        assert f"]({link})" in readme and (REPO / link).is_file(), link
