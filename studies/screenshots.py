@@ -1,0 +1,98 @@
+"""Take the screenshots of the docs (docs/img/) from real runs, in headless Chromium.
+
+    python studies/screenshots.py            # writes docs/img/*.png (needs chromium)
+
+* ``report-layout.png``: resnet50 on pixel6, ``report.html``'s layout with the mouse over the
+  largest residency, so the tooltip shows;
+* ``report-roofline.png``: the same page at its operator table and roofline;
+* ``sweep-index.png``: a small sweep's ``index.html``;
+* ``layout-svg.png``: the run's ``layout.svg``, for those who keep pictures.
+
+The browser is driven by ``tests/accelsim/headless.py`` (the DevTools protocol on a pipe, the
+same driver as the browser tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import importlib.util
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def headless():
+    spec = importlib.util.spec_from_file_location("headless", REPO / "tests" / "accelsim" / "headless.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def capture(page, element: str, out: Path, pad: int = 8) -> None:
+    """A PNG of the element with this CSS selector (scrolled into view), with ``pad`` pixels around it."""
+    box = page.evaluate(f"""(() => {{
+        const e = document.querySelector({element!r}); e.scrollIntoView({{block: 'start'}});
+        const b = e.getBoundingClientRect(); return [b.x, b.y, b.width, b.height];
+    }})()""")
+    x, y, width, height = box
+    clip = {"x": max(0, x - pad), "y": max(0, y - pad) + page.evaluate("window.scrollY"),
+            "width": width + 2 * pad, "height": height + 2 * pad, "scale": 1}
+    data = page.call("Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True})
+    out.write_bytes(base64.b64decode(data["data"]))
+    print(f"wrote {out.relative_to(REPO)} ({out.stat().st_size:,} B)")
+
+
+def hover_largest(page) -> str:
+    """Move the mouse over the largest residency of the layout; its tensor's name."""
+    tensor, x, y = page.evaluate("""(() => {
+        let best = null, area = 0;
+        for (const r of document.querySelectorAll('#residencies rect')) {
+            const b = r.getBoundingClientRect();
+            if (b.width * b.height > area) { area = b.width * b.height; best = r; }
+        }
+        const b = best.getBoundingClientRect();
+        return [best.dataset.tensor, b.x + b.width / 2, b.y + b.height / 2];
+    })()""")
+    page.hover(x, y)
+    return str(tensor)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(REPO / "docs" / "img"), help="folder of the PNGs (default docs/img)")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    browser = headless()
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run"
+        subprocess.run(["accelsim", "run", "resnet50", "--hw", "pixel6", "--out", str(run)], check=True,
+                       stdout=subprocess.DEVNULL)
+        sweep = Path(tmp) / "sweep"
+        subprocess.run(["accelsim", "sweep", "resnet18", "mobilenet_v2", "--hw", "pixel6", "--grid",
+                        "sram=160KiB,256KiB,1MiB", "--grid", "dram_bandwidth_bytes_per_s=25.6e9,51.2e9",
+                        "--out", str(sweep), "--jobs", "2"], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        with browser.Page(run / "report.html", width=1240, height=1000) as page:
+            page.evaluate("document.querySelector('#layout').scrollIntoView({block: 'start'})")
+            print("hovering", hover_largest(page))
+            capture(page, "#layout", out / "report-layout.png")
+            page.hover(0, 0)
+            capture(page, "#roofline", out / "report-roofline.png")
+            assert page.errors == [], page.errors
+        with browser.Page(sweep / "index.html", width=1240, height=1000) as page:
+            page.evaluate("document.body.style.zoom = 1")
+            capture(page, "body", out / "sweep-index.png", pad=0)
+            assert page.errors == [], page.errors
+        with browser.Page(run / "layout.svg", width=1100, height=700) as page:
+            capture(page, "svg", out / "layout-svg.png", pad=0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
