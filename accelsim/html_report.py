@@ -30,6 +30,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from accelsim.units import byte_axis_top
+
 #: the colour of each kind of residency, in report.html and in layout.svg (``accelsim.report``)
 KIND_COLOURS = {
     "weight": "#4c72b0", "input": "#55a868", "activation": "#dd8452", "output": "#c44e52", "retrieved": "#8172b3",
@@ -62,11 +64,13 @@ def page_data(report: SimReport, summary: str) -> dict[str, Any]:
     transfers = [[t.kind, t.tensor, int(t.start_cycle), int(t.end_cycle), t.chip_bytes]
                  for t in (sim.transfers if sim else [])]
     hw = report.hardware
+    axis_top, capacity_in_view = byte_axis_top(report.peak_bytes, report.capacity_bytes)
     return {
         "title": f"{report.model} on {report.hw} ({report.dtype})",
         "summary": summary,
         "capacity": report.capacity_bytes, "scope": report.capacity_scope, "peak": report.peak_bytes,
         "steps": report.n_ops, "cycles": report.cycles, "clock_hz": report.clock_hz,
+        "axis_top": axis_top, "capacity_in_view": capacity_in_view,
         "kind_colours": KIND_COLOURS, "residencies": residencies, "ops": ops, "timeline": timeline,
         "transfers": transfers,
         "peak_macs": report.peak_macs_per_cycle,
@@ -227,8 +231,7 @@ document.getElementById("hw").textContent = JSON.stringify(D.hw_config, null, 1)
 // ---- layout
 (function layout() {
   const svg = document.getElementById("layout"), W = 1160, H = 460, m = {l: 84, r: 20, t: 30, b: 50};
-  const top = Math.max(D.peak, 1) * 1.08, showCap = D.capacity <= 2 * Math.max(D.peak, 1);
-  const yMax = showCap ? Math.max(top, D.capacity * 1.04) : top;
+  const showCap = D.capacity_in_view, yMax = D.axis_top;
   let x0 = 0, x1 = Math.max(D.steps, 1);
   const title = el("text", {x: m.l, y: 18, "font-size": 13}, svg);
   title.textContent = `${D.residencies.length} residencies, peak ${bytes(D.peak)} of ${bytes(D.capacity)} ` +
@@ -287,7 +290,7 @@ document.getElementById("hw").textContent = JSON.stringify(D.hw_config, null, 1)
 // ---- memory over time, with DMA transfers
 (function memory() {
   const svg = document.getElementById("memory"), W = 1160, H = 360, m = {l: 84, r: 20, t: 20, b: 90};
-  const end = Math.max(D.cycles, 1), yMax = Math.max(D.peak, 1) * 1.1;
+  const end = Math.max(D.cycles, 1), yMax = D.axis_top;
   const x = c => m.l + (W - m.l - m.r) * c / end, y = v => H - m.b - (H - m.b - m.t) * v / yMax;
   axes(svg, m, W, H, "simulated time (cycles at " + (D.clock_hz / 1e6) + " MHz)", "bytes (" + D.scope + ")");
   byteTicks(svg, yMax, 4, y, null);
@@ -301,6 +304,10 @@ document.getElementById("hw").textContent = JSON.stringify(D.hw_config, null, 1)
   }
   el("path", {d: area + ` L ${x(end)} ${y(0)} Z`, fill: "#4c72b0", opacity: 0.5}, svg);
   el("path", {d: line, fill: "none", stroke: "#8172b3", "stroke-width": 1.2}, svg);
+  if (D.capacity_in_view) {
+    el("line", {x1: m.l, x2: W - m.r, y1: y(D.capacity), y2: y(D.capacity), stroke: "red", "stroke-dasharray": "6,4"},
+       svg);
+  }
   const base = H - m.b + 42;
   el("line", {x1: m.l, x2: W - m.r, y1: base, y2: base, stroke: "#aaa"}, svg);
   const colours = {load: "#55a868", retrieve: "#8172b3", store: "#c44e52", spill: "#dd8452"};

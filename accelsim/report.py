@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from accelsim.html_report import KIND_COLOURS
 from accelsim.svg import FONT_SIZE, SMALL_FONT, Chart, LabelPlacer, LegendEntry, pixel_line, text_element, text_width
-from accelsim.units import byte_axis_unit, format_bytes
+from accelsim.units import byte_axis_top, byte_axis_unit, format_bytes
 
 if TYPE_CHECKING:
     from accelsim.results import SimReport
@@ -216,10 +216,6 @@ def chrome_trace(report: SimReport) -> dict[str, Any]:
 
 #: the report's pictures, in the order they are written
 PLOT_FILES = ("layout.svg", "memory.svg", "roofline.svg")
-#: the byte axis of layout.svg and memory.svg reaches this much above the peak
-_HEADROOM = 1.12
-#: the capacity is a line when it is at most this many times the axis's top, else a note
-_CAPACITY_IN_VIEW = 1.25
 #: layout.svg names the tensors of this many of the largest residencies (step x byte area)
 _TENSOR_LABELS = 12
 #: roofline.svg names this many of the operators that lose the most cycles to stalls
@@ -240,10 +236,7 @@ class _ByteAxis:
 def _byte_axis(report: SimReport) -> _ByteAxis:
     """At the default capacity a small model's peak would fill the bottom few percent of an axis that
     reached the capacity; the axis follows the peak and reaches the capacity only when it is close."""
-    top = max(report.peak_bytes, 1) * _HEADROOM
-    in_view = report.capacity_bytes <= _CAPACITY_IN_VIEW * top
-    if in_view:
-        top = max(top, report.capacity_bytes * 1.05)
+    top, in_view = byte_axis_top(report.peak_bytes, report.capacity_bytes)
     unit, scale = byte_axis_unit(top)
     return _ByteAxis(unit, scale, top, in_view)
 

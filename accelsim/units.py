@@ -84,3 +84,26 @@ def byte_axis_unit(largest: float) -> tuple[str, float]:
         if largest >= 2 * scale:
             return unit, scale
     return "B", 1
+
+
+#: the byte axis of the layout and memory pictures reaches this much above the peak
+PEAK_HEADROOM = 1.12
+#: the capacity is drawn as a line when it is at most this many times the axis's top, else noted
+CAPACITY_IN_VIEW = 1.25
+
+
+def byte_axis_top(peak: int, capacity: int) -> tuple[float, bool]:
+    """The top (bytes) of a layout or memory picture's byte axis, and whether the capacity is in view.
+
+    The axis follows the peak: at the default capacity a small model's peak would fill the bottom
+    few percent of an axis that reached the capacity. It reaches the capacity only when that is
+    close; otherwise the picture notes the capacity instead. ``layout.svg``, ``memory.svg`` and
+    ``report.html`` all use this rule.
+
+    >>> top, in_view = byte_axis_top(100, 2000)
+    >>> round(top, 6), in_view, byte_axis_top(100, 120)
+    (112.0, False, (126.0, True))
+    """
+    top = max(peak, 1) * PEAK_HEADROOM
+    in_view = capacity <= CAPACITY_IN_VIEW * top
+    return (max(top, capacity * 1.05) if in_view else top), in_view

@@ -553,6 +553,20 @@ def _distinct_formatter(show: Callable[[float, int], str]) -> Any:
     return Distinct()
 
 
+def crowded(values: Sequence[float], log: bool, share: float = 0.3) -> bool:
+    """Whether two neighbouring ticks at ``values`` lie closer than ``share`` of the axis (on a log
+    axis when ``log``), so that their labels would run into each other side by side.
+
+    >>> crowded([160 * 1024, 256 * 1024, 1024 * 1024], log=True), crowded([1, 2, 3], log=False)
+    (True, False)
+    """
+    import math
+
+    points = sorted(math.log(v) if log else v for v in values if v > 0 or not log)
+    span = points[-1] - points[0] if len(points) > 1 else 0
+    return span > 0 and min(b - a for a, b in zip(points, points[1:], strict=False)) < share * span
+
+
 def _format_key_axis(ax: Axes, key: str, values: Sequence[float], axis: str = "x") -> None:
     """Log scale (base 2 for bytes) over wide spans; ticks at the grid values when they are few."""
     from matplotlib.ticker import NullFormatter, NullLocator
@@ -567,7 +581,7 @@ def _format_key_axis(ax: Axes, key: str, values: Sequence[float], axis: str = "x
     else:
         target.set_major_formatter(_formatter(lambda v: _format_value(key, v)))
     target.set_minor_formatter(NullFormatter())
-    if axis == "x" and len(values) > 6:
+    if axis == "x" and (len(values) > 6 or crowded(values, log=_spans_decades(values))):
         for label in target.get_ticklabels():
             label.set_rotation(30)
             label.set_horizontalalignment("right")
