@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib
 import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "docs" / "bench"
@@ -32,6 +34,15 @@ CHALLENGING = "ABCDEFGHIJK"
 def read(name: str, folder: Path = BENCH) -> list[dict[str, str]]:
     with open(folder / name, newline="") as handle:
         return list(csv.DictReader(handle))
+
+
+def neighbour(name: str) -> Any:
+    """The study script ``studies/NAME.py`` as a module (imported once: studies are not a package)."""
+    sys.path.insert(0, str(REPO / "studies"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.pop(0)
 
 
 def references() -> dict[str, dict[str, str]]:
@@ -440,12 +451,7 @@ def table_limit_cases() -> list[str]:
 
 def table_zoo_coverage() -> list[str]:
     """Every torchvision model through the flow (``studies/zoo_coverage.py``, ``docs/zoo/coverage.csv``)."""
-    sys.path.insert(0, str(REPO / "studies"))
-    try:
-        import zoo_coverage
-    finally:
-        sys.path.pop(0)
-    return zoo_coverage.markdown(read("coverage.csv", REPO / "docs" / "zoo")).rstrip("\n").splitlines()
+    return neighbour("zoo_coverage").markdown(read("coverage.csv", REPO / "docs" / "zoo")).rstrip("\n").splitlines()
 
 
 def table_export_vs_fx() -> list[str]:
@@ -512,12 +518,7 @@ TABLES: dict[str, Callable[[], list[str]]] = {
 
 def reference_blocks() -> dict[str, Callable[[], list[str]]]:
     """The reference pages' generated blocks (``studies/reference_pages.py``), by name."""
-    sys.path.insert(0, str(REPO / "studies"))
-    try:
-        import reference_pages
-    finally:
-        sys.path.pop(0)
-    return dict(reference_pages.BLOCKS)
+    return dict(neighbour("reference_pages").BLOCKS)
 
 
 def generators() -> dict[str, Callable[[], list[str]]]:
