@@ -112,6 +112,18 @@ def buffer_error(bid: object, start: int, end: int, size: int, alignment: int = 
     return None
 
 
+def id_error(bid: object) -> str:
+    """The message refusing ``bid``, a buffer id that is not a string.
+
+    Ids are strings everywhere else (CSV cells, tensor names in schedules, the offsets a
+    ``Solution`` maps): an integer id would not match the string a CSV round trip gives back.
+
+    >>> id_error(5)
+    'buffer id 5 must be a string (got int)'
+    """
+    return f"buffer id {bid!r} must be a string (got {type(bid).__name__})"
+
+
 def invalid_buffers(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, alignments: np.ndarray,
                     fixed: np.ndarray) -> np.ndarray:
     """Per buffer, True when it breaks a rule of ``buffer_error``: the whole-array form of that check.
@@ -145,14 +157,14 @@ def invalid_buffers(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, ali
 class Buffer:
     """One block of memory with a fixed lifetime.
 
-    Construction checks every field (``buffer_error``) and raises ``InvalidProblemError``
-    naming the buffer.
+    Construction checks every field (``buffer_error``; the id is a string) and raises
+    ``InvalidProblemError`` naming the buffer.
 
     >>> Buffer("a", start=0, end=3, size=64, alignment=32).area
     192
     """
 
-    id: BufferId  #: unique name within a problem
+    id: BufferId  #: unique name within a problem, a string
     start: int  #: first logical timestep at which the buffer is live
     end: int  #: first timestep at which it is no longer live (exclusive, > start)
     size: int  #: bytes, > 0
@@ -160,6 +172,8 @@ class Buffer:
     offset: int | None = None  #: pre-assigned (fixed) offset in bytes, or None when free
 
     def __post_init__(self) -> None:
+        if not isinstance(self.id, str):
+            raise InvalidProblemError(id_error(self.id))
         for name in ("start", "end", "size", "alignment"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
@@ -232,8 +246,8 @@ class Problem:
     per-buffer objects). Either way construction checks the whole problem and raises
     ``InvalidProblemError`` naming the buffer(s), with their positions in ``indices``:
 
-    * every buffer is valid (``buffer_error``) and the capacity is a positive integer of at
-      most ``MAX_VALUE``;
+    * every buffer is valid (``buffer_error``), its id a string, and the capacity is a positive
+      integer of at most ``MAX_VALUE``;
     * ids are unique;
     * a pinned (fixed-offset) buffer lies inside the capacity;
     * the stacking sums are in range (see ``MAX_VALUE``): the running sum of ``size +
@@ -292,7 +306,7 @@ overlap in both time and address: no placement can exist
     @classmethod
     def from_arrays(cls, ids: Sequence[BufferId], starts: object, ends: object, sizes: object,
                     alignments: object = None, fixed: object = None, capacity: int | None = None) -> Problem:
-        """A problem from columns: ``ids`` and integer arrays of the same length, in buffer order.
+        """A problem from columns: ``ids`` (strings) and integer arrays of the same length, in buffer order.
 
         ``alignments`` defaults to all 1; ``fixed`` holds the fixed offsets, -1 for a free
         buffer, and defaults to all free. The arrays are copied. Every buffer is checked with
@@ -305,6 +319,9 @@ overlap in both time and address: no placement can exist
         """
         ids = tuple(ids)
         n = len(ids)
+        if not all(issubclass(kind, str) for kind in set(map(type, ids))):  # one check per type, at C speed
+            at = next(index for index, bid in enumerate(ids) if not isinstance(bid, str))
+            raise InvalidProblemError(id_error(ids[at]), (at,))
         columns = (
             _int64_column("starts", starts, ids),
             _int64_column("ends", ends, ids),

@@ -68,8 +68,10 @@ class InvalidOptionError(InvalidProblemError, TypeError):
 class MethodOutput:
     """What a method hands back to ``solve``.
 
-    ``offsets`` is a complete placement or ``None``. ``status`` is the method's verdict; for
-    ``"solved"`` the placement must fit the capacity.
+    ``offsets`` is a complete placement (buffer id -> ``int`` offset) or ``None``. ``status``
+    is the method's verdict, one of ``Status`` (solved, infeasible, failed, timeout); for
+    ``"solved"`` the placement must fit the capacity. ``solve`` checks all of it
+    (``check_output``, then the validator) and raises naming the method otherwise.
     """
 
     status: Status
@@ -417,6 +419,58 @@ def method_entry(method: object) -> MethodEntry:
     return METHODS[method]
 
 
+#: the statuses a method may return (``Status``)
+STATUSES: tuple[str, ...] = typing.get_args(Status)
+
+#: what a method returns, for the errors that name it
+_OUTPUT = "allocator.core.registry.MethodOutput(status, offsets, reason, stats)"
+
+
+def check_output(method: str, out: object) -> None:
+    """Raise when ``out``, what ``method`` returned, is not a ``MethodOutput`` of the documented shape.
+
+    ``TypeError`` for the wrong type or a field of the wrong type, ``InvalidSolutionError`` for a
+    status outside ``Status``: like an invalid placement, a bug in the method. A wrong value
+    passed on would surface later, far from its cause (an ``AttributeError`` inside ``solve``,
+    a status no caller tests for), so the method is named here. The offsets' values are checked
+    by the validator (``check_offset_types`` words a wrong type when it fails), which costs
+    nothing more on the placements that pass.
+
+    >>> check_output("mine", {"status": "solved"})
+    Traceback (most recent call last):
+    ...
+    TypeError: method 'mine' returned a dict; a method returns allocator.core.registry.MethodOutput(status, \
+offsets, reason, stats)
+    """
+    if not isinstance(out, MethodOutput):
+        raise TypeError(f"method {method!r} returned {_a(type(out).__qualname__)}; a method returns {_OUTPUT}")
+    if not isinstance(out.status, str) or out.status not in STATUSES:
+        raise InvalidSolutionError(f"method {method!r} returned status {out.status!r}; a status is one of "
+                                   f"{', '.join(STATUSES)}")
+    if out.offsets is not None and not isinstance(out.offsets, Mapping):
+        raise TypeError(f"method {method!r} returned offsets of type {type(out.offsets).__qualname__}; offsets are "
+                        "None or a mapping of buffer id -> int")
+    if not isinstance(out.stats, Mapping):
+        raise TypeError(f"method {method!r} returned stats of type {type(out.stats).__qualname__}; stats are a "
+                        "mapping of name -> number")
+    if not isinstance(out.reason, str):
+        raise TypeError(f"method {method!r} returned reason {out.reason!r}; a reason is a string")
+
+
+def check_offset_types(method: str, offsets: Mapping[Any, Any]) -> None:
+    """Raise ``TypeError`` naming ``method`` and the buffer when an offset is not an ``int`` (a
+    numpy integer, a float, a string, a bool); return quietly otherwise."""
+    for bid, value in offsets.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"method {method!r} returned offset {value!r} ({type(value).__qualname__}) for buffer "
+                            f"{bid!r}; offsets are Python ints (numpy's: convert with int() or .tolist())")
+
+
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article: ``a dict``, ``an int``."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 #: the method of ``solve`` when none is named; also the default of ``accelsim alloc``, ``accelsim run``,
 #: ``accelsim.compile_and_simulate`` and ``scheduler.make_schedule``, so that the library and the command line
 #: give the same answer by default
@@ -452,8 +506,12 @@ def solve(problem: Problem, method: str = DEFAULT_METHOD, timeout: float | None 
     method; ``InvalidProblemError`` for a timeout that is not positive, a problem without a
     capacity for a method that ``needs_capacity`` (or input a method cannot represent, e.g.
     ``mip`` beyond 2**52 units) and an option value the method refuses (a negative seed,
-    ...); and ``InvalidSolutionError`` if a method returns a placement that breaks a
-    constraint (a bug in that method, never hidden).
+    ...). A method that breaks its contract raises (a bug in that method, never hidden):
+    ``TypeError`` when it returns something other than a ``MethodOutput`` or fields of the
+    wrong type (``offsets`` not None or a mapping of buffer id -> ``int``, ``stats`` not a
+    mapping, ``reason`` not a string), and ``InvalidSolutionError`` when it returns a status
+    outside ``Status`` (solved, infeasible, failed, timeout), ``"solved"`` without a placement,
+    or a placement that breaks a constraint.
 
     The result's ``stats["lower_bound"]`` is LOAD (``validate.lower_bound``), computed once
     here for every status: a caller that wants LOAD reads it there instead of computing it
@@ -495,6 +553,7 @@ def solve(problem: Problem, method: str = DEFAULT_METHOD, timeout: float | None 
     deadline = None if timeout is None else began + timeout
     out = entry.call(problem, deadline, record)
     seconds = time.perf_counter() - began
+    check_output(method, out)
     solution = None if out.offsets is None else Solution(dict(out.offsets))
     peak = None
     if solution is not None:
@@ -502,6 +561,7 @@ def solve(problem: Problem, method: str = DEFAULT_METHOD, timeout: float | None 
         checked = problem if out.status == "solved" else problem.with_capacity(None)
         report = validate(checked, solution)
         if not report.ok:
+            check_offset_types(method, solution.offsets)
             raise InvalidSolutionError(f"method {method!r} returned an invalid placement: {report}")
         peak = solution.peak(problem)
     elif out.status == "solved":

@@ -114,8 +114,9 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     peak or the bound improves, so a caller interrupted by Ctrl-C (KeyboardInterrupt, which
     propagates) still has the best placement found.
 
-    Raises ``TypeError`` when ``problem`` is not a ``Problem``, ``method`` not a string or
-    ``options`` not the method's record (``InvalidOptionError`` for a field of the wrong type);
+    Raises ``TypeError`` when ``problem`` is not a ``Problem``, ``method`` not a string,
+    ``options`` not the method's record (``InvalidOptionError`` for a field of the wrong type)
+    or the method's anytime routine returns something other than a ``MinimizeResult``;
     ``InvalidProblemError`` (one line) for an unknown method, a timeout that is zero, negative,
     infinite or not a number, a bad ``node_limit`` or ``load_share``, or a method that needs a
     capacity and has no anytime routine.
@@ -137,7 +138,12 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
                               on_improve)
     routine = entry.anytime
     if routine is not None:
-        return routine(problem, request)
+        result = routine(problem, request)
+        if not isinstance(result, MinimizeResult):
+            # a registered routine's bug, named here rather than as an AttributeError in the caller
+            raise TypeError(f"the anytime routine of method {method!r} returned a value of type "
+                            f"{type(result).__qualname__}; a routine returns allocator.MinimizeResult")
+        return result
     return _run_once(problem, request)
 
 

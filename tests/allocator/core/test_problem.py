@@ -88,6 +88,20 @@ def test_duplicate_ids_are_refused_naming_the_id_and_both_positions():
         assert info.value.indices == (0, 2)
 
 
+def test_an_id_that_is_not_a_string_is_refused_naming_it_and_its_type():
+    # ids are strings everywhere else (CSV cells, schedules): an int id would not survive a CSV round trip
+    with pytest.raises(InvalidProblemError, match=r"^buffer id 5 must be a string \(got int\)$"):
+        Buffer(5, 0, 1, 8)  # type: ignore[arg-type]
+    with pytest.raises(InvalidProblemError, match=r"^buffer id None must be a string \(got NoneType\)$"):
+        Buffer(None, 0, 1, 8)  # type: ignore[arg-type]
+    with pytest.raises(InvalidProblemError, match=r"^buffer id 7 must be a string \(got int\)$") as info:
+        Problem.from_arrays(["a", "b", 7], [0, 0, 0], [1, 1, 1], [1, 1, 1])  # type: ignore[list-item]
+    assert info.value.indices == (2,)
+    with pytest.raises(InvalidProblemError, match=r"must be a string \(got int64\)"):
+        Problem.from_arrays(np.arange(2), [0, 0], [1, 1], [1, 1])  # type: ignore[arg-type]
+    assert Problem.from_arrays(np.array(["a", "b"]), [0, 0], [1, 1], [1, 1]).ids == ("a", "b")  # numpy str_ is a str
+
+
 def test_only_buffers_and_matching_columns_are_accepted():
     with pytest.raises(InvalidProblemError, match="which is not a Buffer"):
         Problem([("a", 0, 1, 4)])

@@ -11,10 +11,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import allocator
-from allocator import METHODS, Buffer, InvalidProblemError, Problem, minimize, solve, validate
+from allocator import (
+    METHODS,
+    Buffer,
+    InvalidProblemError,
+    InvalidSolutionError,
+    Problem,
+    minimize,
+    solve,
+    validate,
+)
 from allocator.core.registry import BUILT_IN, Capabilities, MethodEntry, MethodOutput, MinimizeRequest, register
 
 PACKAGE = Path(allocator.__file__).parent
@@ -210,3 +220,73 @@ def test_register_keeps_the_capabilities_and_refuses_a_node_limit_without_a_rout
         register("test-other", "test double", node_limit=True)
     with pytest.raises(ValueError, match="registered twice"):
         register("test-exact", "again")(placing)
+
+
+# --------------------------------------------------------------------------------------------------
+# A registered method's output is checked against the contract, and a breach names the method.
+
+ONE = Problem([Buffer("a", 0, 1, 8)], capacity=16)
+
+
+def registered(monkeypatch, output, name="mine"):
+    """Register (in a copy of the table) a method ``name`` that returns ``output``."""
+    monkeypatch.setattr("allocator.core.registry.METHODS", dict(METHODS))
+
+    @register(name, "test double")
+    def method(problem, deadline=None):
+        return output
+
+    return name
+
+
+@pytest.mark.parametrize("output, kind", [({"status": "solved", "offsets": {"a": 0}}, "a dict"),
+                                          (None, "a NoneType"), (("solved", {"a": 0}), "a tuple")])
+def test_a_method_that_returns_no_method_output_raises_a_type_error_naming_it(monkeypatch, output, kind):
+    name = registered(monkeypatch, output)
+    with pytest.raises(TypeError, match=rf"^method 'mine' returned {kind}; a method returns "
+                                        r"allocator\.core\.registry\.MethodOutput\(status, offsets, reason, stats\)$"):
+        solve(ONE, name)
+
+
+@pytest.mark.parametrize("offsets, wording", [
+    ([0], "returned offsets of type list; offsets are None or a mapping of buffer id -> int"),
+    ({"a": np.int64(0)}, r"returned offset np.int64\(0\) \(int64\) for buffer 'a'; offsets are Python ints"),
+    ({"a": 0.0}, r"returned offset 0.0 \(float\) for buffer 'a'"),
+    ({"a": "0"}, r"returned offset '0' \(str\) for buffer 'a'"),
+])
+def test_offsets_of_the_wrong_type_raise_a_type_error_naming_the_method(monkeypatch, offsets, wording):
+    name = registered(monkeypatch, MethodOutput("solved", offsets))
+    with pytest.raises(TypeError, match=f"^method 'mine' {wording}"):
+        solve(ONE, name)
+
+
+def test_stats_and_reason_of_the_wrong_type_raise_a_type_error_naming_the_method(monkeypatch):
+    name = registered(monkeypatch, MethodOutput("solved", {"a": 0}, stats=[("nodes", 1)]))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="^method 'mine' returned stats of type list; stats are a mapping"):
+        solve(ONE, name)
+    name = registered(monkeypatch, MethodOutput("failed", None, reason=None), "other")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="^method 'other' returned reason None; a reason is a string"):
+        solve(ONE, name)
+    name = registered(monkeypatch, MethodOutput("solved", {"a": 8}, "", {"nodes": 3}), "kept")  # the contract kept
+    result = solve(ONE, name)
+    assert (result.status, result.peak, result.stats["nodes"]) == ("solved", 16, 3)
+
+
+@pytest.mark.parametrize("status", ["great", "Solved", None])
+def test_a_status_outside_the_four_is_refused_naming_the_method_and_the_status(monkeypatch, status):
+    # a method bug, reported as an invalid placement is: InvalidSolutionError, never passed on to a caller
+    name = registered(monkeypatch, MethodOutput(status, {"a": 0}))  # type: ignore[arg-type]
+    with pytest.raises(InvalidSolutionError, match=rf"^method 'mine' returned status {status!r}; a status is one of "
+                                                   "solved, infeasible, failed, timeout$"):
+        solve(ONE, name)
+
+
+def test_an_anytime_routine_that_returns_no_minimize_result_raises_a_type_error_naming_the_method(monkeypatch):
+    def routine(problem, request):
+        return {"peak": 8}
+
+    monkeypatch.setitem(METHODS, "test-anytime", MethodEntry("test-anytime", lambda p, d=None: None, "test double",
+                                                             Capabilities(anytime=routine)))
+    with pytest.raises(TypeError, match="^the anytime routine of method 'test-anytime' returned a value of type dict; "
+                                        "a routine returns allocator.MinimizeResult$"):
+        minimize(ONE, method="test-anytime", timeout=5)
