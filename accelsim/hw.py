@@ -49,7 +49,7 @@ from typing import Any
 
 import yaml
 
-from accelsim.units import format_bytes, parse_bytes  # noqa: F401  (re-exported: accelsim.hw.parse_bytes)
+from accelsim.units import SEPARATOR, format_bytes, parse_bytes  # noqa: F401  (re-exported: accelsim.hw.parse_bytes)
 
 CAPACITY_SCOPES = ("per_pe", "chip")
 COMPUTE_KINDS = ("systolic", "lanes", "ideal")
@@ -327,7 +327,8 @@ def parse_value(name: str, f: Any, value: Any) -> Any:
 
     Text is parsed for numeric and boolean fields (``--set`` values are text, and YAML reads
     ``1.2e12`` as text), except a ``QuotedStr``: a value quoted in a YAML file is a string,
-    and a field that wants a number or true/false refuses it.
+    and a field that wants a number or true/false refuses it. A number as text is ASCII
+    digits without ``_`` separators (``accelsim.units.SEPARATOR``).
     """
     m = f.metadata
     kind = m["kind"]
@@ -358,10 +359,11 @@ def parse_value(name: str, f: Any, value: Any) -> Any:
             raise ValueError(f"field {name!r}: {exc}") from None
     elif kind == "int":
         if isinstance(value, str):
+            _refuse_separators(name, value, "an integer")
             try:
                 if not value.isascii():  # int() would read any Unicode digit ("٣" as 3)
                     raise ValueError(value)
-                value = int(value.replace("_", ""))
+                value = int(value)
             except ValueError:
                 raise ValueError(f"field {name!r} must be an integer, got {value!r}") from None
         if isinstance(value, bool) or not isinstance(value, int):
@@ -370,8 +372,9 @@ def parse_value(name: str, f: Any, value: Any) -> Any:
     else:
         # YAML reads 1.2e12 (no sign in the exponent) as a string; accept any float literal
         if isinstance(value, str) and value.isascii():  # float() would read any Unicode digit
+            _refuse_separators(name, value, "a number")
             try:
-                value = float(value.replace("_", ""))
+                value = float(value)
             except ValueError:
                 pass
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
@@ -384,6 +387,14 @@ def parse_value(name: str, f: Any, value: Any) -> Any:
     if high is not None and number > high:
         raise ValueError(f"field {name!r} must be at most {_bound(high)} (a physically sensible value), got {value!r}")
     return number
+
+
+def _refuse_separators(name: str, text: str, noun: str) -> None:
+    """Refuse ``1_066_000_000`` as text: ``int()`` and ``float()`` skip the ``_``, so ``1_0_0`` would be
+    read as 100 and hide a typo. (A YAML file may write ``clock_hz: 1_066_000_000``: YAML reads that
+    as an integer itself, which never comes here as text.)"""
+    if SEPARATOR in text:
+        raise ValueError(f"field {name!r} must be {noun} in ASCII digits (no {SEPARATOR!r} separators), got {text!r}")
 
 
 def kind_noun(kind: str) -> str:
@@ -453,6 +464,15 @@ def config_from_dict(data: Any, where: str = "<dict>") -> HardwareConfig:
     if config.capacity_scope == "chip" and config.n_pe != 1:
         raise HardwareConfigError(
             f"{where}: field 'n_pe' must be 1 when capacity_scope is 'chip' (one shared memory), got {config.n_pe}"
+        )
+    if config.alignment > config.sram_bytes_per_pe:
+        # Checked here, with the other checks between fields, so that it also runs after --set and --sram: else the
+        # first error would be an M_R inflated by the alignment, naming an operator instead of the field at fault.
+        # An alignment equal to the scratchpad passes: one tensor fits.
+        raise HardwareConfigError(
+            f"{where}: field 'alignment' ({format_bytes(config.alignment)}) is larger than the scratchpad, "
+            f"sram_bytes_per_pe ({format_bytes(config.sram_bytes_per_pe)}): every tensor would take at least one "
+            "alignment unit; lower alignment or raise sram_bytes_per_pe"
         )
     return replace(config, source=where)
 

@@ -12,8 +12,15 @@ _UNITS = {
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
 }
-#: ASCII digits only (``re.ASCII``): ``\d`` alone would accept any Unicode digit ("٣" as 3)
-_SIZE_RE = re.compile(r"^\s*(\d[\d_]*(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", re.ASCII)
+#: ASCII digits only (``re.ASCII``): ``\d`` alone would accept any Unicode digit ("٣" as 3); no
+#: ``_`` separators either (see ``SEPARATOR``)
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", re.ASCII)
+
+#: what a number typed as text may not hold, though Python's ``int()`` and ``float()`` skip it:
+#: ``1_0_0`` read as 100 would hide a typo (a digit too few or too many between separators).
+#: The CSV reader and MiniMalloc's format refuse it too, so every number a user types is read
+#: the same way, as ASCII digits.
+SEPARATOR = "_"
 
 
 def parse_bytes(value: int | str, what: str = "size") -> int:
@@ -21,7 +28,8 @@ def parse_bytes(value: int | str, what: str = "size") -> int:
 
     Binary units (KiB, MiB, GiB, TiB) are powers of 1024, decimal ones (KB, MB, GB, TB) powers
     of 1000; letters are case-insensitive. Fractions are allowed when the result is a whole
-    number of bytes. ``what`` names the quantity in error messages.
+    number of bytes. The digits are ASCII, without ``_`` separators (``SEPARATOR``). ``what``
+    names the quantity in error messages.
 
     >>> parse_bytes("8MiB"), parse_bytes("1.5GiB"), parse_bytes("2MB"), parse_bytes(4096)
     (8388608, 1610612736, 2000000, 4096)
@@ -29,6 +37,10 @@ def parse_bytes(value: int | str, what: str = "size") -> int:
     Traceback (most recent call last):
     ...
     ValueError: size '8 apples': unknown unit 'apples' (use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)
+    >>> parse_bytes("1_024KiB", "--sram")
+    Traceback (most recent call last):
+    ...
+    ValueError: --sram '1_024KiB' is not a byte count: write it in ASCII digits, without '_' separators
     """
     if isinstance(value, bool):
         raise ValueError(f"{what} {value!r} is not a byte count")
@@ -42,6 +54,9 @@ def parse_bytes(value: int | str, what: str = "size") -> int:
         return int(value)
     if not isinstance(value, str):
         raise ValueError(f"{what} {value!r} is not a byte count")
+    if SEPARATOR in value:
+        raise ValueError(f"{what} {value!r} is not a byte count: write it in ASCII digits, without "
+                         f"{SEPARATOR!r} separators")
     match = _SIZE_RE.match(value)
     if match is None:
         raise ValueError(f"{what} {value!r} is not a byte count (examples: 1048576, 512KiB, 8MiB, 1.5GiB, 2MB)")
@@ -51,7 +66,6 @@ def parse_bytes(value: int | str, what: str = "size") -> int:
             f"{what} {value!r}: unknown unit {unit!r} (use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)"
         )
     scale = _UNITS[unit.lower()]
-    number = number.replace("_", "")
     whole, _, frac = number.partition(".")
     # exact arithmetic: "1.5GiB" must not go through a float
     numerator = int(whole + frac) * scale

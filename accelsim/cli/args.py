@@ -8,7 +8,7 @@ import math
 import re
 from typing import NoReturn
 
-from accelsim.units import parse_bytes
+from accelsim.units import SEPARATOR, parse_bytes
 
 #: ``scheduler.SCHEDULERS``, repeated so that ``accelsim --help`` does not import the solvers
 #: (``tests/accelsim/test_cosma_flow.py`` keeps the two equal)
@@ -26,9 +26,17 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {message}\n")
 
 
+#: the largest integer an option takes: torch's sizes, numpy's and the kernels' counts are int64
+MAX_INT = 2**63 - 1
+
+
 def positive_seconds(text: str) -> float:
     """An argparse type: a positive, finite number of seconds (``0``, ``-1``, ``nan``, ``inf`` refused;
-    ASCII digits only: ``float`` alone would read ``"５"`` as 5)."""
+    ASCII digits only, without ``_`` separators: ``float`` alone would read ``"５"`` as 5 and ``"1_0"``
+    as 10)."""
+    if SEPARATOR in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds: write it in ASCII digits, without "
+                                         f"{SEPARATOR!r} separators")
     try:
         if not text.isascii():
             raise ValueError(text)
@@ -41,9 +49,12 @@ def positive_seconds(text: str) -> float:
 
 
 def positive_int(text: str) -> int:
-    """An argparse type: a positive integer in ASCII digits."""
+    """An argparse type: a positive integer in ASCII digits (no ``_`` separators: ``int`` alone reads
+    ``"1_0"`` as 10)."""
     if not re.fullmatch(r"[0-9]+", text.strip(), re.ASCII) or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    if int(text) > MAX_INT:
+        raise argparse.ArgumentTypeError(f"{text!r} is more than 2^63 - 1, the largest count an int64 holds")
     return int(text)
 
 
@@ -51,6 +62,8 @@ def count(text: str) -> int:
     """An argparse type: a non-negative integer in ASCII digits."""
     if not re.fullmatch(r"[0-9]+", text.strip(), re.ASCII):
         raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
+    if int(text) > MAX_INT:
+        raise argparse.ArgumentTypeError(f"{text!r} is more than 2^63 - 1, the largest count an int64 holds")
     return int(text)
 
 
@@ -72,6 +85,9 @@ def parse_shape(text: str) -> tuple[int, ...]:
     shape = tuple(int(part) for part in re.split(r"[,x]", text.replace(" ", "")))
     if any(d <= 0 for d in shape):
         raise ValueError(f"--input-shape {text!r}: every dimension must be positive, e.g. 1,3,224,224")
+    if any(d > MAX_INT for d in shape):
+        raise ValueError(f"--input-shape {text!r}: a dimension is more than 2^63 - 1, the most a tensor's int64 "
+                         "sizes hold")
     return shape
 
 

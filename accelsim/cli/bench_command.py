@@ -100,7 +100,7 @@ def _fractions(text: str) -> list[float]:
     values = []
     for part in text.split(","):
         try:
-            if not part.isascii():  # float() would read any Unicode digit
+            if not part.isascii() or "_" in part:  # float() would read any Unicode digit, and 1_0 as 10
                 raise ValueError(part)
             value = float(part)
         except ValueError:

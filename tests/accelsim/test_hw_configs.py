@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -171,7 +172,7 @@ def test_dma_cycle_formula():
     ("text", "expected"),
     [
         (4096, 4096), ("4096", 4096), ("8MiB", 8 * 2**20), ("512KiB", 512 * 1024), ("1.5GiB", 3 * 2**29),
-        ("2MB", 2_000_000), ("2 mb", 2_000_000), ("1_048_576", 2**20), ("64B", 64), ("1TiB", 2**40), (0, 0),
+        ("2MB", 2_000_000), ("2 mb", 2_000_000), ("1048576", 2**20), ("64B", 64), ("1TiB", 2**40), (0, 0),
     ],
 )
 def test_parse_bytes_accepts(text, expected):
@@ -190,6 +191,10 @@ def test_parse_bytes_accepts(text, expected):
         ("", "is not a byte count"),
         (True, "is not a byte count"),
         (1.5, "not a non-negative whole number"),
+        # int() and float() skip '_': 1_0_0 read as 100 would hide a typo
+        ("1_048_576", r"^size '1_048_576' is not a byte count: write it in ASCII digits, without '_' separators$"),
+        ("1_024KiB", "without '_' separators"),
+        ("1.5_0GiB", "without '_' separators"),
     ],
 )
 def test_parse_bytes_rejects_junk_clearly(text, message):
@@ -374,3 +379,39 @@ def test_a_config_name_that_is_not_a_plain_folder_name_is_refused(name):
     with pytest.raises(HardwareConfigError, match="field 'name' must be letters"):
         load_hw("pixel6", {"name": name})
     assert load_hw("pixel6", {"name": "pixel6-8MiB_v2.1"}).name == "pixel6-8MiB_v2.1"
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("clock_hz", "1_066_000_000",
+     "field 'clock_hz' must be a number in ASCII digits (no '_' separators), got '1_066_000_000'"),
+    ("dram_bandwidth_bytes_per_s", "25_6e9", "field 'dram_bandwidth_bytes_per_s' must be a number in ASCII digits"),
+    ("compute.units", "1_6", "field 'compute.units' must be an integer in ASCII digits (no '_' separators), got '1_6'"),
+    ("sram_bytes_per_pe", "1_024KiB", "field 'sram_bytes_per_pe': sram_bytes_per_pe '1_024KiB' is not a byte count"),
+])
+def test_a_number_as_text_with_underscore_separators_is_refused_but_a_yaml_integer_with_them_loads(key, value,
+                                                                                                  message):
+    with pytest.raises(HardwareConfigError, match=re.escape(f"--set {key}={value}: {message}")) as info:
+        load_hw("pixel6", {key: value})
+    assert "\n" not in str(info.value)
+    # the bundled files write clock_hz: 1_066_000_000, which YAML itself reads as an integer: still loaded
+    assert "clock_hz: 1_066_000_000" in (BUNDLED / "pixel6.yaml").read_text()
+    assert load_hw("pixel6").clock_hz == 1_066_000_000 and load_hw("tpuv4").clock_hz == 1_050_000_000
+
+
+def test_an_alignment_larger_than_the_scratchpad_is_refused_naming_both_fields(tmp_path):
+    # every tensor takes at least one alignment unit: name the field, not an M_R inflated by it
+    with pytest.raises(HardwareConfigError, match=re.escape(
+            "with --set alignment=4MiB: field 'alignment' (4 MiB) is larger than the scratchpad, sram_bytes_per_pe "
+            "(2 MiB): every tensor would take at least one alignment unit; lower alignment or raise "
+            "sram_bytes_per_pe")):
+        load_hw("pixel6", {"alignment": "4MiB"})
+    with pytest.raises(HardwareConfigError, match=re.escape("field 'alignment' (64 B) is larger than the scratchpad, "
+                                                            "sram_bytes_per_pe (32 B)")):
+        load_hw("pixel6").with_sram(32)
+    path = tmp_path / "wide.yaml"
+    path.write_text((BUNDLED / "tpuv4.yaml").read_text().replace("alignment: 512", "alignment: 268435456"))
+    with pytest.raises(HardwareConfigError, match=r"wide\.yaml: field 'alignment' \(256 MiB\) is larger"):
+        load_hw(path)
+    # equal passes: one tensor fits
+    assert load_hw("pixel6", {"alignment": "2MiB"}).alignment == 2 * 2**20
+    assert load_hw("pixel6", {"alignment": "64"}).with_sram(64).sram_bytes_per_pe == 64

@@ -267,6 +267,42 @@ def test_run_bad_set_exit_2(chain_json, tmp_path, capsys, setting, message):
     assert err.startswith("error: ") and message in err and len(err.strip().splitlines()) == 1
 
 
+# ------------------------------------------------------------------------------------------
+# numbers typed as text are ASCII digits without '_' separators: int() and float() skip them, so
+# 1_0_0 would be read as 100 and hide a typo (the CSV reader refuses them too)
+
+
+@pytest.mark.parametrize(("command", "argv", "needles"), [
+    ("alloc", ["--capacity", "1_0_0"],
+     ("error: --capacity '1_0_0' is not a byte count: write it in ASCII digits, without '_' separators",)),
+    ("alloc", ["--capacity", "16", "--timeout", "1_0"], ("argument --timeout: '1_0'", "'_' separators")),
+    ("run", ["--sram", "1_024KiB"], ("sram '1_024KiB' is not a byte count", "'_' separators")),
+    ("run", ["--set", "clock_hz=1_066_000_000"],
+     ("--set clock_hz=1_066_000_000: field 'clock_hz' must be a number in ASCII digits (no '_' separators), "
+      "got '1_066_000_000'",)),
+    ("run", ["--set", "compute.units=1_6"], ("field 'compute.units' must be an integer in ASCII digits",)),
+    ("run", ["--budget", "1_0KiB"], ("--budget", "'1_0KiB' is not a byte count")),
+])
+def test_underscore_separators_in_a_number_exit_2_naming_the_option(tiny_csv, chain_json, tmp_path, capsys, command,
+                                                                   argv, needles):
+    out = tmp_path / "out"
+    given = [str(tiny_csv)] if command == "alloc" else [str(chain_json), "--hw", "pixel6", "--out", str(out)]
+    assert main([command, *given, *argv]) == 2
+    _one_error_line(capsys, *needles)
+    assert not out.exists()
+
+
+def test_an_alignment_larger_than_the_scratchpad_exits_2_naming_alignment(chain_json, tmp_path, capsys):
+    # before, the first error was an M_R inflated by the alignment, naming an operator, not the field at fault
+    out = tmp_path / "out"
+    assert main(["run", str(chain_json), "--hw", "pixel6", "--out", str(out), "--set", "alignment=4MiB"]) == 2
+    _one_error_line(capsys, "field 'alignment' (4 MiB) is larger than the scratchpad, sram_bytes_per_pe (2 MiB)",
+                    "lower alignment or raise sram_bytes_per_pe")
+    assert main(["run", str(chain_json), "--hw", "pixel6", "--out", str(out), "--sram", "32"]) == 2
+    _one_error_line(capsys, "field 'alignment' (64 B) is larger than the scratchpad, sram_bytes_per_pe (32 B)")
+    assert not out.exists()
+
+
 def test_configs_lists_every_field(capsys):
     assert main(["configs", "--fields"]) == 0
     out = capsys.readouterr().out
@@ -407,6 +443,7 @@ def test_input_shape_is_parsed_strictly(tmp_path, capsys, text):
     (["--capacity", "8", "--method", "first-fit,first-fit"], "twice"),
     (["--load-fraction", "inf"], "'inf' must be a positive, finite"),
     (["--load-fraction", "0"], "'0' must be a positive"),
+    (["--load-fraction", "1_0"], "'1_0' is not a number"),
     (["--capacity", "8", "--repeat", "0"], "--repeat"),
     (["--capacity", "8", "--timeout", "0"], "--timeout"),
     (["--capacity", "8", "--threads", "-1"], "--threads"),

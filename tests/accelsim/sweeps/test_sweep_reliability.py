@@ -178,6 +178,20 @@ def test_max_points_must_be_a_positive_ascii_integer(dag, tmp_path, capsys, valu
     assert "--max-points" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("item", "message"), [
+    ("sram=1MiB,1_024KiB", "--grid sram=1_024KiB: sram '1_024KiB' is not a byte count: write it in ASCII digits, "
+                           "without '_' separators"),
+    ("budget=1_0KiB", "--grid budget=1_0KiB: budget '1_0KiB' is not a byte count"),
+    ("clock_hz=1_066_000_000", "--grid clock_hz=1_066_000_000: field 'clock_hz' must be a number in ASCII digits "
+                               "(no '_' separators), got '1_066_000_000'"),
+    ("dram_latency_cycles=1_00", "field 'dram_latency_cycles' must be an integer in ASCII digits"),
+])
+def test_a_grid_value_with_underscore_separators_is_refused_naming_the_key(item, message):
+    # int() and float() skip '_': 1_0_0 read as 100 would hide a typo
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_grid([item])
+
+
 # ------------------------------------------------------------------------------------------
 # Dask: addresses fail fast, before anything is made
 
@@ -439,7 +453,7 @@ def _numbers_come_from_ascii(items: list[str], grid: dict) -> None:
         key, _, rest = item.partition("=")
         for text, value in zip(rest.split(","), grid[key.strip()], strict=True):
             if isinstance(value, int | float) and not isinstance(value, bool):
-                assert text.isascii(), (key, text, value)
+                assert text.isascii() and "_" not in text, (key, text, value)  # no '_' separators either
 
 
 @settings(max_examples=60)
