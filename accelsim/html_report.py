@@ -89,11 +89,30 @@ def write_html(report: SimReport, path: str | Path, summary: str) -> Path:
     return target
 
 
+#: characters that may not appear raw in a script element's text, each as its JSON ``\\u`` escape:
+#: ``<`` (``</script>`` ends the element, and ``<!--`` followed by ``<script`` makes the HTML
+#: parser swallow the rest of the page), ``>`` and ``&`` (which mean nothing there but do in
+#: other contexts the text may be copied to), and U+2028 / U+2029 (line terminators to older
+#: JavaScript parsers; ``json.dumps`` escapes every non-ASCII character already, lone surrogates
+#: included, which UTF-8 could not even encode)
+_SCRIPT_UNSAFE = str.maketrans({c: f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"})
+
+
+def inline_json(data: Any) -> str:
+    """``data`` as JSON that is safe inside ``<script>``: every character a name could use to close
+    the element or open a comment is a ``\\u`` escape, which ``JSON.parse`` reads back unchanged.
+
+    >>> inline_json({"name": "<!--<script></script>&"})
+    '{"name":"\\\\u003c!--\\\\u003cscript\\\\u003e\\\\u003c/script\\\\u003e\\\\u0026"}'
+    """
+    return json.dumps(data, separators=(",", ":")).translate(_SCRIPT_UNSAFE)
+
+
 def page(title: str, style: str, body: str, data: Any, script: str) -> str:
     """A self-contained HTML page: ``title`` (escaped here), the shared base style plus ``style``,
     ``body`` (HTML), ``data`` inlined as JSON in ``<script id="data">`` and ``script`` (strict mode),
     which reads it with ``JSON.parse(document.getElementById("data").textContent)``."""
-    inline = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    inline = inline_json(data)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>\n'
             f"<style>\n{_BASE_STYLE}{style}</style></head><body>\n{body}\n"
             f'<script id="data" type="application/json">{inline}</script>\n'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,53 @@ def test_a_sweep_writes_an_index_html_that_works_in_headless_chromium(tmp_path):
                                f".map(r => r.children[{column}].textContent)")
         assert len(firsts) == 3 and firsts[0] != firsts[-1]
         assert page.errors == []
+
+
+#: names a user can give that must not end the page's script or run one of their own
+HOSTILE_NAMES = ("<!--<script>", "</script><script>pwned=1</script>", "<img src=x onerror=pwned=2>")
+
+HOSTILE_MODEL = f"""
+from torch import nn
+
+
+def build():
+    model = nn.Sequential()
+    model.add_module({HOSTILE_NAMES[0]!r}, nn.Conv2d(3, 8, 3))
+    model.add_module({HOSTILE_NAMES[1]!r}, nn.ReLU())
+    model.add_module({HOSTILE_NAMES[2]!r}, nn.Conv2d(8, 4, 1))
+    return model
+"""
+
+
+def test_pages_built_from_hostile_names_draw_and_run_no_injected_script(tmp_path):
+    from accelsim.cli import main
+
+    model = tmp_path / "<!--<script>x.py"
+    model.write_text(HOSTILE_MODEL)
+    config = tmp_path / "chip.yaml"
+    source = (Path(__file__).resolve().parents[2] / "hw_configs" / "pixel6.yaml").read_text()
+    config.write_text(re.sub(r"(?m)^description:.*$", "description: '<!--<script> </script><script>pwned=3</script>'",
+                             source))
+    spec = f"{model}:build"
+    out = tmp_path / "run"
+    assert main(["run", spec, "--hw", str(config), "--input-shape", "1,3,16,16", "--out", str(out), "--no-cache"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    sweep = tmp_path / "sweep"
+    assert main(["sweep", spec, "--hw", str(config), "--input-shape", "1,3,16,16", "--grid", "sram=1MiB,2MiB",
+                 "--out", str(sweep), "--no-plots", "--jobs", "1"]) == 0
+    for name in HOSTILE_NAMES:
+        assert name not in (out / "report.html").read_text()  # inlined only as \u escapes
+    with Page(out / "report.html") as page:
+        assert page.errors == []
+        assert page.evaluate("typeof pwned") == "undefined"
+        assert page.evaluate("document.querySelectorAll('#residencies rect').length") == len(report["buffers"]) > 0
+        assert page.evaluate("document.querySelectorAll('#ops tr').length") == report["n_ops"] + 1
+        tensors = page.evaluate("[...document.querySelectorAll('#residencies rect')].map(r => r.dataset.tensor)")
+        assert f"{HOSTILE_NAMES[0]}.weight" in tensors and f"{HOSTILE_NAMES[2]}.weight" in tensors, tensors
+        assert page.evaluate("document.getElementById('title').textContent").startswith("accelsim: <!--<script>x.build")
+        assert "</script><script>pwned=3</script>" in page.evaluate("document.getElementById('hw').textContent")
+    with Page(sweep / "index.html") as page:
+        assert page.errors == [] and page.evaluate("typeof pwned") == "undefined"
+        assert page.evaluate("document.querySelectorAll('#results tr').length") == 2 + 1
+        first = page.evaluate("document.querySelector('#results tr:nth-child(2) td').textContent")
+        assert first == "<!--<script>x.build"
