@@ -2,10 +2,11 @@
 
 ``cached_trace(model, dtype, input_shape, batch=, options=)`` returns the graph
 ``frontend.trace_model`` would return (``frontend.user_model.trace_user_model`` for a user
-model spec, ``path/to/file.py:function``). The first call traces it and saves it with ``frontend.save_graph`` as
-``{model}-{dtype}-{key}.json`` in the cache folder (``default_cache_dir()`` unless given); later
-calls read that file with ``frontend.load_graph``. A hit imports neither torch nor torchvision,
-which is most of a first trace's time (about 5.7 CPU-seconds, see ``frontend.zoo``).
+model spec, ``path/to/file.py:function``). The first call traces it and saves it, in the JSON
+form of ``frontend.save_graph``, as ``{model}-{dtype}-{key}.json`` in the cache folder
+(``default_cache_dir()`` unless given); later calls read that file, once its digest proves it
+(below). A hit imports neither torch nor torchvision, which is most of a first trace's time
+(about 5.7 CPU-seconds, see ``frontend.zoo``).
 
 The key (``graph_key``) is a SHA-256 digest over everything that decides the graph:
 
@@ -30,18 +31,54 @@ The key's inputs are also stored in the file, in the graph attribute ``"trace_ca
 attribute, so a graph from the cache has exactly the attributes of a freshly traced one. Unlike a
 sidecar file, the record cannot get out of step with the graph it describes.
 
+Each entry proves itself: the record holds ``content_sha256``, the SHA-256 of the file's bytes
+as written, read with the digest's own 64 hex characters as zeros. The file stays a graph that
+``frontend.load_graph`` reads. A hit reads the bytes once, checks the digest, and only then
+parses them (``frontend.graph.parse_graph_json``, once) and builds the graph
+(``graph_from_json``, which checks the format). The digest covers the bytes, not a canonical
+re-serialisation of the parsed data (``json.dumps(data, sort_keys=True)``): on resnet50's
+170 kB entry the check takes about 0.15 ms of a hit's 8 to 12 ms, where serialising the parsed
+data again took about 3 ms, more than parsing it (1.6 ms); every edit counts, even one to
+spacing; a damaged file is never parsed; and the check does not depend on how ``json``
+formats numbers. So an entry edited in place that is still valid JSON (an
+activation's ``nbytes``, a tensor's shape) is not used: its content no longer matches its
+digest. The digest guards against damage and edits by mistake, not against someone who
+recomputes it on purpose.
+
+An entry that is not used is traced again, so the answer is the one without a cache, and a
+``CacheEntryWarning`` (``warnings.warn``, one line: ``trace cache entry PATH: why; traced
+again``) says why:
+
+* content that does not match its digest, or no digest at all (truncated, emptied,
+  zero-filled, not a cache entry), or a proven entry whose record names other key inputs (a
+  file copied or renamed by hand);
+* something at the path that cannot be read (permission denied, a symlink loop, a read
+  error): traced again and written over when the folder can be written;
+* something at the path that is not a file (a folder, a FIFO, a socket, a device): traced
+  again and not saved; what is there is left as it is (a user's folder is never deleted);
+* an entry that cannot be written after the trace (the disk is full, a folder appeared at the
+  path): the graph is returned unsaved (``saved=False``).
+
+An entry written before entries had a digest (a graph whose record has no ``content_sha256``)
+is not proven either; it is traced again and written over without a warning, as a newer
+version of the cache would replace it. ``FRONTEND_VERSION`` did not change for the digest, so
+such entries keep their names and are replaced one by one as they are used. The command line
+(``accelsim run``, ``size``, ``sweep``) prints each warning as one ``warning: ...`` line on
+stderr (``accelsim.cli.main``); a sweep traces in its parent process, so each entry is named
+once.
+
 Files are written to a temporary name in the cache folder and renamed over the final name
 (``os.replace``), so worker processes tracing the same model at once never read a half-written
 file: each sees the old file, no file, or a whole new one (the last writer wins, and the graphs
-are the same). A file that does not load (truncated, not JSON, breaks the format, written for
-other key inputs) is traced again and overwritten. A leftover ``.*.tmp`` file from a killed
-writer is never read, and can be deleted at any time.
+are the same). A leftover ``.*.tmp`` file from a killed writer is never read, and can be
+deleted at any time.
 
 A cache folder that cannot be created or written raises ``CacheDirError`` (an ``OSError``, one
 line naming the folder) *before* anything is traced. Callers that run many models call
 ``check_cache_dir`` once first. A folder that can be read but not written still serves hits.
 With ``must_save=False`` (``accelsim run`` with the default folder) an unwritable folder only
-costs the saving: the model is traced and returned unsaved.
+costs the saving: the model is traced and returned unsaved, without a warning. Problems with
+one entry are never errors: only the folder is.
 
 >>> graph_key("resnet18", "int8", None) == graph_key("resnet18", "int8", (1, 3, 224, 224))
 True
@@ -56,7 +93,9 @@ import hashlib
 import json
 import os
 import re
+import stat
 import uuid
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
@@ -66,7 +105,8 @@ from typing import Any
 import networkx as nx
 
 from frontend import user_model, zoo
-from frontend.graph import GraphFormatError, dtype_bytes, load_graph, save_graph
+from frontend.errors import CacheEntryWarning  # noqa: F401  (re-exported: frontend.cache.CacheEntryWarning)
+from frontend.graph import GraphFormatError, dtype_bytes, graph_from_json, graph_to_json, parse_graph_json
 
 #: The frontend's version in the cache key. Bump it whenever a traced graph would change:
 #: tracing, shape propagation or costs (``frontend.trace``, ``frontend.fx_capture``,
@@ -81,6 +121,14 @@ RECORD_ATTRIBUTE = "trace_cache"
 #: hex characters of the SHA-256 digest kept in the key (80 bits)
 KEY_LENGTH = 20
 
+#: the field of the record that holds the entry's content digest (SHA-256, 64 hex characters)
+DIGEST_FIELD = "content_sha256"
+# how the field's value begins in the file (``json.dumps(..., indent=1)`` writes ": " after a key)
+_DIGEST_LEAD = f'"{DIGEST_FIELD}": "'.encode()
+_DIGEST_CHARS = 64
+# the digest's place holds these while the digest is computed, when writing and when checking
+_BLANK_DIGEST = b"0" * _DIGEST_CHARS
+
 # The names torchvision can build: ``resnet18``, ``segmentation.fcn_resnet50``. A name of this
 # shape is safe in a file name; anything else is checked against the zoo, which rejects it.
 _MODEL_NAME = re.compile(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?")
@@ -90,6 +138,24 @@ class CacheDirError(OSError):
     """A cache folder that cannot be created or written; the message is one line naming it."""
 
 
+class _EntryUnusable(Exception):
+    """Why the thing at an entry's path cannot be read (internal to ``_read_entry``)."""
+
+    def __init__(self, reason: str, replaceable: bool = True) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.replaceable = replaceable  # False: not a file (a folder, ...), left alone
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """What ``_load`` found at an entry's path."""
+
+    graph: nx.DiGraph | None = None  # the graph, on a hit
+    problem: str | None = None  # why an entry there is not used (None: a hit, no entry, or an older one)
+    replaceable: bool = True  # False: something other than a file is there; the trace is not saved over it
+
+
 @dataclass(frozen=True)
 class CachedGraph:
     """The result of ``cached_trace``."""
@@ -97,7 +163,8 @@ class CachedGraph:
     graph: nx.DiGraph  # the DataflowGraph, as ``frontend.trace_model`` returns it
     path: Path  # the cache file that holds it (or would, when ``saved`` is False)
     hit: bool  # True: loaded from ``path``; False: traced now and written to ``path``
-    saved: bool = True  # False: traced now and not written (``must_save=False`` and the folder refused it)
+    saved: bool = True  # False: traced now and not written (the folder refused it with ``must_save=False``,
+    # something other than a file is at ``path``, or the write failed: a ``CacheEntryWarning`` said so)
 
 
 def default_cache_dir() -> Path:
@@ -236,33 +303,154 @@ def graph_key(model: str, dtype: str, input_shape: Any = None, batch: int | None
     return key
 
 
-def _load(path: Path, expected: dict[str, Any]) -> nx.DiGraph | None:
-    """The graph in ``path`` if it loads and was written for ``expected``; ``None`` otherwise."""
-    if not path.is_file():
-        return None
+def _kind(mode: int) -> str:
+    """What a file of ``mode`` (``st_mode``) is, for a message."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _read_entry(path: Path) -> bytes | None:
+    """The bytes of the entry at ``path``, read once; ``None`` when nothing is there.
+
+    ``_EntryUnusable`` says why something there cannot be used: it cannot be read, or it is
+    not a regular file (then ``replaceable`` is False). The file is opened without blocking
+    and checked on the open descriptor, so a FIFO never stalls the read and nothing can be
+    swapped in between the check and the read.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
-        graph = load_graph(path)
-    except GraphFormatError:  # truncated, not JSON, or not a DataflowGraph: trace it again
+        descriptor = os.open(path, flags)
+    except (FileNotFoundError, NotADirectoryError):  # no entry (a symlink to nothing, or no folder): a miss
         return None
-    if graph.graph.pop(RECORD_ATTRIBUTE, None) != expected:
+    except OSError as exc:
+        if os.path.isdir(path):  # Windows cannot open a folder at all
+            raise _EntryUnusable("is a folder, not a file", replaceable=False) from None
+        raise _EntryUnusable(f"cannot be read: {exc.strerror or exc}") from None
+    handle = None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISREG(mode):
+            handle = os.fdopen(descriptor, "rb")  # after the check: fdopen refuses a folder with its own error
+            return handle.read()
+    except OSError as exc:
+        raise _EntryUnusable(f"cannot be read: {exc.strerror or exc}") from None
+    finally:
+        if handle is not None:
+            handle.close()
+        else:
+            os.close(descriptor)
+    raise _EntryUnusable(f"is {_kind(mode)}, not a file", replaceable=False)
+
+
+def _content_digest(raw: bytes, at: int) -> bytes:
+    """The SHA-256 (hex) of ``raw`` with the ``_DIGEST_CHARS`` bytes at ``at`` read as zeros."""
+    view = memoryview(raw)
+    digest = hashlib.sha256(view[:at])
+    digest.update(_BLANK_DIGEST)
+    digest.update(view[at + _DIGEST_CHARS:])
+    return digest.hexdigest().encode()
+
+
+def _proven(raw: bytes) -> bool | None:
+    """True: ``raw`` is the bytes a writer stored with their digest; False: they are not (edited
+    or damaged); None: they hold no digest at all."""
+    lead = raw.find(_DIGEST_LEAD)
+    if lead < 0:
         return None
-    return graph
+    at = lead + len(_DIGEST_LEAD)
+    if raw.find(_DIGEST_LEAD, at) >= 0:  # the writer stores one; a second is an edit
+        return False
+    return raw[at + _DIGEST_CHARS:at + _DIGEST_CHARS + 1] == b'"' and raw[at:at + _DIGEST_CHARS] == \
+        _content_digest(raw, at)
+
+
+def _older_entry(raw: bytes) -> bool:
+    """Whether ``raw`` is an entry written before entries had a digest: a JSON graph whose
+    record has no digest field. Only an entry without a digest is parsed for this."""
+    try:
+        data = parse_graph_json(raw, "entry")
+    except GraphFormatError:
+        return False
+    attributes = data.get("graph") if isinstance(data, dict) else None
+    record = attributes.get(RECORD_ATTRIBUTE) if isinstance(attributes, dict) else None
+    return isinstance(record, dict) and DIGEST_FIELD not in record
+
+
+def _load(path: Path, expected: dict[str, Any]) -> _Lookup:
+    """The graph in ``path`` if its digest proves it and it was written for ``expected``;
+    otherwise why not (see the module docstring).
+
+    Unlike ``load_graph`` this does not count the operators before parsing: a proven entry is a
+    graph a trace made, which tracing it again would make too, and the run checks its exact
+    count against its own limit (``--max-operators``)."""
+    try:
+        raw = _read_entry(path)
+    except _EntryUnusable as unusable:
+        return _Lookup(problem=unusable.reason, replaceable=unusable.replaceable)
+    if raw is None:
+        return _Lookup()
+    proven = _proven(raw)
+    if proven is None:
+        if _older_entry(raw):  # written by an older version: replaced without a word
+            return _Lookup()
+        return _Lookup(problem="it has no content digest (damaged, or not a trace cache entry)")
+    if not proven:
+        return _Lookup(problem="its content does not match its digest (edited or damaged)")
+    try:
+        graph = graph_from_json(parse_graph_json(raw, path.name))
+    except GraphFormatError as exc:  # proven, yet not a graph: only a faulty writer gets here
+        return _Lookup(problem=f"does not load: {exc}")
+    record = graph.graph.pop(RECORD_ATTRIBUTE, None)
+    if not isinstance(record, dict) or {k: v for k, v in record.items() if k != DIGEST_FIELD} != expected:
+        return _Lookup(problem="it was written for other key inputs (model, dtype, input shapes or versions)")
+    return _Lookup(graph=graph)
+
+
+def _entry_bytes(graph: nx.DiGraph, record: dict[str, Any]) -> bytes:
+    """The bytes of the entry for ``graph``: its JSON (as ``save_graph`` writes it) with ``record``
+    and, in it, the digest of those bytes (see ``_content_digest``)."""
+    graph.graph[RECORD_ATTRIBUTE] = {**record, DIGEST_FIELD: _BLANK_DIGEST.decode()}
+    try:
+        raw = json.dumps(graph_to_json(graph), indent=1).encode()
+    finally:
+        del graph.graph[RECORD_ATTRIBUTE]
+    lead = raw.find(_DIGEST_LEAD)
+    at = lead + len(_DIGEST_LEAD)
+    if lead < 0 or raw.find(_DIGEST_LEAD, at) >= 0:  # another attribute of that name: a reader could not tell
+        raise ValueError(f"the graph holds a field named {DIGEST_FIELD!r} besides the cache's own")
+    return raw[:at] + _content_digest(raw, at) + raw[at + _DIGEST_CHARS:]
+
+
+def _save_bytes(raw: bytes, target: Path) -> None:
+    """Write ``raw`` to the new file ``target``."""
+    with open(target, "xb") as handle:
+        handle.write(raw)
 
 
 def _write(graph: nx.DiGraph, path: Path, record: dict[str, Any]) -> None:
-    """Save ``graph`` with ``record`` to ``path`` at once (a temporary file, then a rename)."""
+    """Save ``graph`` with ``record`` to ``path`` at once (a temporary file, then a rename).
+    Raises ``OSError`` when it cannot (``ValueError`` for a graph whose digest could not be
+    found again); the temporary file is removed either way."""
+    raw = _entry_bytes(graph, record)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    graph.graph[RECORD_ATTRIBUTE] = record
     try:
-        save_graph(graph, temporary)
+        _save_bytes(raw, temporary)
         os.replace(temporary, path)
-    except OSError as exc:
-        raise CacheDirError(f"trace cache folder {path.parent}: cannot write {path.name}: "
-                            f"{exc.strerror or exc}") from None
     finally:
-        del graph.graph[RECORD_ATTRIBUTE]
         with contextlib.suppress(OSError):  # gone after the rename; otherwise best effort
             temporary.unlink(missing_ok=True)
+
+
+def _warn(path: Path, what: str) -> None:
+    """A ``CacheEntryWarning`` naming the entry at ``path``, attributed to ``cached_trace``'s caller."""
+    warnings.warn(f"trace cache entry {path}: {what}", CacheEntryWarning, stacklevel=3)
 
 
 def cached_trace(model: str, dtype: str, input_shape: Any = None, cache_dir: str | Path | None = None, *,
@@ -275,8 +463,10 @@ def cached_trace(model: str, dtype: str, input_shape: Any = None, cache_dir: str
     shape or one per input; ``batch`` replaces the batch dimension of every input.
     ``cache_dir`` defaults to ``default_cache_dir()``. On a hit the graph is loaded from
     ``{model}-{dtype}-{graph_key(...)}.json`` (``user-{STEM.FUNCTION}-{dtype}-{key}.json`` for a
-    user model) without importing torch; on a miss (no file, or one that does not load) the
-    model is traced and the file written at once (see the module docstring).
+    user model) without importing torch, once its digest proves it; on a miss (no entry, or one
+    that is not proven or cannot be read) the model is traced and the file written at once. An
+    entry that is not used, or cannot be written, is a ``CacheEntryWarning`` naming it and why
+    (see the module docstring); the graph is the one a fresh trace gives.
 
     Raises what ``trace_model`` raises (``UnknownModelError``, ``ValueError`` for a bad input
     shape, batch or option, ``TraceError``) or ``trace_user_model`` (``UserModelError``),
@@ -310,20 +500,26 @@ def cached_trace(model: str, dtype: str, input_shape: Any = None, cache_dir: str
 
         def trace_now() -> nx.DiGraph:
             return zoo.trace_model(model, dtype=dtype, input_shape=input_shape, **extra)
-    graph = _load(path, record)
-    if graph is not None:
-        return CachedGraph(graph=graph, path=path, hit=True)
+    lookup = _load(path, record)
+    if lookup.graph is not None:
+        return CachedGraph(graph=lookup.graph, path=path, hit=True)
     try:
         check_cache_dir(folder)
+        writable = True
     except CacheDirError:
         if must_save:
             raise
-        return CachedGraph(graph=trace_now(), path=path, hit=False, saved=False)
+        writable = False
+    if lookup.problem is not None:
+        after = "traced again" if lookup.replaceable else "traced again and not saved (it is left as it is)"
+        _warn(path, f"{lookup.problem}; {after}")
     graph = trace_now()
+    if not writable or not lookup.replaceable:
+        return CachedGraph(graph=graph, path=path, hit=False, saved=False)
     try:
         _write(graph, path, record)
-    except CacheDirError:
-        if must_save:
-            raise
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        _warn(path, f"cannot be written: {reason}; the graph was traced and is not saved")
         return CachedGraph(graph=graph, path=path, hit=False, saved=False)
     return CachedGraph(graph=graph, path=path, hit=False)

@@ -471,6 +471,31 @@ def _count_in_file(path: str | Path, token: bytes, chunk: int = 1 << 24) -> int:
     return count
 
 
+def parse_graph_json(raw: bytes, source: str) -> Any:
+    """The JSON value in ``raw``, the bytes of a graph file, parsed as ``load_graph`` parses them.
+
+    For a caller that already holds the bytes (the trace cache checks them against their digest
+    first) and builds the graph itself with ``graph_from_json``, so a file is read and parsed
+    once. Raises ``GraphFormatError`` with one line that starts with ``source`` (the file name):
+    ``raw`` is not UTF-8 text (a leading byte-order mark is accepted), is not valid JSON (with
+    line and column), or has a key twice in one object.
+    """
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise GraphFormatError(f"{source}: not a JSON graph: byte {exc.start} ({raw[exc.start]:#04x}) is not "
+                               f"UTF-8 text") from None
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        raise GraphFormatError(f"{source}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    except _DuplicateKey as exc:
+        raise GraphFormatError(f"{source}: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # a number too long to convert, nesting too deep
+        reason = str(exc) if len(str(exc)) <= 100 else str(exc)[:97] + "..."
+        raise GraphFormatError(f"{source}: not valid JSON: {reason}") from None
+
+
 def load_graph(path: str | Path, max_operators: int | None = MAX_OPERATORS) -> nx.DiGraph:
     """Read a graph written by ``save_graph`` and check all of it (``check_graph``).
 
@@ -480,31 +505,21 @@ def load_graph(path: str | Path, max_operators: int | None = MAX_OPERATORS) -> n
     ``max_operators`` (None: no limit but the machine's memory).
 
     Raises ``GraphFormatError`` (a ``ValueError``) with one line that starts with the file
-    name: the file cannot be read, is not UTF-8 text (a leading byte-order mark is accepted),
+    name: the file cannot be read or is not a regular file, is not UTF-8 text (a leading byte-order mark is accepted),
     is not valid JSON (with line and column), has a key twice in one object, or breaks the
     format (the operator, tensor or attribute is named, see ``graph_from_json`` and
     ``check_graph``).
     """
+    source = Path(path)
+    if source.exists() and not source.is_file() and not source.is_dir():  # a FIFO would block the read for ever
+        raise GraphFormatError(f"{path}: not a regular file (a FIFO, a device or a socket cannot hold a graph)")
     try:
         # counted in chunks before the whole file is read: a refused graph costs no memory
         check_operator_count(_count_in_file(path, b'"op"'), str(path), max_operators, approximate=True)
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise GraphFormatError(f"{path}: cannot read the graph file: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise GraphFormatError(f"{path}: not a JSON graph: byte {exc.start} ({raw[exc.start]:#04x}) is not "
-                               f"UTF-8 text") from None
-    try:
-        data = json.loads(text, object_pairs_hook=_unique_keys)
-    except json.JSONDecodeError as exc:
-        raise GraphFormatError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
-    except _DuplicateKey as exc:
-        raise GraphFormatError(f"{path}: {exc}") from None
-    except (ValueError, RecursionError) as exc:  # a number too long to convert, nesting too deep
-        reason = str(exc) if len(str(exc)) <= 100 else str(exc)[:97] + "..."
-        raise GraphFormatError(f"{path}: not valid JSON: {reason}") from None
+    data = parse_graph_json(raw, str(path))
     try:
         return graph_from_json(data)
     except GraphFormatError as exc:

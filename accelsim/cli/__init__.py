@@ -35,8 +35,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from accelsim.cli import alloc, bench_command, gen, listing, run, size, sweep
 from accelsim.cli.args import Parser
@@ -48,6 +49,7 @@ from accelsim.cli.status import (
     watch_ctrl_c,
 )
 from accelsim.errors import CompileError, one_line
+from frontend.errors import CacheEntryWarning
 
 __all__ = ["DEFAULT_METHOD", "EXIT_NOT_DETERMINISTIC", "Exception_or_interrupt", "build_parser", "main", "program"]
 
@@ -77,7 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0) or a one-line usage error (2), already printed
         return exc.code if isinstance(exc.code, int) else 2
     try:
-        return int(args.handler(args))
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning(warnings.showwarning)
+            return int(args.handler(args))
     except BrokenPipeError:  # output piped into `head` and closed early: not an error
         sys.stdout = open(os.devnull, "w")  # so the interpreter's final flush does not fail again
         return 0
@@ -95,6 +99,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {one_line(exc)}", file=sys.stderr)
             return 1
         raise
+
+
+def _one_line_warning(show: Any) -> Any:
+    """``warnings.showwarning`` that prints a trace cache warning (``frontend.cache.CacheEntryWarning``:
+    an entry not used or not saved, the model traced again) as one ``warning: ...`` line on stderr,
+    and leaves every other warning to ``show``."""
+    def showwarning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                    file: Any = None, line: str | None = None) -> None:
+        if issubclass(category, CacheEntryWarning):
+            print("warning: " + " ".join(str(message).split()), file=sys.stderr)
+        else:
+            show(message, category, filename, lineno, file, line)
+    return showwarning
 
 
 def program() -> NoReturn:

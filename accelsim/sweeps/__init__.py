@@ -52,9 +52,10 @@ Decisions (recorded here and in the README):
   whose worker died (``WORKER_DIED``), which depends on the machine. Rows of other points
   (an earlier sweep of other values into the same folder) are kept, after this grid's.
 * **Tracing**: each (model, dtype, batch) is traced once through the trace cache
-  (``frontend.cache``), in the parent process, before the points run; workers get the graph
-  as JSON (with the task on Dask, from the cache file locally) and keep it per process, so a
-  point costs only its scheduling, allocation and simulation.
+  (``frontend.cache``), in the parent process, before the points run, so a cache entry's
+  warning (not used, traced again) is printed once; workers get the graph as JSON (with the
+  task on Dask, or when the cache could not save it; from the cache file locally) and keep it
+  per process, so a point costs only its scheduling, allocation and simulation.
 * **Executors**: ``local`` runs ``jobs`` worker processes (``spawn``: a forked copy of a
   process that already runs OR-Tools or numba threads can deadlock); ``jobs=1`` runs in this
   process. ``dask`` uses a ``distributed.LocalCluster`` of ``jobs`` single-threaded worker

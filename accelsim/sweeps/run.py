@@ -391,6 +391,7 @@ def _tasks(plan: SweepPlan, todo: Sequence[int], cache_dir: str | Path | None,
         batch = point.run_settings().get("batch", plan.base.options.get("batch"))
         key = (point.model, dtype, batch)
         if key not in sources:
+            saved = True  # False: the graph is in no file a worker can read
             if point.model in plan.graphs:
                 source, graph = str(Path(point.model).resolve()), plan.graphs[point.model]
             else:
@@ -399,8 +400,9 @@ def _tasks(plan: SweepPlan, todo: Sequence[int], cache_dir: str | Path | None,
                 cached = cached_trace(point.model, dtype, shape, cache_dir, batch=batch, options=model_options)
                 source, graph = str(cached.path), cached.graph
                 traced += 0 if cached.hit else 1
+                saved = cached.saved
             sources[key] = source
-            if inline:
+            if inline or not saved:
                 graph_json[source] = graph_to_json(graph)
         source = sources[key]
         tasks.append(Task(point, plan.base, plan.hashes[i], source, graph_json.get(source)))

@@ -2,12 +2,17 @@
 
 A hit loads the saved graph and imports neither torch nor torchvision (checked in a fresh
 process); ``--no-cache`` traces and leaves the cache as it was; a default cache folder that
-cannot be written is skipped, a named one is an error.
+cannot be written is skipped, a named one is an error; an entry edited in place, or a folder
+where an entry belongs, is traced again with one ``warning:`` line, and the report is a fresh
+trace's.
 """
 
 from __future__ import annotations
 
+import csv
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +22,7 @@ import pytest
 import frontend
 from accelsim import compile_and_simulate
 from accelsim.cli import main
-from frontend.cache import cached_trace
+from frontend.cache import cached_trace, graph_key
 
 pytestmark = pytest.mark.torch
 
@@ -161,3 +166,67 @@ print("IMPORTED=" + ",".join(m for m in ("torch", "torchvision") if m in sys.mod
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "IMPORTED="
+
+
+@pytest.fixture(scope="module")
+def fresh_report(tmp_path_factory):
+    """The numbers of ``report.json`` from a ``--no-cache`` run: what a run from any cache must give."""
+    out = tmp_path_factory.mktemp("fresh") / "out"
+    assert main(["run", MODEL, "--input-shape", SHAPE_ARG, "--no-plots", "--no-cache", "--out", str(out)]) == 0
+    return _numbers((out / "report.json").read_text())
+
+
+def _nbytes_times_64(rec):
+    rec["nbytes"] *= 64
+
+
+def _shape_and_bytes_times_2(rec):
+    rec["shape"][0] *= 2
+    rec["nbytes"] *= 2
+
+
+@pytest.mark.parametrize("edit", [_nbytes_times_64, _shape_and_bytes_times_2], ids=["nbytes-x64", "shape-and-bytes-x2"])
+def test_a_run_from_an_entry_edited_in_place_reports_what_a_fresh_trace_does(filled_cache, fresh_report, tmp_path,
+                                                                            capsys, edit):
+    folder = tmp_path / "cache"
+    shutil.copytree(filled_cache, folder)
+    [entry] = folder.glob(f"{MODEL}-int8-*.json")
+    data = json.loads(entry.read_text())
+    tensors = data["graph"]["tensors"]
+    largest = max((t for t, rec in tensors.items() if rec["kind"] == "activation"), key=lambda t: tensors[t]["nbytes"])
+    edit(tensors[largest])
+    entry.write_text(json.dumps(data, indent=1))  # still valid JSON, and still a valid graph
+    capsys.readouterr()
+    out = tmp_path / "out"
+    args = ["run", MODEL, "--input-shape", SHAPE_ARG, "--no-plots", "--cache", str(folder), "--out", str(out)]
+    assert main(args) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: trace cache entry {entry}: its content does not match its digest (edited or damaged); traced again"]
+    assert _numbers((out / "report.json").read_text()) == fresh_report
+    assert main(args) == 0
+    assert capsys.readouterr().err == ""  # the entry was written over by the fresh trace, and is proven again
+
+
+def test_a_folder_at_an_entry_path_is_left_alone_and_run_and_sweep_succeed(fresh_report, tmp_path, capsys):
+    folder = tmp_path / "cache"
+    entry = folder / f"{MODEL}-int8-{graph_key(MODEL, 'int8', SHAPE)}.json"
+    entry.mkdir(parents=True)
+    (entry / "mine.txt").write_text("a user's file")
+    warning = (f"warning: trace cache entry {entry}: is a folder, not a file; traced again and not saved "
+               f"(it is left as it is)")
+    capsys.readouterr()
+    out = tmp_path / "out"
+    assert main(["run", MODEL, "--input-shape", SHAPE_ARG, "--no-plots", "--cache", str(folder),
+                 "--out", str(out)]) == 0
+    assert capsys.readouterr().err.splitlines() == [warning]
+    assert _numbers((out / "report.json").read_text()) == fresh_report
+
+    sweep = tmp_path / "sweep"
+    assert main(["sweep", MODEL, "--input-shape", SHAPE_ARG, "--grid", "sram=256KiB,1MiB", "--out", str(sweep),
+                 "--cache", str(folder), "--jobs", "2", "--no-plots"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if line.startswith(("warning:", "error:"))] == [warning]  # shown once
+    with open(sweep / "results.csv", newline="") as handle:
+        assert [row["status"] for row in csv.DictReader(handle)] == ["ok", "ok"]
+    assert entry.is_dir() and [p.name for p in entry.iterdir()] == ["mine.txt"]
+    assert [p.name for p in folder.iterdir()] == [entry.name]  # nothing saved, no temporary file left

@@ -1,16 +1,19 @@
 """The trace cache: a zoo model is traced once per key, and every later call loads the same graph."""
 
+import hashlib
 import json
+import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
 
 from frontend import UnknownModelError, cache, zoo
-from frontend.cache import CacheDirError, cached_trace, check_cache_dir, default_cache_dir, graph_key
-from frontend.graph import GraphFormatError, graph_to_json
+from frontend.cache import CacheDirError, CacheEntryWarning, cached_trace, check_cache_dir, default_cache_dir, graph_key
+from frontend.graph import GraphFormatError, graph_to_json, load_graph
 
 MODEL = "squeezenet1_0"  # the fastest zoo model to trace (64 operators)
 SMALL = (1, 3, 64, 64)  # a small input keeps the trace quick; the key is what is tested
@@ -91,21 +94,118 @@ def test_a_new_frontend_version_misses(tmp_path, traces, monkeypatch):
     assert not new.hit and new.path != old.path and len(traces) == 2
 
 
-@pytest.mark.parametrize("damage", [
-    lambda text: text[: len(text) // 2],  # truncated: not valid JSON
-    lambda text: "",
-    lambda text: "[1, 2, 3]",  # JSON, but not a graph
-    lambda text: text.replace('"nbytes": ', '"nbytes": -', 1),  # a graph that breaks the format
-    lambda text: text.replace(f'"frontend_version": "{cache.FRONTEND_VERSION}"', '"frontend_version": "0"'),
-], ids=["truncated", "empty", "not-a-graph", "bad-format", "other-key-inputs"])
-def test_a_damaged_file_is_traced_again_and_overwritten(tmp_path, traces, damage):
+@pytest.mark.parametrize(("damage", "why"), [
+    (lambda text: text[: len(text) // 2], "does not match its digest"),  # truncated: not valid JSON
+    (lambda text: "", "has no content digest"),
+    (lambda text: "\0" * len(text), "has no content digest"),  # zero-filled, as after a crash
+    (lambda text: "[1, 2, 3]", "has no content digest"),  # JSON, but not a graph
+    (lambda text: text.replace('"nbytes": ', '"nbytes": -', 1), "does not match its digest"),  # breaks the format
+    (lambda text: text.replace(f'"frontend_version": "{cache.FRONTEND_VERSION}"', '"frontend_version": "0"'),
+     "does not match its digest"),
+], ids=["truncated", "empty", "zero-filled", "not-a-graph", "bad-format", "other-key-inputs"])
+def test_a_damaged_file_is_traced_again_and_overwritten(tmp_path, traces, damage, why):
     good = cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path)
     text = good.path.read_text()
     good.path.write_text(damage(text))
-    again = cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path)
-    assert not again.hit and again.path == good.path and len(traces) == 2
+    with pytest.warns(CacheEntryWarning, match=why) as seen:
+        again = cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path)
+    [message] = [str(w.message) for w in seen]
+    assert message.startswith(f"trace cache entry {good.path}: ") and message.endswith("; traced again")
+    assert not again.hit and again.saved and again.path == good.path and len(traces) == 2
     assert good.path.read_text() == text
     assert cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path).hit
+
+
+def _edit_largest_activation(path: Path, edit) -> None:
+    """Rewrite the entry at ``path`` as valid JSON with ``edit`` applied to its largest activation's record."""
+    data = json.loads(path.read_text())
+    tensors = data["graph"]["tensors"]
+    name = max((t for t, rec in tensors.items() if rec["kind"] == "activation"), key=lambda t: tensors[t]["nbytes"])
+    edit(tensors[name])
+    path.write_text(json.dumps(data, indent=1))
+    load_graph(path)  # still a graph that passes every format check
+
+
+def _nbytes_times_64(rec):
+    rec["nbytes"] *= 64
+
+
+def _shape_and_bytes_times_2(rec):
+    rec["shape"][0] *= 2
+    rec["nbytes"] *= 2
+
+
+@pytest.mark.parametrize("edit", [_nbytes_times_64, _shape_and_bytes_times_2], ids=["nbytes-x64", "shape-and-bytes-x2"])
+def test_an_entry_edited_in_place_that_still_loads_is_traced_again(tmp_path, traces, edit):
+    first = cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path)
+    written = first.path.read_bytes()
+    _edit_largest_activation(first.path, edit)
+    with pytest.warns(CacheEntryWarning) as seen:
+        again = cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path)
+    assert [str(w.message) for w in seen] == [
+        f"trace cache entry {first.path}: its content does not match its digest (edited or damaged); traced again"]
+    assert not again.hit and len(traces) == 2
+    assert as_json(again.graph) == as_json(first.graph)  # the graph a trace gives, not the edited one
+    assert first.path.read_bytes() == written  # written over by the fresh trace
+    assert cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path).hit
+
+
+def test_the_entry_holds_the_digest_of_its_bytes_and_stays_a_graph_file(tmp_path, traces):
+    path = cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path).path
+    raw = path.read_bytes()
+    digest = json.loads(raw)["graph"][cache.RECORD_ATTRIBUTE][cache.DIGEST_FIELD]
+    assert len(digest) == 64 and raw.count(digest.encode()) == 1
+    assert hashlib.sha256(raw.replace(digest.encode(), b"0" * 64)).hexdigest() == digest
+    graph = load_graph(path)  # an ordinary graph file, its record kept as an extra attribute
+    assert graph.graph[cache.RECORD_ATTRIBUTE][cache.DIGEST_FIELD] == digest
+
+
+def test_an_entry_without_a_digest_is_traced_again_silently_and_rewritten(tmp_path, traces):
+    """As an older version wrote it: the same name, a record without the digest."""
+    path = cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path).path
+    data = json.loads(path.read_text())
+    del data["graph"][cache.RECORD_ATTRIBUTE][cache.DIGEST_FIELD]
+    path.write_text(json.dumps(data, indent=1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheEntryWarning)
+        again = cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path)
+    assert not again.hit and again.saved and len(traces) == 2
+    assert cache.DIGEST_FIELD in json.loads(path.read_text())["graph"][cache.RECORD_ATTRIBUTE]
+    assert cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path).hit
+
+
+def _folder(path: Path) -> None:
+    path.mkdir()
+    (path / "mine.txt").write_text("a user's file")
+
+
+@pytest.mark.parametrize(("make", "kind"), [(_folder, "a folder"), (os.mkfifo, "a FIFO (named pipe)")],
+                         ids=["folder", "fifo"])
+def test_something_other_than_a_file_at_the_entry_is_left_alone_and_the_trace_not_saved(tmp_path, traces, make, kind):
+    path = tmp_path / f"{MODEL}-int8-{graph_key(MODEL, 'int8', SMALL)}.json"
+    make(path)
+    with pytest.warns(CacheEntryWarning) as seen:
+        cached = cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path)  # must_save: the folder itself is fine
+    assert [str(w.message) for w in seen] == [
+        f"trace cache entry {path}: is {kind}, not a file; traced again and not saved (it is left as it is)"]
+    assert not cached.hit and not cached.saved and cached.path == path and len(traces) == 1
+    assert as_json(cached.graph) == as_json(zoo.trace_model(MODEL, dtype="int8", input_shape=SMALL))
+    if kind == "a folder":
+        assert path.is_dir() and (path / "mine.txt").read_text() == "a user's file"
+    else:
+        assert path.is_fifo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # no temporary file left behind
+
+
+def test_an_entry_that_cannot_be_read_is_traced_again_and_replaced(tmp_path, traces):
+    path = tmp_path / f"{MODEL}-int8-{graph_key(MODEL, 'int8', SMALL)}.json"
+    path.symlink_to(path.name)  # a symlink loop
+    with pytest.warns(CacheEntryWarning) as seen:
+        cached = cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path)
+    assert [str(w.message) for w in seen] == [
+        f"trace cache entry {path}: cannot be read: Too many levels of symbolic links; traced again"]
+    assert not cached.hit and cached.saved and not path.is_symlink()
+    assert cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path).hit and len(traces) == 1
 
 
 def test_writes_leave_no_temporary_files(tmp_path, traces):
@@ -119,15 +219,17 @@ def test_a_failed_write_keeps_the_old_file_and_removes_the_temporary(tmp_path, t
 
     targets = []
 
-    def disk_full(graph, target):
+    def disk_full(raw, target):
         targets.append(Path(target))
         Path(target).write_text('{"graph": ')  # part written, then the disk is full
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(cache, "save_graph", disk_full)
-    with pytest.raises(CacheDirError, match="No space left") as info:
-        cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path)
-    assert str(tmp_path) in str(info.value) and "\n" not in str(info.value)
+    monkeypatch.setattr(cache, "_save_bytes", disk_full)
+    with pytest.warns(CacheEntryWarning) as seen:
+        cached = cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path)
+    assert [str(w.message) for w in seen][-1] == (
+        f"trace cache entry {path}: cannot be written: No space left on device; the graph was traced and is not saved")
+    assert not cached.saved and len(traces) == 2 and cached.graph.number_of_nodes() > 0
     assert [p.name for p in tmp_path.iterdir()] == [path.name] and path.read_text() == "{"
     # written beside the final file (same file system, so the rename is atomic), never over it
     assert targets[0].parent == tmp_path and targets[0] != path
@@ -224,10 +326,11 @@ def test_must_save_false_traces_into_an_unwritable_folder_without_saving(tmp_pat
 
 
 def test_must_save_false_keeps_the_graph_when_the_write_fails(tmp_path, traces, monkeypatch):
-    def disk_full(graph, target):
+    def disk_full(raw, target):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(cache, "save_graph", disk_full)
-    cached = cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path, must_save=False)
+    monkeypatch.setattr(cache, "_save_bytes", disk_full)
+    with pytest.warns(CacheEntryWarning, match="cannot be written: No space left on device"):
+        cached = cached_trace(MODEL, "int8", SMALL, cache_dir=tmp_path, must_save=False)
     assert not cached.saved and len(traces) == 1 and cached.graph.number_of_nodes() > 0
     assert not list(tmp_path.glob("*.json"))
