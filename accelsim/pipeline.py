@@ -55,7 +55,7 @@ from accelsim.errors import AllocationFailedError, CompileError, InvalidPlacemen
 from accelsim.hw import HardwareConfig, load_hw
 from accelsim.results import SimReport
 from accelsim.sim import simulate
-from accelsim.sources import is_saved_graph, is_traced
+from accelsim.sources import input_files, is_saved_graph, is_traced
 from accelsim.units import format_bytes
 from frontend.limits import MAX_OPERATORS
 
@@ -483,9 +483,12 @@ def compile_and_simulate(
     opts.check(traced=not is_traced(model_or_name))
     check_model(model_or_name, opts)
     if out_dir is not None:
-        from accelsim.outputs import check_output_folder
+        from accelsim.outputs import Output, check_outputs
+        from accelsim.report import REPORT_FILES
 
-        check_output_folder(out_dir, "out_dir")
+        # absolute now: a user model's build() may change the working folder
+        target = check_outputs([Output("out_dir", out_dir, folder=True, files=REPORT_FILES)],
+                               input_files(model_or_name, hw))[0]
     run = _Run(stage={}, stopped=[])
     config = load_hw(hw, opts.overrides)
     if opts.sram is not None:
@@ -517,7 +520,7 @@ def compile_and_simulate(
 
         # Written under a temporary name and moved into place at the end: an error or Ctrl-C
         # while plotting never leaves a half-written report folder.
-        with staged_folder(out_dir) as staging:
+        with staged_folder(target) as staging:
             write_report(report, staging, recorded_dir=out_dir, plots=plots)
     return report
 

@@ -216,6 +216,8 @@ def chrome_trace(report: SimReport) -> dict[str, Any]:
 
 #: the report's pictures, in the order they are written
 PLOT_FILES = ("layout.svg", "memory.svg", "roofline.svg")
+#: every file a report folder holds (``write_report``; the plots only with ``plots=True``)
+REPORT_FILES = ("trace.json", *PLOT_FILES, "report.html", "report.json")
 #: layout.svg names the tensors of this many of the largest residencies (step x byte area)
 _TENSOR_LABELS = 12
 #: roofline.svg names this many of the operators that lose the most cycles to stalls
@@ -522,7 +524,7 @@ def write_report(report: SimReport, out_dir: str | Path, recorded_dir: str | Pat
     clock = time.perf_counter()
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    names = ("trace.json", *(PLOT_FILES if plots else ()), "report.html", "report.json")
+    names = tuple(name for name in REPORT_FILES if plots or name not in PLOT_FILES)
     paths = {name: folder / name for name in names}
     paths["trace.json"].write_text(json.dumps(chrome_trace(report)))
     if plots:

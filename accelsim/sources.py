@@ -63,3 +63,23 @@ def model_label(model: str) -> str:
 
         return parse_spec(model).name
     return model
+
+
+def input_files(model: Any, hw: Any = None) -> dict[str, Path]:
+    """The files a run reads, by what they are: a saved graph, a user model's file, a hardware
+    config given as a path (a bundled name or a ``HardwareConfig`` reads none of the user's).
+    The command line keeps every output off them (``accelsim.outputs.check_outputs``).
+
+    >>> input_files("graphs/chain6.json", "pixel6"), input_files("resnet18", "pixel6")
+    ({'the graph': PosixPath('graphs/chain6.json')}, {})
+    """
+    found: dict[str, Path] = {}
+    if is_saved_graph(model):
+        found["the graph"] = Path(model)
+    elif isinstance(model, str | Path) and is_user_model(model):
+        from frontend.user_model import parse_spec
+
+        found["the model file"] = parse_spec(model).path
+    if isinstance(hw, str | Path) and Path(hw).is_file():  # as ``accelsim.hw.load_hw`` reads it
+        found["the hardware config"] = Path(hw)
+    return found

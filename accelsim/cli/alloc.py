@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from accelsim.cli.args import Parser, count, positive_seconds
 from accelsim.cli.status import DEFAULT_METHOD, Exception_or_interrupt, from_ctrl_c
-from accelsim.outputs import check_output_file
+from accelsim.outputs import Output, check_outputs
 from accelsim.units import parse_bytes
 
 if TYPE_CHECKING:
@@ -59,7 +58,6 @@ def handle(args: argparse.Namespace) -> int:
             raise ValueError("--explain needs --capacity: it explains why no placement fits a capacity")
         if args.minimize:
             raise ValueError("--explain explains a --capacity without a placement; use it without --minimize")
-        check_output_file(args.explain, "--explain")
     problem, capacity = _read_problem(args)
     method = args.method or DEFAULT_METHOD
     # Compiled code is loaded (or, on the first run after installing, compiled and cached)
@@ -113,14 +111,10 @@ def _read_problem(args: argparse.Namespace) -> tuple[allocator.Problem, int | No
     capacity = parse_bytes(args.capacity, "--capacity") if args.capacity is not None else None
     if capacity == 0:
         raise ValueError("--capacity must be positive")
-    if args.output is not None:
-        check_output_file(args.output, "--output")
-    for option, written in (("--output", args.output), ("--explain", args.explain)):
-        # the input is read whole before anything is written, but a file written over its own input
-        # loses the input: refused
-        if written is not None and args.file is not None and Path(written).resolve() == Path(args.file).resolve():
-            raise ValueError(f"{option} {written!r} is the input file {args.file!r}: it would be overwritten; "
-                             "write to another file")
+    # the input is read whole before anything is written, but a file written over its own input
+    # loses the input: refused, as are two outputs at one path
+    check_outputs([Output(option, path) for option, path in (("--output", args.output), ("--explain", args.explain))
+                   if path is not None], {"the input CSV": args.file})
     if args.method is not None:
         from allocator.search.bench import parse_method
 

@@ -11,7 +11,7 @@ import sys
 
 from accelsim.cli.args import Parser, count, names, positive_int, positive_seconds
 from accelsim.cli.status import Exception_or_interrupt, from_ctrl_c
-from accelsim.outputs import PLOT_SUFFIXES, check_output_file
+from accelsim.outputs import PLOT_SUFFIXES, Output, check_output_file, check_outputs, replaced
 from accelsim.units import parse_bytes
 
 
@@ -47,11 +47,11 @@ def handle(args: argparse.Namespace) -> int:
     methods = names(args.method, "--method", "method", "see `accelsim alloc --methods`")
     for method in methods:
         bench.parse_method(method)
-    if args.csv is not None:
-        check_output_file(args.csv, "--csv")
     if args.plot is not None:
         check_output_file(args.plot, "--plot", PLOT_SUFFIXES)
     files = bench.instance_files(args.paths)
+    check_outputs([Output(option, path) for option, path in (("--csv", args.csv), ("--plot", args.plot))
+                   if path is not None], [("the input instance", f) for f in files])
     capacity = parse_bytes(args.capacity, "--capacity") if args.capacity is not None else None
     if capacity == 0:
         raise ValueError("--capacity must be positive")
@@ -83,10 +83,12 @@ def handle(args: argparse.Namespace) -> int:
     print(f"reading the CSV files {sum(r.read_seconds for r in per_file.values()):.2f} s, "
           f"their LOAD {sum(r.load_seconds for r in per_file.values()):.2f} s")
     if args.csv is not None:
-        bench.write_rows(args.csv, rows)
+        with replaced(args.csv) as staging:
+            bench.write_rows(staging, rows)
         print(f"{len(rows)} rows written to {args.csv}")
     if args.plot is not None and any(r.trace for r in rows):
-        bench.plot_rows(args.plot, rows)
+        with replaced(args.plot) as staging:
+            bench.plot_rows(staging, rows)
         print(f"plot written to {args.plot}")
     if interrupted:
         print(f"error: interrupted (Ctrl-C) after {len(rows)} rows", file=sys.stderr)

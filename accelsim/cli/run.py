@@ -19,8 +19,9 @@ from accelsim.cli.args import (
 )
 from accelsim.cli.status import EXIT_NOT_DETERMINISTIC
 from accelsim.hw import load_hw, parse_overrides
-from accelsim.outputs import check_output_file, check_output_folder
-from accelsim.sources import is_saved_graph, model_label
+from accelsim.outputs import Output, check_outputs
+from accelsim.report import REPORT_FILES
+from accelsim.sources import input_files, is_saved_graph, model_label
 
 #: ``accelsim run --help``'s closing words
 _EPILOG = ("Every default budget counts work (search nodes, spill-loop rounds, CP-SAT deterministic time), so the "
@@ -105,13 +106,16 @@ def handle(args: argparse.Namespace) -> int:
     hw = load_hw(args.hw, overrides)
     label = model_label(args.model)
     out = Path(args.out) if args.out is not None else Path("accelsim-out") / f"{label}-{hw.name}"
-    check_output_folder(out, "--out")
+    # made absolute before the user's build() runs, which may change the working folder
+    # (compile_and_simulate does the same with --out, and reports it as given)
+    outputs = [Output("--out", out, folder=True, files=REPORT_FILES)]
     if args.buffers is not None:
-        check_output_file(args.buffers, "--buffers")
+        outputs.append(Output("--buffers", args.buffers))
+    written = check_outputs(outputs, input_files(args.model, args.hw))
     report = compile_and_simulate(args.model, hw, options, out_dir=out, plots=not args.no_plots)
     print(format_summary(report))
     if args.buffers is not None:
-        report.write_buffers(args.buffers)
+        report.write_buffers(written[1])
         print(f"buffers: {args.buffers} ({len(report.buffers):,} residencies; `accelsim alloc {args.buffers} "
               f"--capacity {report.capacity_bytes}` reads them back)")
     if not report.ok:

@@ -15,7 +15,8 @@ from accelsim.cli.args import (
 )
 from accelsim.cli.status import EXIT_NOT_DETERMINISTIC
 from accelsim.hw import parse_overrides
-from accelsim.outputs import check_output_file
+from accelsim.outputs import Output, check_outputs, replaced
+from accelsim.sources import input_files
 
 
 def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
@@ -62,18 +63,19 @@ def handle(args: argparse.Namespace) -> int:
         pairs = [(s, "own" if s.startswith("cosma") else a)
                  for s in (schedulers or ["program"]) for a in (allocators or ["auto"])]
     pairs = check_pairs(pairs)
-    if args.csv is not None:
-        check_output_file(args.csv, "--csv")
+    # made absolute before the user's build() runs, which may change the working folder
+    csv_path = check_outputs([Output("--csv", args.csv)], input_files(args.model, args.hw))[0] \
+        if args.csv is not None else None
     report = size(args.model, args.hw, pairs, overrides=parse_overrides(args.set or []), timeout=args.timeout,
                   time_limit=args.time_limit, weights=args.weights, input_shape=parse_shapes(args.input_shape),
                   batch=args.batch, model_options=parse_model_options(args.model_option),
                   **({"max_operators": args.max_operators} if args.max_operators is not None else {}))
     print(report.format())
-    if args.csv is not None:
+    if csv_path is not None:
         import csv
 
         rows = report.rows()
-        with open(args.csv, "w", newline="") as handle:
+        with replaced(csv_path) as staging, open(staging, "w", newline="") as handle:
             writer = csv.DictWriter(handle, list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)

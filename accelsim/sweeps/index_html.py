@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.html_report import TABLE_SCRIPT, page
+from accelsim.outputs import write_text
 
 
 def _cell(value: Any) -> Any:
@@ -42,8 +43,7 @@ def write_index(results: Any, plots: Sequence[Path], out_dir: str | Path, title:
     body = _BODY.replace("@TITLE@", html.escape(title)).replace("@FIGURES@", figures or "<p>no plots</p>")
     target = Path(out_dir) / "index.html"
     data = {"columns": columns, "rows": rows, "searched": searched}
-    target.write_text(page(title, _STYLE, body, data, TABLE_SCRIPT + _SCRIPT), encoding="utf-8")
-    return target
+    return write_text(target, page(title, _STYLE, body, data, TABLE_SCRIPT + _SCRIPT))
 
 
 _STYLE = """body{max-width:1400px}td{white-space:nowrap}#box{max-height:520px;overflow:auto}

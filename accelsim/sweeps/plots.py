@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from accelsim.outputs import replaced
 from accelsim.units import byte_axis_unit, format_bytes
 
 if TYPE_CHECKING:
@@ -345,7 +346,8 @@ def plot_sweep(results: Any, keys: Sequence[str], out_dir: str | Path) -> list[P
     def save(fig: Figure, parts: Sequence[str]) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / _file_name(parts, taken)
-        fig.savefig(path, bbox_inches="tight")
+        with replaced(path) as staging:
+            fig.savefig(staging, bbox_inches="tight")
         written.append(path)
 
     for key in numeric:

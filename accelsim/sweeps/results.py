@@ -89,6 +89,11 @@ def _row_problem(row: Mapping[str | None, Any], keys: Sequence[str]) -> str | No
     return None
 
 
+#: what a sweep writes in its folder (``accelsim.outputs.Output.files``): the table, its staging
+#: copy, the page, one report per point, the plots
+SWEEP_FILES = ("results.csv", "results.csv.tmp", "index.html", "points/", "*.png")
+
+
 def check_results_folder(out: Path, keys: Sequence[str]) -> list[dict[str, str]]:
     """Check that ``out`` can hold this sweep's results, before anything is made there: it is
     (or can become) a writable folder, ``points`` in it is a folder, ``results.csv`` a readable

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelsim.hw import apply_overrides
-from accelsim.sources import is_saved_graph
+from accelsim.outputs import Output, check_outputs
+from accelsim.sources import input_files, is_saved_graph
 from accelsim.sweeps.executors import WORKER_DIED, DaskExecutor, Task, parse_dask_address, run_local
 from accelsim.sweeps.grid import (
     INPUT_OPTIONS,
@@ -29,7 +30,14 @@ from accelsim.sweeps.grid import (
     grid_points,
     parse_grid,
 )
-from accelsim.sweeps.results import check_results_folder, ends_with_newline, result_columns, typed_row, write_json
+from accelsim.sweeps.results import (
+    SWEEP_FILES,
+    check_results_folder,
+    ends_with_newline,
+    result_columns,
+    typed_row,
+    write_json,
+)
 
 if TYPE_CHECKING:
     import pandas
@@ -260,7 +268,14 @@ def run_sweep(
     plan = check_sweep(models, hw, grid, executor=executor, jobs=jobs, dask_address=dask_address,
                        overrides=overrides, options=options, max_points=max_points)
     keys = plan.keys
-    out = Path(out_dir) if out_dir is not None else None
+    out = None
+    if out_dir is not None:
+        # absolute before any user model's build() runs in this process (it may change the working folder)
+        inputs = [pair for model in dict.fromkeys(p.model for p in plan.points) for pair in input_files(model).items()]
+        out = check_outputs([Output("--out", out_dir, folder=True, files=SWEEP_FILES)],
+                            inputs + list(input_files(None, hw).items()))[0]
+    if cache_dir is not None:
+        cache_dir = Path(cache_dir).expanduser().absolute()
     results_csv = out / "results.csv" if out is not None else None
     done, others = _earlier_rows(plan, out)
 

@@ -96,7 +96,7 @@ def test_alloc_never_writes_over_its_own_input(example_12, tmp_path, capsys, opt
     # the same file, named another way
     assert main(["alloc", str(path), "--capacity", "11", option, str(tmp_path / "." / "in.csv")]) == 2
     error = capsys.readouterr().err.strip()
-    assert error.startswith(f"error: {option}") and "is the input file" in error
+    assert error.startswith(f"error: {option}") and "is the input CSV" in error
     assert path.read_bytes() == example_12.read_bytes()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -200,7 +201,8 @@ def drawn(monkeypatch) -> dict[str, Figure]:
 
     def keep(fig, path, *args, **kwargs):
         save(fig, path, *args, **kwargs)  # draws the figure: tick labels are those in the file
-        figures[Path(path).name] = fig
+        # saved under a temporary name that accelsim.outputs.replaced renames into place: keep the final one
+        figures[re.sub(r"^\.(.+)\.\d+\.[0-9a-f]+\.partial(\.\w+)$", r"\1\2", Path(path).name)] = fig
 
     monkeypatch.setattr(Figure, "savefig", keep)
     return figures
