@@ -9,6 +9,7 @@ is missing the test *fails* (it never skips silently), so CI cannot pass without
 
 import importlib.util
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -18,6 +19,9 @@ from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
+# the commands the tests run log libraries' records to a file of this test session, not to the
+# user's cache folder (accelsim.cli.debug_log)
+os.environ.setdefault("ACCELSIM_DEBUG_LOG", os.path.join(tempfile.mkdtemp(prefix="accelsim-tests-"), "debug.log"))
 
 # Hypothesis profiles. "ci" (the default, used by .ci/run) is reproducible: derandomized, no
 # example database, no per-example deadline (a deadline races the machine's load), 60 examples

@@ -12,6 +12,7 @@ graph by its file name without ``.json``, a user model by ``STEM.FUNCTION``.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,45 @@ def model_label(model: str) -> str:
 
         return parse_spec(model).name
     return model
+
+
+def model_labels(models: list[str]) -> dict[str, str]:
+    """A label per model that tells every model of the list apart (sweep rows, progress lines).
+
+    Each is ``model_label``'s, unless two models share one: then the files behind them (a
+    saved graph, a user model's file) get as many of their folders in front as set them apart,
+    so ``a/net.py:build`` and ``b/net.py:build`` are ``a/net.build`` and ``b/net.build`` (a zoo
+    name keeps its own). Models that no folder tells apart (one file named two ways) are
+    labelled as given.
+
+    >>> model_labels(["m/a/net.py:build", "m/b/net.py:build", "resnet18", "graphs/resnet18.json"])
+    {'m/a/net.py:build': 'a/net.build', 'm/b/net.py:build': 'b/net.build', 'resnet18': 'resnet18', \
+'graphs/resnet18.json': 'graphs/resnet18'}
+    """
+    labels = {model: model_label(model) for model in models}
+    for label in set(labels.values()):
+        same = [model for model in models if labels[model] == label]
+        if len(same) < 2:
+            continue
+        folders = {model: _folders(model) for model in same}
+        deepest = max(len(parts) for parts in folders.values())
+        for depth in range(1, deepest + 1):
+            trial = {model: "/".join([*parts[len(parts) - min(depth, len(parts)):], label])
+                     for model, parts in folders.items()}
+            if len(set(trial.values())) == len(same):
+                labels.update(trial)
+                break
+        else:
+            labels.update({model: model for model in same})
+    return labels
+
+
+def _folders(model: str) -> tuple[str, ...]:
+    """The folders of the file behind ``model`` (absolute, links followed), or none for a zoo name."""
+    files = input_files(model)
+    if not files:
+        return ()
+    return Path(os.path.realpath(next(iter(files.values())))).parent.parts[1:]
 
 
 def input_files(model: Any, hw: Any = None) -> dict[str, Path]:

@@ -76,6 +76,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
+import logging
 import operator
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -91,7 +93,7 @@ from torch.fx.node import Node
 from frontend import cost
 from frontend.emission import GraphBuilder, OpRecord, bind_arguments, nodes_in, replace_names
 from frontend.errors import TraceError
-from frontend.fx_capture import LEAF_MODULES, describe_inputs, first_paragraph, quiet_fake_tensors
+from frontend.fx_capture import LEAF_MODULES, describe_inputs, first_paragraph, quiet_torch_logs
 from frontend.graph import check_graph, dtype_bytes
 
 #: ATen operators (overload packet names) that return a view of, or the same data as, their
@@ -600,10 +602,15 @@ def export(model: torch.nn.Module, inputs: tuple[Any, ...], name: str,
 
     Raises ``TraceError`` (one line: the model, the input shapes, export's reason).
     """
-    with quiet_fake_tensors(), _record_calls(model, leaf_types) as calls:
+    printed = io.StringIO()
+    # on a failure torch.export prints the partial graph straight to stderr (not through its
+    # log): it goes to the log with the rest of torch's records, not to the user's terminal
+    with quiet_torch_logs(), _record_calls(model, leaf_types) as calls, contextlib.redirect_stderr(printed):
         try:
             program = torch.export.export(model, inputs, strict=False)
         except Exception as error:
+            if printed.getvalue().strip():
+                logging.getLogger("torch.export").warning("printed while exporting %r:\n%s", name, printed.getvalue())
             raise TraceError(f"cannot trace {name!r} on {describe_inputs(inputs)} with torch.export: "
                              f"{first_paragraph(error)}") from error
     return program, calls

@@ -347,21 +347,42 @@ def _fakes(mode: FakeTensorMode, values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def quiet_fake_tensors() -> Iterator[None]:
-    """Silence ``torch._subclasses.fake_tensor``'s log while tracing.
+def quiet_torch_logs() -> Iterator[None]:
+    """While tracing, torch's log records go where the application sends its own, not to stderr.
 
-    When a fake kernel raises (an input of the wrong shape), FakeTensorMode logs the error with a
-    full traceback at ERROR level before re-raising it; ``trace`` reports that same error as one
-    ``TraceError`` line, so the log would only print a traceback on the user's terminal.
+    torch gives its loggers (``torch``, ``torch.export``, ``torch.fx.experimental.symbolic_shapes``,
+    ...) handlers that write to stderr and stop propagation, so a model torch.export cannot
+    trace prints a dozen lines of warnings and graph dumps before ``trace`` reports the failure
+    as one ``TraceError`` line. Here those handlers are taken off and the records propagate to
+    the root logger: the command line writes them to its debug log (``accelsim.cli.debug_log``),
+    a Python program to whatever its logging is set up to do. FakeTensorMode's own log is
+    silenced: when a fake kernel raises (an input of the wrong shape) it logs that same error
+    with a full traceback, which ``trace`` reports already. Everything is put back afterwards.
     """
     import logging
 
-    logger = logging.getLogger("torch._subclasses.fake_tensor")
-    previous, logger.disabled = logger.disabled, True
+    saved: list[tuple[logging.Logger, list[logging.Handler], bool, bool]] = []
+    loggers = [logging.getLogger(name) for name in list(logging.Logger.manager.loggerDict)
+               if name == "torch" or name.startswith("torch.")]
+    for logger in loggers:
+        saved.append((logger, logger.handlers[:], logger.propagate, logger.disabled))
+        if logger.handlers:
+            logger.handlers = [h for h in logger.handlers if not _writes_to_terminal(h)]
+            logger.propagate = True
+    logging.getLogger("torch._subclasses.fake_tensor").disabled = True
     try:
         yield
     finally:
-        logger.disabled = previous
+        for logger, handlers, propagate, disabled in saved:
+            logger.handlers, logger.propagate, logger.disabled = handlers, propagate, disabled
+
+
+def _writes_to_terminal(handler: object) -> bool:
+    """A handler that writes to stderr or stdout (a ``StreamHandler`` on them, or torch's own
+    handler, whose ``stream`` is ``sys.stderr`` looked up anew), as opposed to a file."""
+    import sys
+
+    return getattr(handler, "stream", None) in (sys.stderr, sys.stdout)
 
 
 def _new_fake_mode() -> FakeTensorMode:

@@ -24,7 +24,7 @@ from torch.fx.passes.shape_prop import TensorMetadata
 from frontend import cost, host
 from frontend.emission import GraphBuilder, OpRecord, bind_arguments, nodes_in, replace_names
 from frontend.errors import TraceError
-from frontend.fx_capture import fetch_attr, propagate_shapes, quiet_fake_tensors, symbolic_trace
+from frontend.fx_capture import fetch_attr, propagate_shapes, quiet_torch_logs, symbolic_trace
 from frontend.graph import check_graph, dtype_bytes
 
 #: tensor methods that return a view of their first argument
@@ -341,6 +341,30 @@ class _Converter(GraphBuilder):
         return found
 
 
+def _unquotable(name: str) -> str | None:
+    """What in ``name`` torch.fx cannot write between the double quotes of its generated code
+    (it does not escape them), or None: a quote, a backslash (it would start an escape), a line
+    break, a NUL byte or a lone surrogate (UTF-8 cannot encode it)."""
+    for char in name:
+        if char in '"\\\n\r\0' or 0xD800 <= ord(char) <= 0xDFFF:
+            return repr(char)
+    return None
+
+
+def check_names(model: torch.nn.Module, name: str) -> None:
+    """Refuse, with one ``TraceError`` line naming it, a submodule, parameter or buffer name that
+    torch.fx would write into broken Python (``add_module('a"b', ...)`` is legal in PyTorch; the
+    traced code then fails to compile with a ``SyntaxError`` several frames deep)."""
+    named = [("submodule", n) for n, _ in model.named_modules()]
+    named += [("parameter", n) for n, _ in model.named_parameters()]
+    named += [("buffer", n) for n, _ in model.named_buffers()]
+    for kind, qualified in named:
+        bad = _unquotable(qualified)
+        if bad is not None:
+            raise TraceError(f"cannot trace {name!r}: the {kind} name {qualified!r} holds {bad}, which torch.fx "
+                             "cannot write into the Python code it generates; rename it")
+
+
 def trace(model: torch.nn.Module, example_inputs: Any, dtype: str = "fp32", name: str | None = None,
           leaf_modules: tuple[type, ...] = (), host_names: tuple[str, ...] = ()) -> nx.DiGraph:
     """See ``frontend.trace.trace``."""
@@ -348,7 +372,8 @@ def trace(model: torch.nn.Module, example_inputs: Any, dtype: str = "fp32", name
     name = name or type(model).__name__
     inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
     modules = dict(model.named_modules())
-    with quiet_fake_tensors():
+    check_names(model, name)
+    with quiet_torch_logs():
         gm = symbolic_trace(model, inputs, name, (*leaf_modules, *(n for n in host_names if n in modules)))
         propagate_shapes(gm, model, inputs, name)
     converter = _Converter(gm, model, dtype, name, frozenset(host_names))

@@ -36,12 +36,20 @@ between two calls is read again and never collides with a module of the same nam
 ``sys.modules`` under that name, because tracing may look up the module a class was defined in.
 Its folder is put first on ``sys.path`` while the file runs, so it can import its neighbours
 (``from blocks import Stem``), and taken off afterwards; the neighbours it imported stay
-imported, as after any import. ``if __name__ == "__main__":`` blocks do not run.
+imported, as after any import. ``if __name__ == "__main__":`` blocks do not run. The working
+folder is the same after the file, ``build()`` and tracing run as before (``same_folder``),
+whatever ``os.chdir`` the user's code called.
+
+The model path must be a regular file: a FIFO or a device would block the read or never end.
 
 Errors are ``UserModelError`` (a ``ValueError``), one line beginning ``user model SPEC:`` and
-naming the file and the function: no such file, no such function, an exception while importing
-the file or calling the function (its type and message, no traceback), a return value of
-another kind, missing or ill-shaped inputs. ``accelsim`` prints it as ``error: ...``, exit 2.
+naming the file and the function: no such file, not a regular file, no such function, an
+exception while importing the file or calling the function (its type and message, no
+traceback; ``SystemExit`` too: ``sys.exit()`` in a model is an error, not the command's exit),
+a return value of another kind, missing or ill-shaped inputs, example inputs larger than the
+machine's memory. An exception while tracing (the model's ``forward`` runs then) is a
+``frontend.TraceError`` of one line naming the spec. ``accelsim`` prints either as
+``error: ...``, exit 2; Ctrl-C (``KeyboardInterrupt``) is never caught here.
 
 >>> parse_spec("models/net.py:build").name
 'net.build'
@@ -51,12 +59,15 @@ another kind, missing or ill-shaped inputs. ``accelsim`` prints it as ``error: .
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import itertools
+import math
+import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,6 +152,8 @@ def check_spec(model: str | Path) -> UserModelSpec:
 def file_bytes(spec: UserModelSpec) -> bytes:
     """The model file's content; ``UserModelError`` naming it when it is missing or unreadable."""
     try:
+        if spec.path.exists() and not spec.path.is_dir() and not spec.path.is_file():
+            raise spec.error(f"{spec.path} is not a regular file (a FIFO, a device or a socket cannot hold a model)")
         return spec.path.read_bytes()
     except FileNotFoundError:
         raise spec.error(f"no such file {spec.path}") from None
@@ -164,6 +177,19 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
+@contextlib.contextmanager
+def same_folder() -> Iterator[None]:
+    """Run the user's code, then return to the working folder it started in: a ``build()`` or a
+    ``forward`` that calls ``os.chdir`` must not move the files the command reads and writes
+    after it (relative paths it was given)."""
+    folder = os.getcwd()
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):  # the folder was removed meanwhile: nothing to return to
+            os.chdir(folder)
+
+
 def import_function(spec: UserModelSpec) -> Any:
     """Import the file (see the module docstring) and return its ``spec.function``."""
     file_bytes(spec)  # missing or unreadable: the one-line error, before importlib's own
@@ -178,7 +204,8 @@ def import_function(spec: UserModelSpec) -> Any:
         sys.path.insert(0, folder)
     sys.modules[module_name] = module
     try:
-        loader_spec.loader.exec_module(module)
+        with same_folder():
+            loader_spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:  # the user's code: anything it raises is bad input
         del sys.modules[module_name]
         raise spec.error(f"importing {spec.path} raised {_one_line(exc)}") from None
@@ -211,7 +238,8 @@ def build(spec: UserModelSpec) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...
     function = import_function(spec)
     call = f"{spec.function}()"
     try:
-        returned = function()
+        with same_folder():
+            returned = function()
     except (Exception, SystemExit) as exc:
         raise spec.error(f"{call} raised {_one_line(exc)}") from None
     inputs: Any = None
@@ -289,23 +317,42 @@ def example_inputs(what: str, returned: Sequence[torch.Tensor] | None, input_sha
     if returned is not None and shapes is not None and len(shapes) != len(returned):
         raise ValueError(f"{what} gives {len(returned)} example input(s) but {len(shapes)} input shape(s) "
                          f"were given; give one per input, in order, or none")
-    generator = torch.Generator().manual_seed(0)
-    inputs: list[torch.Tensor] = []
     count = len(shapes) if shapes is not None else len(returned or ())
+    plans: list[tuple[torch.Tensor | None, tuple[int, ...] | None]] = []  # (given, shape to build or None)
+    need = 0  # bytes the new tensors take while they are made
     for i in range(count):
         given = returned[i] if returned is not None else None
         if given is not None and shapes is None:
-            if batch is None or given.dim() > 0 and given.shape[0] == batch:
-                inputs.append(given)
-                continue
-            if given.dim() == 0:
+            if batch is not None and given.dim() == 0:
                 raise ValueError(f"{what}: batch={batch} cannot apply to example input {i}, a 0-d tensor "
                                  "(it has no batch dimension)")
-            rows = torch.arange(batch, device=given.device) % given.shape[0]
-            inputs.append(given.index_select(0, rows))
+            if batch is not None and given.shape[0] != batch and not given.is_meta:
+                need += batch * (given.numel() // max(given.shape[0], 1)) * given.element_size()
+            plans.append((given, None))
             continue
         assert shapes is not None
-        shape = shapes[i] if batch is None else (batch, *shapes[i][1:])
+        try:
+            built = positive_dimensions(shapes[i] if batch is None else (batch, *shapes[i][1:]))
+        except ValueError as exc:
+            raise ValueError(f"{what}: input {i}: {exc}") from None
+        dtype = given.dtype if given is not None else torch.float32
+        if given is None or not given.is_meta:
+            size = math.prod(built)
+            drawn = 4 if dtype.is_floating_point or dtype.is_complex else 0  # randn draws float32, then casts
+            need += size * (drawn + (0 if dtype == torch.float32 else dtype.itemsize))
+        plans.append((given, built))
+    check_input_memory(what, need)
+    generator = torch.Generator().manual_seed(0)
+    inputs: list[torch.Tensor] = []
+    for given, shape in plans:
+        if shape is None:
+            assert given is not None
+            if batch is None or given.dim() > 0 and given.shape[0] == batch:
+                inputs.append(given)
+            else:
+                rows = torch.arange(batch, device=given.device) % given.shape[0]
+                inputs.append(given.index_select(0, rows))
+            continue
         dtype = given.dtype if given is not None else torch.float32
         device = given.device if given is not None else torch.device("cpu")
         if device.type == "meta":
@@ -315,6 +362,20 @@ def example_inputs(what: str, returned: Sequence[torch.Tensor] | None, input_sha
         else:
             inputs.append(torch.zeros(shape, dtype=dtype, device=device))
     return tuple(inputs)
+
+
+def check_input_memory(what: str, need: int) -> None:
+    """Refuse example inputs that would take more memory than the machine has available now
+    (``frontend.limits.available_memory``), before any is made: one ``ValueError`` line instead of
+    torch's allocator failing with a traceback, or the machine swapping. Where the available
+    memory is not known, nothing is refused."""
+    from frontend.limits import available_memory
+
+    available = available_memory()
+    if available is not None and need > available:
+        raise ValueError(f"{what}: the example inputs would take {need / 2**30:,.1f} GiB of memory, more than the "
+                         f"{available / 2**30:.1f} GiB this machine has available; give a smaller --input-shape "
+                         "or --batch (input_shape= or batch= in Python)")
 
 
 def load_user_model(model: str | Path | UserModelSpec, input_shape: Any = None,
@@ -344,6 +405,9 @@ def trace_user_model(model: str | Path | UserModelSpec, dtype: str = "fp32", inp
     spec = model if isinstance(model, UserModelSpec) else parse_spec(model)
     module, inputs = load_user_model(spec, input_shape, batch)
     try:
-        return trace(module, inputs, dtype=dtype, name=spec.name)
+        with same_folder():
+            return trace(module, inputs, dtype=dtype, name=spec.name)
     except TraceError as exc:
         raise TraceError(f"user model {spec.text}: {' '.join(str(exc).split())}") from None
+    except (Exception, SystemExit) as exc:  # the user's forward runs while tracing: anything it raises is its own
+        raise TraceError(f"user model {spec.text}: tracing {spec.name} raised {_one_line(exc)}") from None

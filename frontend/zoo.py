@@ -53,6 +53,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import inspect
+import math
 import operator
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -277,7 +278,7 @@ def resolve_input_shapes(name: str, input_shape: Any = None, batch: int | None =
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch={batch!r} of model {name!r} must be an integer >= 1")
     axis = 1 if name == "transformer" else 0
-    return tuple(s[:axis] + (batch,) + s[axis + 1:] for s in shapes)
+    return tuple(checked_input_shape(name, s[:axis] + (batch,) + s[axis + 1:]) for s in shapes)
 
 
 @contextlib.contextmanager
@@ -343,6 +344,10 @@ def check_model_name(name: str) -> None:
         raise _unknown(name, known)
 
 
+#: the most elements (and the largest dimension) a torch tensor can have: sizes are int64
+MAX_ELEMENTS = 2**63 - 1
+
+
 def positive_dimensions(shape: Sequence[Any]) -> tuple[int, ...]:
     """``shape`` as a tuple of ints >= 1 (numpy ints too; not 3.5, "3" or True), or ``ValueError``
     ``"every dimension must be an integer >= 1, got X"`` for the first that is not; callers
@@ -355,7 +360,12 @@ def positive_dimensions(shape: Sequence[Any]) -> tuple[int, ...]:
             value = None
         if value is None or isinstance(d, bool) or value < 1:
             raise ValueError(f"every dimension must be an integer >= 1, got {d!r}")
+        if value > MAX_ELEMENTS:
+            raise ValueError(f"dimension {value} is more than a tensor can hold (2^63 - 1, torch's int64)")
         dims.append(value)
+    if math.prod(dims) > MAX_ELEMENTS:
+        raise ValueError(f"{' x '.join(map(str, dims))} is {math.prod(dims):,} elements, more than a tensor can "
+                         "hold (2^63 - 1, torch's int64)")
     return tuple(dims)
 
 

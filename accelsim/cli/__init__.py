@@ -41,6 +41,7 @@ from typing import Any, NoReturn
 
 from accelsim.cli import alloc, bench_command, gen, listing, run, size, sweep
 from accelsim.cli.args import Parser
+from accelsim.cli.debug_log import start_debug_log
 from accelsim.cli.status import (
     DEFAULT_METHOD,
     EXIT_NOT_DETERMINISTIC,
@@ -78,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help (0) or a one-line usage error (2), already printed
         return exc.code if isinstance(exc.code, int) else 2
+    start_debug_log()
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning(warnings.showwarning)
@@ -122,11 +124,11 @@ def program() -> NoReturn:
     multiprocessing, logging, coverage), then the process ends at once (``os._exit``) instead of
     tearing the interpreter down object by object. With numba loaded that teardown (LLVM frees
     every compiled module) is a large share of a short command's CPU time, and nothing a user
-    can see depends on it. While a thread other than the main one is still running (none of
-    the commands leaves one), the ordinary exit waits for it instead.
+    can see depends on it. It also means the command ends once its report is written, whatever
+    threads a user's model left running (none of the commands leaves one): the ordinary exit
+    would wait for every non-daemon thread, for ever if one never ends.
     """
     import atexit
-    import threading
 
     status = main()
     for stream in (sys.stdout, sys.stderr):
@@ -134,7 +136,5 @@ def program() -> NoReturn:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe (`accelsim models | head`) or a closed stream
             pass
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
-        sys.exit(status)
     atexit._run_exitfuncs()
     os._exit(status)

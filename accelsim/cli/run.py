@@ -43,9 +43,10 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
                                          "spills (default auto; online-first-fit: the old online arena); with "
                                          "cosma* it re-places the schedule (default: the solver's addresses)")
     run.add_argument("--timeout", type=positive_seconds,
-                     help="a wall-clock safety net in seconds for the allocator (default: none; its budget is "
-                          "search nodes): the whole allocation-aware loop, or the re-placement of a cosma* "
-                          "schedule; when it fires the report says so and the exit status is 3")
+                     help="a wall-clock safety net in seconds for the allocator alone, not the whole command "
+                          "(tracing the model, scheduling and simulating are not bounded by it; default: none; the "
+                          "allocator's budget is search nodes): the whole allocation-aware loop, or the re-placement "
+                          "of a cosma* schedule; when it fires the report says so and the exit status is 3")
     run.add_argument("--buffers", metavar="OUT.csv",
                      help="also write the placed residencies to this CSV in the MiniMalloc format "
                           "(id,lower,upper,size[,alignment],offset), which `accelsim alloc` reads")

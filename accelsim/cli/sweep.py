@@ -43,8 +43,9 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     sweep.add_argument("--scheduler", choices=SCHEDULERS, help="scheduler of every point (default: program)")
     sweep.add_argument("--allocator", help="re-place every schedule with this allocator method")
     sweep.add_argument("--timeout", type=positive_seconds,
-                       help="a wall-clock safety net in seconds for the allocator of every point (default: none; "
-                            "budgets count work); a point it cut short says so in its report.json")
+                       help="a wall-clock safety net in seconds for the allocator of every point, not for the "
+                            "point or the sweep (tracing, scheduling and simulating are not bounded by it; default: "
+                            "none; budgets count work); a point it cut short says so in its report.json")
     sweep.add_argument("--time-limit", type=positive_seconds,
                        help="a wall-clock safety net in seconds per cosma* solve (default: none)")
     sweep.add_argument("--dtype", help="storage dtype of every point (default: the config's)")

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelsim.errors import one_line
-from accelsim.sources import model_label
 from accelsim.sweeps.grid import Base, Point, effective
 from accelsim.sweeps.results import STATUS_CHARS
 
@@ -63,7 +62,7 @@ def run_point(task: Task) -> tuple[dict[str, Any], dict[str, Any] | None]:
     from accelsim.sim import SimulationError
 
     began = time.perf_counter()
-    row: dict[str, Any] = {"model": model_label(task.point.model), "hw": task.base.hw}
+    row: dict[str, Any] = {"model": task.point.model_name, "hw": task.base.hw}
     row.update({k: _cell(v) for k, v in task.point.settings})
     report = None
     try:
@@ -364,7 +363,7 @@ def dead_worker_reason(exc: BaseException) -> str | None:
 
 def dead_worker_row(task: Task, reason: str) -> dict[str, Any]:
     """The ``results.csv`` row of a point that did not come back from its worker."""
-    row: dict[str, Any] = {"model": model_label(task.point.model), "hw": task.base.hw}
+    row: dict[str, Any] = {"model": task.point.model_name, "hw": task.base.hw}
     row.update({k: _cell(v) for k, v in task.point.settings})
     row.update(status=reason, wall_s=0.0, hash=task.hash)
     return row

@@ -15,7 +15,7 @@ from typing import Any
 
 from accelsim.hw import HardwareConfig, apply_overrides, load_hw, parse_value, schema_fields
 from accelsim.pipeline import ONLINE_ALLOCATOR
-from accelsim.sources import is_saved_graph, model_label
+from accelsim.sources import is_saved_graph, model_label, model_labels
 from accelsim.units import format_bytes, parse_bytes
 
 #: grid keys that are run options rather than hardware fields
@@ -238,6 +238,14 @@ class Point:
 
     model: str
     settings: tuple[tuple[str, Any], ...]
+    #: how rows and progress name the model (``accelsim.sources.model_labels``: one per model of
+    #: the sweep); empty: ``model_label``'s
+    name: str = field(default="", compare=False)
+
+    @property
+    def model_name(self) -> str:
+        """The model's label in this sweep."""
+        return self.name or model_label(self.model)
 
     def hw_overrides(self) -> dict[str, Any]:
         return {k: v for k, v in self.settings if k not in RUN_KEYS}
@@ -248,14 +256,16 @@ class Point:
     def label(self) -> str:
         parts = [f"{k}={format_bytes(v) if k in ('sram', 'sram_bytes_per_pe') and isinstance(v, int) else v}"
                  for k, v in self.settings]
-        return " ".join([model_label(self.model), *parts])
+        return " ".join([self.model_name, *parts])
 
 
 def grid_points(models: Sequence[str], grid: Mapping[str, Sequence[Any]]) -> list[Point]:
-    """Every model × the cartesian product of the grid, models outermost, keys in grid order."""
+    """Every model × the cartesian product of the grid, models outermost, keys in grid order;
+    each point names its model so that no two models of the sweep share a label."""
     keys = list(grid)
     combos = list(itertools.product(*(grid[k] for k in keys))) if keys else [()]
-    return [Point(model, tuple(zip(keys, combo, strict=True))) for model in models for combo in combos]
+    names = model_labels(list(models))
+    return [Point(model, tuple(zip(keys, combo, strict=True)), names[model]) for model in models for combo in combos]
 
 
 @dataclass(frozen=True)

@@ -186,3 +186,125 @@ def test_raft_takes_two_input_shapes_and_its_refinements_from_the_command_line(c
     assert model_inputs(raft, {"input_shape": (1, 3, 368, 496), "model_options": {"num_flow_updates": 12}}) is None
     assert main(["run", raft, "--model-option", "iterations=4", "--out", str(tmp_path / "o")]) == 2
     assert "takes no option 'iterations' (its options: num_flow_updates)" in capsys.readouterr().err
+
+
+HOSTILE = textwrap.dedent("""
+    import sys
+
+    import torch
+    from torch import nn
+
+
+    class Exits(nn.Module):
+        def forward(self, x):
+            sys.exit(0)
+
+
+    class Branches(nn.Module):  # control flow on tensor data: neither torch.fx nor torch.export can trace it
+        def forward(self, x):
+            if x.sum() > 0:
+                return x
+            return x + 1
+
+
+    def exits():
+        return Exits()
+
+
+    def branches():
+        return Branches()
+
+
+    def quoted():
+        model = nn.Sequential()
+        model.add_module('a"b\\n', nn.ReLU())
+        return model
+""")
+
+
+@pytest.fixture
+def hostile_file(tmp_path: Path) -> Path:
+    path = tmp_path / "hostile.py"
+    path.write_text(HOSTILE)
+    return path
+
+
+def _one_error_line(argv: list[str], capsys: pytest.CaptureFixture[str], *needles: str) -> str:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.startswith("error: ") and len(err.splitlines()) == 1, err
+    assert all(needle in err for needle in needles), err
+    return err
+
+
+def test_a_model_that_calls_sys_exit_while_tracing_is_one_error_line(hostile_file, tmp_path, capsys):
+    out = tmp_path / "out"
+    _one_error_line(["run", f"{hostile_file}:exits", "--input-shape", "1,3,8,8", "--out", str(out), "--no-cache"],
+                    capsys, f"user model {hostile_file}:exits", "SystemExit")
+    assert not out.exists()
+
+
+def test_a_name_torch_fx_cannot_write_is_one_error_line_naming_it(hostile_file, tmp_path, capsys):
+    _one_error_line(["run", f"{hostile_file}:quoted", "--input-shape", "1,3,8,8", "--out", str(tmp_path / "o"),
+                     "--no-cache"], capsys, "submodule name 'a\"b\\n'", "rename it")
+
+
+def test_an_untraceable_model_prints_one_line_and_torch_logs_to_the_debug_log(hostile_file, tmp_path, capsys):
+    from accelsim.cli.debug_log import debug_log_path
+
+    log = debug_log_path()
+    before = log.stat().st_size if log.exists() else 0
+    _one_error_line(["run", f"{hostile_file}:branches", "--input-shape", "1,3,8,8", "--out", str(tmp_path / "o"),
+                     "--no-cache"], capsys, "cannot trace", "with torch.export")
+    with open(log, encoding="utf-8") as handle:
+        handle.seek(before)
+        logged = handle.read()
+    assert "printed while exporting" in logged and "def forward" in logged
+
+
+def test_example_inputs_larger_than_the_memory_are_refused_before_they_are_made(model_file, tmp_path, capsys,
+                                                                               monkeypatch):
+    import frontend.limits
+
+    monkeypatch.setattr(frontend.limits, "available_memory", lambda: 2**30)
+    # 1 x 3 x 16384 x 16384 float32 inputs would take 3 GiB; 1 GiB is "available"
+    _one_error_line(["run", f"{model_file}:bare", "--input-shape", "1,3,16384,16384", "--out", str(tmp_path / "o"),
+                     "--no-cache"], capsys, "3.0 GiB of memory", "1.0 GiB", "--input-shape")
+    _one_error_line(["run", f"{model_file}:build", "--batch", "5000000", "--out", str(tmp_path / "o"), "--no-cache"],
+                    capsys, "GiB of memory", "--batch")
+
+
+@pytest.mark.parametrize("argv", [["--input-shape", "1,3,99999999999999999999,3"], ["--batch", "99999999999999999999"]])
+@pytest.mark.parametrize("model", ["{file}:build", "resnet18"])
+def test_numbers_past_int64_are_one_line_naming_the_flag(model_file, tmp_path, capsys, argv, model):
+    _one_error_line(["run", model.format(file=model_file), *argv, "--out", str(tmp_path / "o")], capsys,
+                    argv[0], "2^63")
+
+
+def test_a_model_path_that_is_not_a_regular_file_is_refused_without_reading_it(tmp_path):
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    done = subprocess.run([sys.executable, "-m", "accelsim", "run", f"{fifo}:build", "--input-shape", "1,3,8,8"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 2 and done.stderr.strip() == (
+        f"error: user model {fifo}:build: {fifo} is not a regular file (a FIFO, a device or a socket cannot hold "
+        "a model)")
+    graph = tmp_path / "pipe.json"
+    os.mkfifo(graph)
+    done = subprocess.run([sys.executable, "-m", "accelsim", "run", str(graph)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, check=False, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 2 and done.stderr.strip() == (
+        f"error: {graph}: not a regular file (a FIFO, a device or a socket cannot hold a graph)")
+
+
+def test_sweep_rows_of_two_files_of_one_name_are_told_apart(chain_graph, tmp_path, capsys):
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        save_graph(chain_graph(), tmp_path / folder / "net.json")
+    out = tmp_path / "sweep"
+    assert main(["sweep", str(tmp_path / "a" / "net.json"), str(tmp_path / "b" / "net.json"), "--grid",
+                 "sram=1MiB", "--out", str(out), "--jobs", "1", "--no-plots"]) == 0
+    rows = (out / "results.csv").read_text().splitlines()
+    assert [row.split(",")[0] for row in rows[1:]] == ["a/net", "b/net"]
