@@ -30,7 +30,7 @@ numbers and returns a ``SimReport``:
 
 **The same answer on every machine.** Every default budget of these stages is work, never
 seconds: the spill loop's rounds and its allocator's search nodes
-(``scheduler.spill_loop.WORK_BUDGETS``), CP-SAT's deterministic time for the cosma* models and
+(``allocator.METHODS[name].work_limit``), CP-SAT's deterministic time for the cosma* models and
 the MPMF order (``scheduler.CosmaOptions``). Before any stage's clock starts, the compiled code
 the run's allocator uses is loaded, or compiled on a first run with an empty compile cache
 (``compile_kernels``); that time is the report's ``compile`` stage, so it never eats into a
@@ -220,13 +220,12 @@ def place(schedule: Schedule, method: str | None, timeout: float | None = None) 
     (``DEFAULT_ALLOCATOR`` when the schedule has none), and whether the wall-clock ``timeout``
     ended the search.
 
-    The search is bounded in work as the spill loop bounds it (``WORK_BUDGETS``: this one
+    The search is bounded in work as the spill loop bounds it (``allocator.METHODS[name].work_limit``: this one
     placement gets the loop's whole budget), so without ``timeout`` the answer is the same on
     every machine. Raises ``AllocationFailedError`` naming the method and its reason when it
     cannot fit.
     """
     import allocator
-    from scheduler.spill_loop import WORK_BUDGETS
 
     if method is None and schedule.offsets is not None:
         if schedule.method.startswith("cosma") and schedule.status in ("optimal", "feasible"):
@@ -234,8 +233,8 @@ def place(schedule: Schedule, method: str | None, timeout: float | None = None) 
         return ONLINE_ALLOCATOR, dict(schedule.offsets), False
     problem = schedule.problem()
     chosen = method or DEFAULT_ALLOCATOR
-    budget = WORK_BUDGETS.get(chosen)
-    limit = {} if budget is None else {budget.option: budget.total}
+    work = allocator.METHODS[chosen].work_limit
+    limit = {} if work is None else {work.option: work.total}
     began = time.perf_counter()
     result = allocator.solve(problem, chosen, timeout, **limit)
     stopped = timeout is not None and time.perf_counter() - began >= timeout
@@ -307,7 +306,7 @@ class RunOptions:
     budget: int | str | None = None  #: MR, MH, MP or bytes (per PE) to schedule in instead of the scratchpad
     weights: bool = True  #: False gives weights no memory and no traffic (activations only)
     #: a wall-clock safety net in seconds for the allocator (default None: none; its budget is work,
-    #: ``scheduler.spill_loop.WORK_BUDGETS``): the allocation-aware loop of program / min-peak, or the
+    #: ``allocator.METHODS[name].work_limit``): the allocation-aware loop of program / min-peak, or the
     #: re-placement of a cosma* schedule (needs ``allocator``). When it fires the report says so
     timeout: float | None = None
     #: a wall-clock safety net in seconds for each solve of a solver-based scheduler (cosma*; default

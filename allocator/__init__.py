@@ -1,6 +1,6 @@
 """Static memory allocation: buffers with fixed lifetimes placed at offsets in a scratchpad.
 
-The public surface (``__all__``, 25 names)::
+The public surface (``__all__``, 26 names)::
 
     from allocator import Buffer, Problem, solve, minimize, validate
     problem = Problem([Buffer("a", 0, 2, 64), Buffer("b", 1, 3, 32)], capacity=96)
@@ -14,7 +14,8 @@ The public surface (``__all__``, 25 names)::
   ``read_csv``/``write_csv`` (MiniMalloc's CSV format), ``explain_infeasible`` with
   ``ExplainOptions`` and ``Explanation`` (why nothing fits);
 * the methods: ``METHODS`` (name -> entry: description, ``Capabilities``, options record),
-  ``DEFAULT_METHOD``, ``register`` (add a method of your own), ``describe_options``;
+  ``DEFAULT_METHOD``, ``register`` (add a method of your own), ``describe_options``, ``WorkLimit``
+  (how the flow bounds a method's work);
 * errors: ``InvalidProblemError`` and its kinds ``UnknownMethodError``, ``InvalidOptionError``,
   ``CSVFormatError``; ``InvalidSolutionError``; ``FeasibleProblemError``; and ``MAX_VALUE``
   (2**62 - 1), the largest number a problem holds (``Problem`` refuses anything else, naming
@@ -51,7 +52,15 @@ from allocator.core.problem import (
     Solution,
     UnknownMethodError,
 )
-from allocator.core.registry import DEFAULT_METHOD, METHODS, InvalidOptionError, describe_options, register, solve
+from allocator.core.registry import (
+    DEFAULT_METHOD,
+    METHODS,
+    InvalidOptionError,
+    WorkLimit,
+    describe_options,
+    register,
+    solve,
+)
 from allocator.core.validate import InvalidSolutionError, lower_bound, validate
 from allocator.search.anytime import minimize
 
@@ -71,7 +80,7 @@ __all__ = [
     "AllocationResult", "Buffer", "MinimizeResult", "Problem", "Solution",
     "explain_infeasible", "ExplainOptions", "Explanation", "lower_bound", "minimize", "read_csv", "solve",
     "validate", "write_csv",
-    "DEFAULT_METHOD", "METHODS", "describe_options", "register",
+    "DEFAULT_METHOD", "METHODS", "WorkLimit", "describe_options", "register",
     "CSVFormatError", "FeasibleProblemError", "InvalidOptionError", "InvalidProblemError", "InvalidSolutionError",
     "UnknownMethodError", "MAX_VALUE",
 ]

@@ -19,7 +19,7 @@ returns (``Schedule``, ``Residency``, ``Transfer``) and its errors live in ``sch
 ``scheduler.overlap.OverlapAnalysis`` bounds, from the graph alone, where operators and tensors
 can be in any order (COSMA §III-F).
 
-Every default limit of a search counts work, never seconds (``scheduler.spill_loop.WORK_BUDGETS``
+Every default limit of a search counts work, never seconds (``allocator.METHODS[name].work_limit``
 for the spill loop's allocator, ``CosmaOptions.deterministic_time`` for CP-SAT), so a schedule
 is the same on every machine; wall-clock limits are opt-in safety nets that set
 ``stats["clock_stopped"]`` when they fire.

@@ -18,7 +18,7 @@ A budget is ``"MR"`` (the largest single-operator footprint), ``"MP"`` (the mini
 footprint), ``"MH"`` (their mean) or a number of bytes.
 
 Every default budget here is work, not seconds (``CosmaOptions.deterministic_time`` for the
-CP-SAT models and the MPMF order, ``scheduler.spill_loop.WORK_BUDGETS`` for the loop's
+CP-SAT models and the MPMF order, ``allocator.METHODS[name].work_limit`` for the loop's
 allocator), so the same call gives the same schedule on any machine; the wall-clock limits
 (``CosmaOptions.time_limit``, ``allocator_timeout``) are safety nets, off by default, and a
 schedule they cut short says so in ``stats["clock_stopped"]``.

@@ -77,6 +77,10 @@ class Transfer:
     residency: str  #: id of the residency filled (load/retrieve) or drained (store/spill)
     step: int  #: step boundary at which it happens
     nbytes: int  #: bytes moved (per PE where the hardware splits tensors over PEs)
+    #: a load or retrieve: the step at whose operator's start it may be issued, at most ``step``
+    #: (earlier is a prefetch: it overlaps the compute of the steps before); None: not planned, the
+    #: simulator plans it with its prefetch policy (``accelsim.sim``)
+    issue_step: int | None = None
 
     @property
     def compulsory(self) -> bool:

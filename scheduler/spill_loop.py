@@ -49,9 +49,9 @@ that moves fewer bytes.
 capacity give the same answer on any machine, under any load, with a cold or a warm compile
 cache: at most ``max_rounds`` plans and ``MAX_RELAX_ROUNDS`` relaxations, and for each
 allocator whose search would otherwise run until a deadline, a limit in the unit of its own
-options record (``WORK_BUDGETS``): ``auto`` and ``minimalloc`` get search nodes
+options record (``allocator.METHODS[name].work_limit``): ``auto`` and ``minimalloc`` get search nodes
 (``node_limit``), ``cpsat`` CP-SAT deterministic time, ``idealloc`` a number of runs. For the
-searches the budget is the loop's (``DEFAULT_NODE_BUDGET`` nodes): a phase-1 placement gets half
+searches the budget is the loop's (``allocator.core.registry.NODE_LIMIT`` nodes): a phase-1 placement gets half
 of what is left, a relaxation a quarter, and a placement that does not fit is charged its whole
 share (a search that fails stops at its limit, unless it proves the plan infeasible first; its
 node count is not charged because with several threads it is not reproducible, while the
@@ -98,17 +98,6 @@ from scheduler.schedule import Schedule, ScheduleError, live_bytes_over_time, pe
 
 #: the allocator ``allocation_aware`` uses when none is named
 DEFAULT_ALLOCATOR = "auto"
-#: search nodes of ``auto``'s and ``minimalloc``'s exact search for the whole loop (see the module
-#: docstring for how the rounds share them). The first placement gets 2,000,000 nodes, about what
-#: the former wall-clock default gave it on the development machine: on 36 loops measured both
-#: ways (``random_dag`` of 30, 60 and 100 operators, seeds 0-3, at a quarter, half and three
-#: quarters of the way from M_R to the no-spill size) the answers are the same. The default runs
-#: never reach the search: at their configs' SRAM a heuristic stage of ``auto`` places resnet50's
-#: plans at once on pixel6 and tpuv4 (163.94 KiB and 5.12 MiB peak address, as every warm run
-#: reported before).
-DEFAULT_NODE_BUDGET = 4_000_000
-#: CP-SAT deterministic time of ``cpsat`` for the whole loop, shared as the nodes are
-DEFAULT_CPSAT_BUDGET = 8.0
 #: the method that locates the overflow when the chosen allocator returned no placement
 LOCATOR = "best-fit"
 #: the most rounds of the relaxation (phase 2, see the module docstring)
@@ -117,40 +106,22 @@ MAX_RELAX_ROUNDS = 8
 ONLINE = "online-first-fit"
 
 
-@dataclass(frozen=True)
-class WorkBudget:
-    """A deterministic limit of one allocator, in the unit of one field of its options record."""
-
-    option: str  #: the field of the method's options record (a ``solve`` keyword) that bounds its work
-    total: float  #: ``shared``: the loop's budget in that unit; else every placement's own limit
-    shared: bool  #: the placements share ``total`` (see the module docstring); False: each gets all of it
-
-
-#: the allocators whose work ``allocation_aware`` bounds itself, and how (the module docstring)
-WORK_BUDGETS: dict[str, WorkBudget] = {
-    "auto": WorkBudget("node_limit", DEFAULT_NODE_BUDGET, True),
-    "minimalloc": WorkBudget("node_limit", DEFAULT_NODE_BUDGET, True),
-    "cpsat": WorkBudget("deterministic_time", DEFAULT_CPSAT_BUDGET, True),
-    # idealloc repeats its runs until its deadline, or 20 times (its DEFAULT_RUNS) without one:
-    # the count it makes by default, pinned so that a timeout only ever cuts it short
-    "idealloc": WorkBudget("runs", 20, False),
-}
-
-
 def user_limit(method: str, options: Mapping[str, Any]) -> bool:
     """Whether ``options`` (``allocator.solve`` keywords) already bound ``method``'s work in the
-    unit of ``WORK_BUDGETS``: the field given as a keyword, or set (not to its default) in an
-    ``options`` record."""
-    budget = WORK_BUDGETS.get(method)
-    if budget is None:
+    unit of its work limit (``allocator.METHODS[method].work_limit``): the field given as a
+    keyword, or set (not to its default) in an ``options`` record."""
+    import allocator
+
+    limit = allocator.METHODS[method].work_limit
+    if limit is None:
         return False
-    if budget.option in options:
+    if limit.option in options:
         return True
     record = options.get("options")
     if record is None or not dataclasses.is_dataclass(record):
         return False
-    default = {f.name: f.default for f in dataclasses.fields(record)}.get(budget.option, dataclasses.MISSING)
-    return default is not dataclasses.MISSING and getattr(record, budget.option, default) != default
+    default = {f.name: f.default for f in dataclasses.fields(record)}.get(limit.option, dataclasses.MISSING)
+    return default is not dataclasses.MISSING and getattr(record, limit.option, default) != default
 
 
 @dataclass(frozen=True)
@@ -166,7 +137,8 @@ class Round:
     seconds: float
     #: "fit": lowering budgets until a plan fits; "relax": raising them back halfway towards the capacity
     phase: str = "fit"
-    #: the placement's work limit (``WORK_BUDGETS``: nodes, deterministic time or runs); None: none was set
+    #: the placement's work limit (``allocator.METHODS[name].work_limit``: nodes, deterministic time or
+    #: runs); None: none was set
     limit: float | None = None
     clock_stopped: bool = False  #: the wall-clock ``timeout`` ended this placement (or the loop before it)
 
@@ -211,12 +183,12 @@ def allocation_aware(
         fitted) and ``stats["clock_stopped"]`` is 1.
     allocator_options:
         keyword options for ``allocator.solve``. One that bounds the work in the unit of
-        ``WORK_BUDGETS`` (``node_limit``, or a record with it set) replaces the loop's budget:
+        ``allocator.METHODS[name].work_limit`` (``node_limit``, or a record with it set) replaces the loop's budget:
         every placement gets that limit.
     max_rounds:
         the most plans tried.
     budget:
-        the loop's work budget for a ``WORK_BUDGETS`` allocator, in its unit (default: the
+        the loop's work budget for a ``allocator.METHODS[name].work_limit`` allocator, in its unit (default: the
         table's; ``math.inf``: none, so only ``timeout`` bounds the search).
 
     Returns
@@ -298,7 +270,9 @@ class _Loop:
         self.planner, self.capacity, self.allocator, self.options = planner, capacity, allocator, options
         self.max_rounds, self.deadline = max_rounds, deadline
         self.budgets = [capacity] * len(planner.names)
-        self.work = None if user_limit(allocator, options) else WORK_BUDGETS.get(allocator)
+        import allocator as alloc
+
+        self.work = None if user_limit(allocator, options) else alloc.METHODS[allocator].work_limit
         work = self.work
         self.total = math.inf if work is None else (work.total if budget is None or not work.shared else budget)
         self.work_left = self.total

@@ -142,6 +142,33 @@ class Capabilities:
         return tuple(label for label, on in flags if on)
 
 
+@dataclass(frozen=True)
+class WorkLimit:
+    """A method's deterministic work limit inside the flow, in the unit of one field of its options record.
+
+    The scheduler's allocation-aware spill loop (``scheduler.spill_loop``) places many residency
+    plans with one method; it bounds each placement by this limit so that the answer is the same
+    on every machine, never by seconds. A method without one (``MethodEntry.work_limit`` None)
+    ends by itself: a one-pass heuristic, or a search bounded by its own options (hill-climb's
+    ``iterations``, the TelaMalloc searches' ``step_limit``); ``mip`` has none because OR-Tools'
+    MIP wrapper offers only a time limit.
+    """
+
+    option: str  #: the field of the method's options record (a ``solve`` keyword) that bounds its work
+    total: float  #: ``shared``: the budget of work the loop's placements share, in that unit; else each one's
+    shared: bool  #: the placements share ``total`` (a search that fails spends its share); False: each gets all
+
+
+#: search nodes of the exact search (``auto``, ``minimalloc``) for one allocation-aware loop: at
+#: 4,000,000 the first placement gets 2,000,000, about what the former wall-clock default gave it,
+#: and the answers on the spill study's random DAGs did not change (``docs/results/spills.md``)
+NODE_LIMIT = 4_000_000
+#: CP-SAT deterministic time of ``cpsat`` for one allocation-aware loop, shared as the nodes are
+CPSAT_LIMIT = 8.0
+#: idealloc's draws when it has no deadline (its ``DEFAULT_RUNS``), pinned so a timeout only cuts it short
+IDEALLOC_RUNS = 20
+
+
 class MethodEntry:
     """One registered method.
 
@@ -155,16 +182,18 @@ class MethodEntry:
     options=record)``).
     """
 
-    __slots__ = ("name", "description", "capabilities", "options_as_keywords", "_function", "_options",
-                 "_anytime")
+    __slots__ = ("name", "description", "capabilities", "options_as_keywords", "work_limit", "_function",
+                 "_options", "_anytime")
 
     def __init__(self, name: str, function: MethodFunction | str, description: str,
                  capabilities: Capabilities = Capabilities(), options: type | str = NoOptions,
-                 options_as_keywords: bool = True) -> None:
+                 options_as_keywords: bool = True, work_limit: WorkLimit | None = None) -> None:
         self.name = name
         self.description = description  #: one line: what it does and which paper/section/compiler it follows
         self.capabilities = capabilities  #: what it can do; solve and minimize act on it
         self.options_as_keywords = options_as_keywords
+        #: the flow's deterministic limit of its work (``WorkLimit``); None: it ends by itself
+        self.work_limit = work_limit
         self._function = function
         self._options = options
         self._anytime: AnytimeFunction | str | None = capabilities.anytime
@@ -340,7 +369,8 @@ BUILT_IN = (
     MethodEntry("cpsat", "allocator.methods.exact:cpsat",
                 "CP-SAT on the NoOverlap2D model with a redundant cumulative: feasibility under the capacity, "
                 "or the minimal peak without one",
-                Capabilities(exact=True), "allocator.core.options:CPSATOptions"),
+                Capabilities(exact=True), "allocator.core.options:CPSATOptions",
+                work_limit=WorkLimit("deterministic_time", CPSAT_LIMIT, shared=True)),
     MethodEntry("mip", "allocator.methods.exact:mip",
                 "the big-M ILP of TelaMalloc Fig. 5 (§3.2) through pywraplp (SCIP or HiGHS): feasibility under "
                 "the capacity, or the minimal peak without one",
@@ -357,17 +387,20 @@ BUILT_IN = (
                 Capabilities(exact=True, needs_capacity=True,
                              anytime="allocator.methods.minimalloc:minimalloc_minimize",
                              node_limit=True),
-                "allocator.methods.minimalloc:MiniMallocOptions", options_as_keywords=False),
+                "allocator.methods.minimalloc:MiniMallocOptions", options_as_keywords=False,
+                work_limit=WorkLimit("node_limit", NODE_LIMIT, shared=True)),
     MethodEntry("auto", "allocator.search.portfolio:auto",
                 "portfolio: best-fit, greedy-by-size, load-best-fit until one fits the capacity, then the exact "
                 "minimalloc search with the time left; without a capacity the best heuristic; minimising, the best "
                 "heuristic, then minimalloc's bisection",
                 Capabilities(exact=True, anytime="allocator.search.portfolio:auto_minimize", node_limit=True),
-                "allocator.methods.minimalloc:MiniMallocOptions", options_as_keywords=False),
+                "allocator.methods.minimalloc:MiniMallocOptions", options_as_keywords=False,
+                work_limit=WorkLimit("node_limit", NODE_LIMIT, shared=True)),
     MethodEntry("idealloc", "allocator.methods.idealloc:idealloc",
                 "boxing with random point selection, unboxing, tightening down and up in turn, repeated with new "
                 "random draws keeping the lowest peak (Buchsbaum et al. STOC'03 as in CONVOLVE D5.5 §4)",
-                options="allocator.core.options:IdeallocOptions"),
+                options="allocator.core.options:IdeallocOptions",
+                work_limit=WorkLimit("runs", IDEALLOC_RUNS, shared=False)),
     MethodEntry("telamalloc-learned", "allocator.methods.telamalloc_learned:telamalloc_learned",
                 "telamalloc whose major backtracks jump where a gradient-boosted tree model trained on an exact "
                 "oracle's labels says, when its score clears a threshold (TelaMalloc, Maas et al. ASPLOS'23 §6, "
@@ -381,22 +414,35 @@ METHODS: dict[str, MethodEntry] = {entry.name: entry for entry in BUILT_IN}
 
 def register(name: str, description: str, *, exact: bool = False, needs_capacity: bool = False,
              anytime: AnytimeFunction | None = None, node_limit: bool = False, options: type = NoOptions,
-             options_as_keywords: bool = True) -> Callable[[MethodFunction], MethodFunction]:
+             options_as_keywords: bool = True,
+             work_limit: WorkLimit | None = None) -> Callable[[MethodFunction], MethodFunction]:
     """Decorator adding a user's method to ``METHODS`` under ``name``, with its ``Capabilities``
     (keyword arguments of the same names; a heuristic declares none) and its options record
     (a dataclass; ``NoOptions`` by default), whose fields ``solve`` passes as keyword
-    arguments (or the record as ``options``, with ``options_as_keywords=False``)."""
+    arguments (or the record as ``options``, with ``options_as_keywords=False``).
+
+    ``work_limit`` is how the flow bounds the method's work when it places many plans
+    (``WorkLimit``: a field of its options record and an amount); without one the flow runs it
+    unbounded, which is right for a method that ends by itself (one pass, or a search bounded
+    by its own options) and makes a search that runs until its deadline depend on the clock."""
     if node_limit and anytime is None:
         raise ValueError(f"allocator method {name!r}: node_limit is a property of an anytime routine; give one")
     if not (isinstance(options, type) and dataclasses.is_dataclass(options)):
         raise TypeError(f"allocator method {name!r}: options must be a dataclass (the options record), "
                         f"got {options!r}")
+    if work_limit is not None:
+        if not isinstance(work_limit, WorkLimit):
+            raise TypeError(f"allocator method {name!r}: work_limit must be an allocator.WorkLimit, got {work_limit!r}")
+        if work_limit.option not in {f.name for f in dataclasses.fields(options)}:
+            raise ValueError(f"allocator method {name!r}: work_limit bounds {work_limit.option!r}, which its options "
+                             f"record {options.__qualname__} does not have")
     capabilities = Capabilities(exact=exact, needs_capacity=needs_capacity, anytime=anytime, node_limit=node_limit)
 
     def add(function: MethodFunction) -> MethodFunction:
         if name in METHODS:
             raise ValueError(f"allocator method {name!r} registered twice")
-        METHODS[name] = MethodEntry(name, function, description, capabilities, options, options_as_keywords)
+        METHODS[name] = MethodEntry(name, function, description, capabilities, options, options_as_keywords,
+                                    work_limit)
         return function
 
     return add

@@ -1,6 +1,6 @@
 """Default budgets count work, never seconds; a wall-clock limit is a safety net that says when it fired.
 
-The allocation-aware loop shares a node budget among its placements (``WORK_BUDGETS``), the
+The allocation-aware loop shares a node budget among its placements (each method's ``work_limit``), the
 CP-SAT models stop at CP-SAT's deterministic time. No test here races the clock: the runs that
 must be deterministic have no wall-clock limit at all, and the ones that must report a fired
 limit get a limit already past before the first search starts.
@@ -15,11 +15,12 @@ import pytest
 
 import allocator
 import scheduler
+from allocator.core.registry import NODE_LIMIT
 from allocator.methods.minimalloc import MiniMallocOptions
 from frontend.synthetic import random_dag
 from scheduler import CosmaOptions, ScheduleError
 from scheduler.cosma import DEFAULT_DETERMINISTIC_TIME, cosma, cosma_dnc
-from scheduler.spill_loop import DEFAULT_NODE_BUDGET, WORK_BUDGETS, allocation_aware
+from scheduler.spill_loop import allocation_aware
 
 
 def spill_point(graph, share):
@@ -84,7 +85,7 @@ def test_the_default_node_budget_is_the_tables(solve_calls):
     graph = random_dag(30, seed=2, max_size=4096)
     allocation_aware(graph, spill_point(graph, 0.5), "auto")
     limits = [options["node_limit"] for method, _, options in solve_calls if method == "auto"]
-    assert limits[0] == DEFAULT_NODE_BUDGET // 2 == WORK_BUDGETS["auto"].total // 2
+    assert limits[0] == NODE_LIMIT // 2 == allocator.METHODS["auto"].work_limit.total // 2
 
 
 def test_a_limit_in_the_allocator_options_replaces_the_loop_budget(solve_calls):
@@ -120,10 +121,12 @@ def test_a_timeout_that_fires_is_reported_and_the_online_arena_kept():
 def test_every_work_budget_names_a_field_of_its_methods_options():
     from allocator.methods.idealloc import DEFAULT_RUNS
 
-    for name, budget in WORK_BUDGETS.items():
+    limited = {name: entry.work_limit for name, entry in allocator.METHODS.items() if entry.work_limit is not None}
+    assert set(limited) == {"auto", "minimalloc", "cpsat", "idealloc"}
+    for name, limit in limited.items():
         fields = {f.name for f in dataclasses.fields(allocator.METHODS[name].options)}
-        assert budget.option in fields, (name, budget.option)
-    assert WORK_BUDGETS["idealloc"].total == DEFAULT_RUNS  # the count it makes without a deadline
+        assert limit.option in fields, (name, limit.option)
+    assert limited["idealloc"].total == DEFAULT_RUNS  # the count it makes without a deadline
     with pytest.raises(ScheduleError, match="budget"):
         allocation_aware(random_dag(10, seed=0), 10**9, "auto", budget=0)
 
@@ -149,3 +152,30 @@ def test_cosma_reports_a_time_limit_that_fired():
     split = cosma_dnc(graph, budget, part_size=20, options=CosmaOptions(time_limit=1e-6))
     assert split.stats["clock_stopped"] == 1
     assert cosma_dnc(graph, budget, part_size=20).stats["clock_stopped"] == 0
+
+
+def test_a_registered_method_brings_its_own_work_limit_into_the_loop():
+    from allocator.core.registry import METHODS, MethodOutput, WorkLimit, register
+
+    @dataclasses.dataclass(frozen=True)
+    class StepsOptions:
+        steps: int = 10**9  # "until the deadline": the loop must bound it
+
+    seen: list[int] = []
+
+    def greedy_with_steps(problem, deadline, steps):
+        seen.append(steps)
+        placed = allocator.solve(problem.with_capacity(None), "best-fit")
+        return MethodOutput("solved" if placed.peak <= problem.capacity else "failed", placed.solution.offsets)
+
+    try:
+        register("stepper", "best-fit that counts steps", options=StepsOptions,
+                 work_limit=WorkLimit("steps", 1000, shared=True))(greedy_with_steps)
+        graph = random_dag(30, seed=3, max_size=4096)
+        allocation_aware(graph, spill_point(graph, 0.25), "stepper")
+        assert seen and seen[0] == 500 and all(steps <= 500 for steps in seen)
+        with pytest.raises(ValueError, match="'nope'"):
+            register("stepper2", "x", options=StepsOptions, work_limit=WorkLimit("nope", 1, shared=False))
+    finally:
+        METHODS.pop("stepper", None)
+        METHODS.pop("stepper2", None)
