@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from allocator.core.defaults import DEFAULT_METHOD
 from allocator.core.options import NoOptions
 from allocator.core.problem import (
     AllocationResult,
@@ -517,10 +518,6 @@ def _a(noun: str) -> str:
     return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
-#: the method of ``solve`` when none is named; also the default of ``accelsim alloc``, ``accelsim run``,
-#: ``accelsim.compile_and_simulate`` and ``scheduler.make_schedule``, so that the library and the command line
-#: give the same answer by default
-DEFAULT_METHOD = "auto"
 
 
 def solve(problem: Problem, method: str = DEFAULT_METHOD, timeout: float | None = None, options: object = None,
