@@ -33,47 +33,72 @@ A method's options record comes from where the method is defined
 or ``METHODS[name].options``).
 
 ``solve`` checks its input, runs the method and validates the output with ``validate`` before
-returning it. Importing this package imports no method module, nor numba or OR-Tools:
+returning it. Importing this package imports nothing: each public name is imported from its
+module when first used (``import allocator.core.defaults``, which the command line reads, so
+costs no numpy). Naming one imports no method module, nor numba or OR-Tools either:
 ``METHODS`` is a table whose functions are imported when a method first runs, and the compiled
 kernels of the input checks, the validator and the CSV reader load on first use too.
-``explain_infeasible`` and its types, which run the exact search, are imported when first named.
+``explain_infeasible`` and its types import the exact search, and numba with it, when first named.
 """
 
-from typing import Any
+from __future__ import annotations
 
-from allocator.core.csv_io import CSVFormatError, read_csv, write_csv
-from allocator.core.problem import (
-    MAX_VALUE,
-    AllocationResult,
-    Buffer,
-    InvalidProblemError,
-    MinimizeResult,
-    Problem,
-    Solution,
-    UnknownMethodError,
-)
-from allocator.core.registry import (
-    DEFAULT_METHOD,
-    METHODS,
-    InvalidOptionError,
-    WorkLimit,
-    describe_options,
-    register,
-    solve,
-)
-from allocator.core.validate import InvalidSolutionError, lower_bound, validate
-from allocator.search.anytime import minimize
+import importlib
+from typing import TYPE_CHECKING, Any
 
-#: names imported from ``allocator.search.explain`` when first used: it imports the exact search (numba)
-_FROM_EXPLAIN = ("ExplainOptions", "Explanation", "FeasibleProblemError", "explain_infeasible")
+if TYPE_CHECKING:
+    from allocator.core.csv_io import CSVFormatError, read_csv, write_csv
+    from allocator.core.defaults import DEFAULT_METHOD
+    from allocator.core.problem import (
+        MAX_VALUE,
+        AllocationResult,
+        Buffer,
+        InvalidProblemError,
+        MinimizeResult,
+        Problem,
+        Solution,
+        UnknownMethodError,
+    )
+    from allocator.core.registry import METHODS, InvalidOptionError, WorkLimit, describe_options, register, solve
+    from allocator.core.validate import InvalidSolutionError, lower_bound, validate
+    from allocator.search.anytime import minimize
+    from allocator.search.explain import ExplainOptions, Explanation, FeasibleProblemError, explain_infeasible
+
+#: each public name and the module that defines it, imported when the name is first used: so
+#: ``import allocator.core.defaults`` (which the command line reads) imports neither numpy nor
+#: the rest of the package
+_HOMES = {
+    "CSVFormatError": "core.csv_io", "read_csv": "core.csv_io", "write_csv": "core.csv_io",
+    "DEFAULT_METHOD": "core.defaults",
+    "MAX_VALUE": "core.problem", "AllocationResult": "core.problem", "Buffer": "core.problem",
+    "InvalidProblemError": "core.problem", "MinimizeResult": "core.problem", "Problem": "core.problem",
+    "Solution": "core.problem", "UnknownMethodError": "core.problem",
+    "METHODS": "core.registry", "InvalidOptionError": "core.registry", "WorkLimit": "core.registry",
+    "describe_options": "core.registry", "register": "core.registry", "solve": "core.registry",
+    "InvalidSolutionError": "core.validate", "lower_bound": "core.validate", "validate": "core.validate",
+    "minimize": "search.anytime",
+    "ExplainOptions": "search.explain", "Explanation": "search.explain", "FeasibleProblemError": "search.explain",
+    "explain_infeasible": "search.explain",
+}
+
+#: the rooms, reachable as attributes after ``import allocator`` alone
+_SUBMODULES = ("core", "methods", "search")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _FROM_EXPLAIN:
-        from allocator.search import explain
+    """Load a public name's module on first use and keep the name here (later lookups are plain)."""
+    if name in _SUBMODULES:
+        return importlib.import_module(f"allocator.{name}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'allocator' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"allocator.{home}"), name)
+    globals()[name] = value
+    return value
 
-        return getattr(explain, name)
-    raise AttributeError(f"module 'allocator' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES) | set(_SUBMODULES))
 
 
 __all__ = [

@@ -94,7 +94,7 @@ def main() -> None:
         result = allocator.solve(problem, method=name, timeout=args.timeout)
         began, cpu = time.perf_counter(), time.process_time()
         deadline = None if args.timeout is None else began + args.timeout
-        alone = METHODS[name].function(problem, deadline)
+        alone = METHODS[name].function(problem, deadline, METHODS[name].options())
         method_seconds, cpu_seconds = time.perf_counter() - began, time.process_time() - cpu
         ratio = f"{result.peak / cross.section_total.max():.4f}" if result.peak is not None else "-"
         print(f"{name:<16} {result.status:<8} {ratio:>12} {result.stats['seconds']:>8.2f} {method_seconds:>9.2f} "

@@ -12,11 +12,11 @@ Sizes are drawn from a seeded generator too (``seed``), so the same arguments gi
 instance. The problems have no capacity; give one with ``Problem.with_capacity`` (e.g. LOAD
 or a percentage above it) or let the methods minimise the peak.
 
-**Size limit** (decision of issue 22: ``accelsim gen non-overlapping 1000000000`` reached
-12 GiB before it was killed): ``generate`` first checks ``check_size``, which refuses, in one
-line naming ``n``, the estimate and the memory available, an instance whose estimated peak
-memory (``estimated_bytes``: ``BYTES_PER_BUFFER`` for each buffer, measured) exceeds the
-memory the machine has available (``available_memory``: ``MemAvailable`` of
+**Size limit** (so that a request beyond the machine's memory fails at once instead of filling
+the memory until the process is killed): ``generate`` first checks ``check_size``, which
+refuses, in one line naming ``n``, the estimate and the memory available, an instance whose
+estimated peak memory (``estimated_bytes``: ``BYTES_PER_BUFFER`` for each buffer, measured)
+exceeds the memory the machine has available (``available_memory``: ``MemAvailable`` of
 ``/proc/meminfo``, or less when a cgroup limits this process). The check costs microseconds
 and allocates nothing, so a refused request fails at once. The instance is built from
 columns (``Problem.from_arrays``; no ``Buffer`` object per buffer) and

@@ -1,4 +1,4 @@
-"""The options records of the methods whose options are a few keyword arguments.
+"""The options records of the methods with a few options, and ``NoOptions`` for those without.
 
 Every registered method has one options record, a frozen dataclass named in the registry's
 table (``METHODS[name].options`` is the class): ``solve(problem, name, options=record)``
@@ -7,9 +7,9 @@ The records of the exact searches live beside their search, with a field per tec
 their paper: ``allocator.methods.minimalloc.MiniMallocOptions`` (``minimalloc`` and ``auto``),
 ``allocator.methods.telamalloc.TelaMallocOptions`` (``telamalloc``) and
 ``allocator.methods.telamalloc_learned.LearnedOptions`` (``telamalloc-learned``). The records here
-belong to methods whose functions take their options as keyword arguments (``solve`` passes
-the record's fields by name); this module imports nothing heavy, so a user can list them
-without loading the methods.
+belong to the methods with a few options; like every method's, their functions take the
+record itself (``function(problem, deadline, options)``). This module imports nothing heavy, so
+a user can list them without loading the methods.
 
 Each field is documented where it is declared: its type, its default and what it does. The
 method checks the values (a seed must be an integer, ``runs`` at least 1, ...); ``solve``

@@ -1,7 +1,8 @@
 """What a minimisation has reached, shared by ``minimize`` and the methods' anytime routines:
-the starting heuristics (``STARTING_HEURISTICS``, ``FALLBACK_HEURISTIC``), the step between
-possible peaks (``peak_granularity``) and the bookkeeping of the best placement, the proven
-bound and their history (``Progress``).
+the step between possible peaks (``peak_granularity``) and the bookkeeping of the best
+placement, the proven bound and their history (``Progress``), which runs the starting
+heuristics and the fallback heuristic the method table declares (``Roles``; the registry's
+``starting_heuristics`` and ``fallback_heuristic``).
 
 It sits in ``core`` beside the registry because the methods' anytime routines (``minimalloc``'s,
 ``telamalloc``'s) use it: they run other methods by name through ``solve``, and nothing here
@@ -16,25 +17,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from allocator.core.problem import AllocationResult, MinimizeResult, Problem, Solution
-from allocator.core.registry import MinimizeRequest, solve
+from allocator.core.registry import MinimizeRequest, fallback_heuristic, solve, starting_heuristics
 from allocator.core.validate import lower_bound
 
 __all__ = ["FALLBACK_HEURISTIC", "STARTING_HEURISTICS", "Progress", "peak_granularity"]
 
-#: heuristics tried, in this order, for the first incumbent of an anytime search (``minimalloc``'s,
-#: ``telamalloc``'s), sharing the first third of the time; they stop early once one reaches the
-#: lower bound (``Progress.run_heuristics``). greedy-by-size goes first: among the cheapest, and
-#: the best of them on random instances too large for a second heuristic in the time (300,000
-#: buffers in ``docs/bench/limits_minimize.csv``) and on pangu_2.6B's first pass. TelaMalloc's
-#: row-by-row skyline follows: since its queue of floors replaced the O(n^2) scan it costs about
-#: as much as a greedy placement, and it gives the lowest peak of the five on every trace
-#: measured (at LOAD on G_1, pangu_2.6B and issue 14's 62,185-buffer stand-in, 0.26 % on S_1)
-#: and the best of them on the challenging suite; then load-best-fit (at LOAD on G_1 and the
-#: stand-in, 0.26 % on S_1)
-STARTING_HEURISTICS = ("greedy-by-size", "telamalloc-heuristic", "load-best-fit", "best-fit", "first-fit")
-#: what places the buffers when no starting heuristic did within its time (greedy-by-size: see
-#: above), and the insurance placement of a method without an anytime routine
-FALLBACK_HEURISTIC = "greedy-by-size"
+#: the registry's ``starting_heuristics()`` and ``fallback_heuristic()`` (``Roles`` in the method
+#: table say which, in which order and why), read once for the scripts that import them; the
+#: allocator's own code asks the registry
+STARTING_HEURISTICS: tuple[str, ...] = starting_heuristics()
+FALLBACK_HEURISTIC: str = fallback_heuristic()
 
 
 def peak_granularity(problem: Problem) -> int:
@@ -112,8 +104,8 @@ class Progress:
         is left of the time up to ``until`` (none starts after it), keeping the best placement.
 
         They stop as soon as a placement meets the lower bound: it is optimal, and nothing a
-        later heuristic finds can be lower (on a 62,185-buffer trace that a heuristic packs at
-        LOAD, the heuristics after it took most of the time). Each placement that improves on
+        later heuristic finds can be lower (on a large trace that one heuristic packs at LOAD,
+        the heuristics after it would take most of the time). Each placement that improves on
         the best is reported (``improved``) as soon as it exists, so that Ctrl-C during the
         next heuristic or the search after them keeps it."""
         for name in names:
@@ -125,10 +117,12 @@ class Progress:
 
     def ensure_placement(self) -> bool:
         """Whether there is a placement to improve on: when no heuristic has placed the buffers,
-        ``FALLBACK_HEURISTIC`` gets the rest of the time. Without one, ``reason`` says why."""
+        the registry's ``fallback_heuristic`` gets the rest of the time. Without one, ``reason``
+        says why."""
         request = self.request
         if self.best is None and time.perf_counter() < request.deadline:
-            fallback = solve(self.free, FALLBACK_HEURISTIC, timeout=max(request.deadline - time.perf_counter(), 1e-3))
+            fallback = solve(self.free, fallback_heuristic(),
+                             timeout=max(request.deadline - time.perf_counter(), 1e-3))
             self.keep(fallback)
             if self.best is None:
                 self.reason = f"no placement within {request.timeout:g} s: {fallback.reason}"

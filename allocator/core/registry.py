@@ -1,10 +1,13 @@
 """The registry of placement methods and ``solve``, the one entry point over it.
 
-A method is a plain function ``method(problem, deadline, ...) -> MethodOutput`` with one
-options record (a frozen dataclass). ``METHODS`` maps each name to its ``MethodEntry``: the
-function, a one-line description, what it can do (``Capabilities``: whether it proves
-infeasibility, needs a capacity, has its own anytime peak minimisation for
-``allocator.minimize``) and its options record. ``solve`` owns the shared contract so a method
+A method is a plain function ``method(problem, deadline, options) -> MethodOutput`` with one
+options record (a frozen dataclass): ``options`` is always an instance of that record
+(``NoOptions()`` for a method without options), built and checked by ``solve``, never its
+fields as keyword arguments, so every method, built-in or registered, is called the same way.
+``METHODS`` maps each name to its ``MethodEntry``: the function, a one-line description, what it
+can do (``Capabilities``: whether it proves infeasibility, needs a capacity, has its own anytime
+peak minimisation for ``allocator.minimize``), its options record and where the composed
+searches use it (``Roles``). ``solve`` owns the shared contract so a method
 only implements placement: it rejects a problem that is not a ``Problem``, unknown methods and
 unknown or ill-typed options, refuses a problem without a capacity for a method that needs
 one, proves the trivial infeasibility (LOAD above the capacity) once for all methods, times
@@ -18,6 +21,15 @@ The built-in methods are a table here (``METHODS`` keeps its order: ``accelsim a
 module, and so neither numba nor OR-Tools, and listing ``METHODS`` (names, descriptions,
 capabilities) imports nothing either. ``register`` adds a user's own method, given as a
 function. A new built-in method is a function in its module plus a row of the table.
+
+The table is the one place method names live. What composes methods (``auto``'s stages, the
+starting heuristics of the anytime searches, ``minimize``'s insurance placement) never lists
+names: each built-in row declares its ``Roles`` (its place in each of those
+orders), and the composing code asks ``fit_stages``, ``minimize_stages``,
+``starting_heuristics`` and ``fallback_heuristic``. So moving a heuristic in or out of a
+portfolio is an edit of its row, and the reasons for each order are written once, in those
+functions' docstrings. A registered method takes no role (``register`` offers none): the
+portfolios are built-in behaviour whose answers must not change when a user adds a method.
 
 Options, one way for every method: ``solve(problem, name, options=record)`` with an instance
 of ``METHODS[name].options``, or ``solve(problem, name, field=value, ...)`` as shorthand for
@@ -81,7 +93,13 @@ class MethodOutput:
     stats: dict[str, float] = field(default_factory=dict)
 
 
+#: a method: ``function(problem, deadline, options) -> MethodOutput``, where ``options`` is an
+#: instance of the method's options record (``MethodEntry.options``) and ``deadline`` a
+#: ``time.perf_counter()`` value or None
 MethodFunction = Callable[..., MethodOutput]
+
+
+R = typing.TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -96,6 +114,22 @@ class MinimizeRequest:
     load_share: float  #: share of the time (and of ``node_limit``) for a first probe at LOAD, in (0, 1]
     node_limit: int | None  #: nodes of all exact probes together; only for a routine that declares ``node_limit``
     on_improve: Callable[[MinimizeResult], None] | None  #: called with the result so far on every improvement
+
+    def options_or_defaults(self, record_class: type[R]) -> R:
+        """``options`` when it is a ``record_class``, the record's defaults when it is None;
+        ``TypeError`` otherwise (``minimize`` has checked the fields of a record it was given).
+
+        >>> from allocator.core.options import HillClimbOptions
+        >>> request = MinimizeRequest("hill-climb", 1.0, 0.0, 1.0, None, 0.6, None, None)
+        >>> request.options_or_defaults(HillClimbOptions)
+        HillClimbOptions(seed=0, iterations=200)
+        """
+        if self.options is None:
+            return record_class()
+        if not isinstance(self.options, record_class):
+            raise TypeError(f"options of method {self.method!r} must be an instance of {record_class.__module__}."
+                            f"{record_class.__qualname__}, got {type(self.options).__qualname__}")
+        return self.options
 
 
 #: a method's own peak minimisation: ``routine(problem, request) -> MinimizeResult``. It
@@ -144,6 +178,23 @@ class Capabilities:
 
 
 @dataclass(frozen=True)
+class Roles:
+    """Where the searches that compose methods use a built-in method: its place in each of their
+    orders (0 first; None: not in that order). ``fit_stages``, ``minimize_stages``,
+    ``starting_heuristics`` and ``fallback_heuristic`` read them; their docstrings give the
+    orders and why."""
+
+    fit: int | None = None  #: ``auto`` under a capacity: its place among the heuristics tried until one fits
+    #: ``auto`` under a capacity: the exact search run after those heuristics, with ``auto``'s
+    #: options record (so its record class is ``auto``'s)
+    exact: bool = False
+    minimize: int | None = None  #: ``auto``'s minimisation: its place among the heuristics run first
+    start: int | None = None  #: the anytime searches: its place among the heuristics of the first incumbent
+    #: places the buffers when no starting heuristic did, and is ``minimize``'s insurance placement
+    fallback: bool = False
+
+
+@dataclass(frozen=True)
 class WorkLimit:
     """A method's deterministic work limit inside the flow, in the unit of one field of its options record.
 
@@ -176,25 +227,22 @@ class MethodEntry:
     ``function``, ``options`` and ``capabilities.anytime`` may be given as ``"module:name"``
     references; the properties ``function``, ``options`` and ``anytime`` import them on first
     use, so a listing of ``METHODS`` (``name``, ``description``, ``capabilities``) imports no
-    method. ``options`` is the method's options record class (``NoOptions`` for none).
-    ``options_as_keywords`` says how ``solve`` hands the record to the function: its fields as
-    keyword arguments (``function(problem, deadline, seed=..., ...)``; nothing for
-    ``NoOptions``), or, when False, the record itself (``function(problem, deadline,
-    options=record)``).
+    method. ``options`` is the method's options record class (``NoOptions`` for none); the
+    function is called as ``function(problem, deadline, record)`` with an instance of it.
     """
 
-    __slots__ = ("name", "description", "capabilities", "options_as_keywords", "work_limit", "_function",
-                 "_options", "_anytime")
+    __slots__ = ("name", "description", "capabilities", "work_limit", "roles", "_function", "_options",
+                 "_anytime")
 
     def __init__(self, name: str, function: MethodFunction | str, description: str,
                  capabilities: Capabilities = Capabilities(), options: type | str = NoOptions,
-                 options_as_keywords: bool = True, work_limit: WorkLimit | None = None) -> None:
+                 work_limit: WorkLimit | None = None, roles: Roles = Roles()) -> None:
         self.name = name
         self.description = description  #: one line: what it does and which paper/section/compiler it follows
         self.capabilities = capabilities  #: what it can do; solve and minimize act on it
-        self.options_as_keywords = options_as_keywords
         #: the flow's deterministic limit of its work (``WorkLimit``); None: it ends by itself
         self.work_limit = work_limit
+        self.roles = roles  #: where the composed searches use it (``Roles``); a registered method has none
         self._function = function
         self._options = options
         self._anytime: AnytimeFunction | str | None = capabilities.anytime
@@ -256,12 +304,6 @@ class MethodEntry:
             if key not in fields:
                 _check_type(self, key, getattr(options, key), hint)
         return dataclasses.replace(options, **fields) if fields else options  # type: ignore[type-var]
-
-    def call(self, problem: Problem, deadline: float | None, record: Any) -> MethodOutput:
-        """Run the method's function with ``record`` handed over as ``options_as_keywords`` says."""
-        if self.options_as_keywords:
-            return self.function(problem, deadline, **{key: getattr(record, key) for key in _field_hints(type(record))})
-        return self.function(problem, deadline, options=record)
 
 
 #: ``_field_hints`` of each record class met so far
@@ -343,14 +385,18 @@ def _check_type(entry: MethodEntry, key: str, value: object, hint: Any) -> None:
 #: routine and options record are imported on first use (see the module docstring)
 BUILT_IN = (
     MethodEntry("first-fit", "allocator.methods.greedy:first_fit",
-                "buffers in start order, each at the lowest offset that fits (TelaMalloc §3.1 baseline)"),
+                "buffers in start order, each at the lowest offset that fits (TelaMalloc §3.1 baseline)",
+                roles=Roles(start=4)),
     MethodEntry("greedy-by-size", "allocator.methods.greedy:greedy_by_size",
-                "largest first, lowest offset that fits (TensorFlow Lite GreedyBySize)"),
+                "largest first, lowest offset that fits (TensorFlow Lite GreedyBySize)",
+                roles=Roles(fit=1, minimize=1, start=0, fallback=True)),
     MethodEntry("best-fit", "allocator.methods.greedy:best_fit",
-                "largest first, into the smallest gap that holds it (XLA global decreasing-size best fit)"),
+                "largest first, into the smallest gap that holds it (XLA global decreasing-size best fit)",
+                roles=Roles(fit=0, minimize=2, start=3)),
     MethodEntry("load-best-fit", "allocator.methods.greedy:load_best_fit",
                 "most loaded cross section first, then longest, then largest area, into the smallest gap "
-                "(MiniMalloc's TWA preorder as a greedy order)"),
+                "(MiniMalloc's TWA preorder as a greedy order)",
+                roles=Roles(fit=2, minimize=0, start=2)),
     MethodEntry("greedy-in-order", "allocator.methods.heuristics:greedy_in_order",
                 "buffers in first-use order (start, then input order), lowest offset that fits "
                 "(TensorFlow Lite in-order)"),
@@ -362,7 +408,8 @@ BUILT_IN = (
                 "(TVM USMP greedy_by_conflicts)"),
     MethodEntry("telamalloc-heuristic", "allocator.methods.heuristics:telamalloc_heuristic",
                 "skyline filled bottom-up row by row: on the lowest floor, highest contention first "
-                "(ties: alignment, size x lifetime^2, lifetime) (TelaMalloc §3.1 baseline, Fig. 4)"),
+                "(ties: alignment, size x lifetime^2, lifetime) (TelaMalloc §3.1 baseline, Fig. 4)",
+                roles=Roles(start=1)),
     MethodEntry("hill-climb", "allocator.methods.heuristics:hill_climb",
                 "greedy-by-size's order, then seeded random moves of a peak buffer earlier in the order, "
                 "keeping orders no worse (TVM USMP hill_climb)",
@@ -381,21 +428,21 @@ BUILT_IN = (
                 "from propagation, contention phases and smart backtracking (TelaMalloc, Maas et al. ASPLOS'23 "
                 "§4-5); without a capacity, bisects the peak",
                 Capabilities(anytime="allocator.methods.telamalloc:telamalloc_anytime"),
-                "allocator.methods.telamalloc:TelaMallocOptions", options_as_keywords=False),
+                "allocator.methods.telamalloc:TelaMallocOptions"),
     MethodEntry("minimalloc", "allocator.methods.minimalloc:minimalloc",
                 "exact search over canonical solutions with section inference, dominance and dynamic "
                 "decomposition (MiniMalloc, Moffitt ASPLOS'23 §5-7)",
                 Capabilities(exact=True, needs_capacity=True,
                              anytime="allocator.methods.minimalloc:minimalloc_minimize",
                              node_limit=True),
-                "allocator.methods.minimalloc:MiniMallocOptions", options_as_keywords=False,
-                work_limit=WorkLimit("node_limit", NODE_LIMIT, shared=True)),
+                "allocator.methods.minimalloc:MiniMallocOptions",
+                work_limit=WorkLimit("node_limit", NODE_LIMIT, shared=True), roles=Roles(exact=True)),
     MethodEntry("auto", "allocator.search.portfolio:auto",
                 "portfolio: best-fit, greedy-by-size, load-best-fit until one fits the capacity, then the exact "
                 "minimalloc search with the time left; without a capacity the best heuristic; minimising, the best "
                 "heuristic, then minimalloc's bisection",
                 Capabilities(exact=True, anytime="allocator.search.portfolio:auto_minimize", node_limit=True),
-                "allocator.methods.minimalloc:MiniMallocOptions", options_as_keywords=False,
+                "allocator.methods.minimalloc:MiniMallocOptions",
                 work_limit=WorkLimit("node_limit", NODE_LIMIT, shared=True)),
     MethodEntry("idealloc", "allocator.methods.idealloc:idealloc",
                 "boxing with random point selection, unboxing, tightening down and up in turn, repeated with new "
@@ -407,20 +454,90 @@ BUILT_IN = (
                 "oracle's labels says, when its score clears a threshold (TelaMalloc, Maas et al. ASPLOS'23 §6, "
                 "§7.3); without a capacity, bisects the peak as telamalloc does",
                 Capabilities(anytime="allocator.methods.telamalloc_learned:learned_anytime"),
-                "allocator.methods.telamalloc_learned:LearnedOptions", options_as_keywords=False),
+                "allocator.methods.telamalloc_learned:LearnedOptions"),
 )
 
 METHODS: dict[str, MethodEntry] = {entry.name: entry for entry in BUILT_IN}
 
 
+def _ranked(place: Callable[[Roles], int | None]) -> tuple[str, ...]:
+    """The methods that have a place in one order (``place`` reads it from their ``Roles``), in that order."""
+    placed = [(rank, name) for name, entry in METHODS.items() if (rank := place(entry.roles)) is not None]
+    return tuple(name for _, name in sorted(placed))
+
+
+def _the_one(chosen: Callable[[Roles], bool], role: str) -> str:
+    """The one method whose ``Roles`` ``chosen`` picks; ``LookupError`` naming ``role`` unless exactly one."""
+    names = [name for name, entry in METHODS.items() if chosen(entry.roles)]
+    if len(names) != 1:
+        raise LookupError(f"the method table declares {len(names)} methods as {role} ({', '.join(names)}); one must be")
+    return names[0]
+
+
+def fit_stages() -> tuple[str, ...]:
+    """``auto``'s stages under a capacity, in order: the heuristics (``Roles.fit``), tried in turn
+    until one fits, then the exact search (``Roles.exact``) with the time they left; ``auto``'s
+    ``stats["stage"]`` is an index into it. The heuristics answer in milliseconds on the
+    challenging suite, so the exact stage gets nearly all of the time when they miss
+    (``docs/results/allocators.md``, "auto against its members").
+
+    >>> fit_stages()
+    ('best-fit', 'greedy-by-size', 'load-best-fit', 'minimalloc')
+    """
+    return (*_ranked(lambda roles: roles.fit), _the_one(lambda roles: roles.exact, "auto's exact stage"))
+
+
+def minimize_stages() -> tuple[str, ...]:
+    """The heuristics ``auto``'s minimisation runs first, in order (``Roles.minimize``), each with
+    what is left of the whole time. On large traces each takes seconds and under a short
+    timeout only one or two finish, so the one with the lowest peak on most large traces goes
+    first: load-best-fit (the lowest of the three on three of the four), then greedy-by-size (the
+    lowest on the fourth, pangu_2.6B), then best-fit, never the lowest of them there
+    (``docs/results/allocators.md``, "auto against its members").
+
+    >>> minimize_stages()
+    ('load-best-fit', 'greedy-by-size', 'best-fit')
+    """
+    return _ranked(lambda roles: roles.minimize)
+
+
+def starting_heuristics() -> tuple[str, ...]:
+    """The heuristics of an anytime search's first incumbent (``minimalloc``'s, ``telamalloc``'s,
+    ``auto``'s after its own), in order (``Roles.start``); they share the first third of the time
+    and stop once one reaches the lower bound (``Progress.run_heuristics``).
+
+    greedy-by-size goes first: it is among the cheapest, and of those the lowest peak on random
+    instances too large for a second heuristic to finish in the time, and on pangu_2.6B. The
+    row-by-row skyline of telamalloc-heuristic follows: it costs about as much as a greedy
+    placement and has the lowest peak of the five on the large traces and the challenging
+    suite. Then load-best-fit, best-fit and first-fit (``docs/results/allocators.md``: "Large
+    real traces", "Minimising the peak", "Time limits").
+
+    >>> starting_heuristics()
+    ('greedy-by-size', 'telamalloc-heuristic', 'load-best-fit', 'best-fit', 'first-fit')
+    """
+    return _ranked(lambda roles: roles.start)
+
+
+def fallback_heuristic() -> str:
+    """The heuristic that places the buffers when no starting heuristic did in its time, and that
+    ``minimize`` runs first as insurance before a method without an anytime routine
+    (``Roles.fallback``): the first starting heuristic, for the same reasons.
+
+    >>> fallback_heuristic()
+    'greedy-by-size'
+    """
+    return _the_one(lambda roles: roles.fallback, "the fallback heuristic")
+
+
 def register(name: str, description: str, *, exact: bool = False, needs_capacity: bool = False,
              anytime: AnytimeFunction | None = None, node_limit: bool = False, options: type = NoOptions,
-             options_as_keywords: bool = True,
              work_limit: WorkLimit | None = None) -> Callable[[MethodFunction], MethodFunction]:
     """Decorator adding a user's method to ``METHODS`` under ``name``, with its ``Capabilities``
     (keyword arguments of the same names; a heuristic declares none) and its options record
-    (a dataclass; ``NoOptions`` by default), whose fields ``solve`` passes as keyword
-    arguments (or the record as ``options``, with ``options_as_keywords=False``).
+    (a dataclass; ``NoOptions`` by default). ``solve`` calls the decorated function as
+    ``function(problem, deadline, options)``, ``options`` an instance of that record whose
+    names and types it has checked (``NoOptions()`` for a method without options).
 
     ``work_limit`` is how the flow bounds the method's work when it places many plans
     (``WorkLimit``: a field of its options record and an amount); without one the flow runs it
@@ -442,8 +559,7 @@ def register(name: str, description: str, *, exact: bool = False, needs_capacity
     def add(function: MethodFunction) -> MethodFunction:
         if name in METHODS:
             raise ValueError(f"allocator method {name!r} registered twice")
-        METHODS[name] = MethodEntry(name, function, description, capabilities, options, options_as_keywords,
-                                    work_limit)
+        METHODS[name] = MethodEntry(name, function, description, capabilities, options, work_limit)
         return function
 
     return add
@@ -594,7 +710,7 @@ def solve(problem: Problem, method: str = DEFAULT_METHOD, timeout: float | None 
             {"seconds": time.perf_counter() - began, "lower_bound": load},
         )
     deadline = None if timeout is None else began + timeout
-    out = entry.call(problem, deadline, record)
+    out = entry.function(problem, deadline, record)
     seconds = time.perf_counter() - began
     check_output(method, out)
     solution = None if out.offsets is None else Solution(dict(out.offsets))

@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from allocator.core.options import CPSATOptions, MIPOptions, NoOptions
 from allocator.core.problem import Buffer, InvalidProblemError, Problem, Solution
 from allocator.core.registry import MethodOutput
 from allocator.core.validate import lower_bound
@@ -133,7 +134,7 @@ def _greedy(problem: Problem, deadline: float | None) -> dict[str, int] | None:
     """The greedy-by-size placement without a capacity: the hint and, when minimising, the
     peak's upper bound. None when it does not finish by ``deadline`` (it reads the clock: on
     iopddl/S_1 it takes over a second, which a short time limit cannot spare)."""
-    return greedy_by_size(problem.with_capacity(None), deadline).offsets
+    return greedy_by_size(problem.with_capacity(None), deadline, NoOptions()).offsets
 
 
 def _horizon(problem: Problem, unit: int) -> int:
@@ -229,8 +230,7 @@ def _check_cpsat_limits(problem: Problem, unit: int, top: int, minimising: bool,
 
 
 
-def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, hint: bool = True,
-          seed: int = 0, deterministic_time: float | None = None) -> MethodOutput:
+def cpsat(problem: Problem, deadline: float | None, options: CPSATOptions) -> MethodOutput:
     """Place ``problem`` with CP-SAT (see the module docstring for the model and the modes).
 
     Parameters
@@ -238,14 +238,16 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
     problem : the buffers; a capacity asks for any placement that fits, ``None`` for the
         lowest peak.
     deadline : ``time.perf_counter()`` value to stop at (the solver's time limit), or None.
-    workers : CP-SAT ``num_workers``; with 1 worker and a fixed ``seed`` the answer is
-        reproducible (as long as the time limit is not what stops the search).
-    hint : start from the greedy-by-size placement (the offsets that fit the capacity);
-        when minimising, its peak is also the peak's upper bound.
-    seed : CP-SAT ``random_seed``.
-    deterministic_time : CP-SAT ``max_deterministic_time``: a limit in CP-SAT's own work
-        units, which does not depend on the machine's speed or load. With one worker the
-        outcome under this limit is reproducible (tests use it instead of wall seconds).
+    options : a ``CPSATOptions``:
+
+        * ``workers``: CP-SAT ``num_workers``; with 1 worker and a fixed ``seed`` the answer
+          is reproducible (as long as the time limit is not what stops the search);
+        * ``hint``: start from the greedy-by-size placement (the offsets that fit the
+          capacity); when minimising, its peak is also the peak's upper bound;
+        * ``seed``: CP-SAT ``random_seed``;
+        * ``deterministic_time``: CP-SAT ``max_deterministic_time``, a limit in CP-SAT's own
+          work units, which does not depend on the machine's speed or load. With one worker
+          the outcome under this limit is reproducible (tests use it instead of wall seconds).
 
     Returns a ``MethodOutput`` whose ``stats`` hold ``"optimal"`` (1.0 when the peak is
     proven minimal, or, with a capacity, when CP-SAT reports OPTIMAL: it does so for any
@@ -257,10 +259,11 @@ def cpsat(problem: Problem, deadline: float | None = None, *, workers: int = 1, 
     module docstring), naming the buffer or sum at fault.
 
     >>> from allocator.core.problem import Buffer
-    >>> out = cpsat(Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4), Buffer("c", 2, 4, 4)]))
+    >>> out = cpsat(Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4), Buffer("c", 2, 4, 4)]), None, CPSATOptions())
     >>> out.status, out.reason, out.stats["bound"]
     ('solved', 'CP-SAT OPTIMAL: peak 8 proven minimal', 8.0)
     """
+    workers, hint, seed, deterministic_time = options.workers, options.hint, options.seed, options.deterministic_time
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise InvalidProblemError(f"cpsat: workers must be a positive integer, got {workers!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
@@ -393,7 +396,7 @@ def _cpsat_answer(problem: Problem, solver: Any, status: Any, ks: dict[int, Any]
 # --- MIP (TelaMalloc Fig. 5) -----------------------------------------------------------------
 
 
-def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP", hint: bool = True) -> MethodOutput:
+def mip(problem: Problem, deadline: float | None, options: MIPOptions) -> MethodOutput:
     """Place ``problem`` by the ILP of TelaMalloc Fig. 5 (see the module docstring).
 
     Parameters
@@ -401,10 +404,12 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     problem : the buffers; a capacity asks for any placement that fits, ``None`` for the
         lowest peak.
     deadline : ``time.perf_counter()`` value to stop at (``SetTimeLimit``), or None.
-    backend : a ``pywraplp`` MIP solver id, one of ``MIP_BACKENDS`` (case-insensitive);
-        anything else raises ``InvalidProblemError``.
-    hint : give the greedy-by-size placement as a starting solution (SCIP and CP-SAT-as-MIP
-        only; skipped when it does not fit the capacity).
+    options : a ``MIPOptions``:
+
+        * ``backend``: a ``pywraplp`` MIP solver id, one of ``MIP_BACKENDS``
+          (case-insensitive); anything else raises ``InvalidProblemError``;
+        * ``hint``: give the greedy-by-size placement as a starting solution (SCIP and
+          CP-SAT-as-MIP only; skipped when it does not fit the capacity).
 
     Returns a ``MethodOutput`` whose ``stats`` hold ``"optimal"`` (1.0 when the peak is
     proven minimal, or, with a capacity, when the backend reports OPTIMAL), ``"nodes"``,
@@ -415,10 +420,11 @@ def mip(problem: Problem, deadline: float | None = None, *, backend: str = "SCIP
     verdict.
 
     >>> from allocator.core.problem import Buffer
-    >>> out = mip(Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4)], capacity=8))
+    >>> out = mip(Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4)], capacity=8), None, MIPOptions())
     >>> out.status, sorted(out.offsets.values()), out.reason
     ('solved', [0, 4], 'MIP SCIP OPTIMAL: placement fits capacity 8')
     """
+    backend, hint = options.backend, options.hint
     chosen = backend.upper() if isinstance(backend, str) else backend
     if chosen not in MIP_BACKENDS:
         raise InvalidProblemError(f"mip: unknown MIP backend {backend!r}; use one of {', '.join(MIP_BACKENDS)}")

@@ -14,8 +14,9 @@ the gaps left by the already placed buffers it overlaps in time:
   live through the most loaded cross section first (T, the largest section total they
   span), then longest, then largest area; each into the smallest gap, like ``best-fit``.
   Buffers that share the peak section go first, so the peak is packed before the rest
-  fills around it. On the 28,526-buffer iopddl/S_1 trace this ends 0.26 % above LOAD
-  where greedy-by-size ends 1.67 % above (and the exact search has no time to start).
+  fills around it: on a large trace whose peak is one crowded section it ends far closer
+  to LOAD than greedy-by-size, in less time than the exact search needs to start
+  (iopddl/S_1 in ``docs/results/allocators.md``, "Large real traces").
 
 Fixed-offset buffers are placed first, where they are pinned. The heuristics ignore the
 capacity while placing and then compare the peak with it: above the capacity the status is
@@ -35,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from allocator.core.deadline import deadline_passed, timeout_reason
+from allocator.core.options import NoOptions
 from allocator.core.problem import Problem
 from allocator.core.registry import MethodOutput
 from allocator.core.sections import sweep
@@ -74,27 +76,27 @@ def wide_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return high, low
 
 
-def first_fit(problem: Problem, deadline: float | None = None) -> MethodOutput:
+def first_fit(problem: Problem, deadline: float | None, options: NoOptions) -> MethodOutput:
     arrays = problem.arrays()
     starts, ends, sizes, _, _ = arrays
     return greedy_method(problem, arrays, (-sizes, starts), best_fit=False, name="first-fit", deadline=deadline)
 
 
-def greedy_by_size(problem: Problem, deadline: float | None = None) -> MethodOutput:
+def greedy_by_size(problem: Problem, deadline: float | None, options: NoOptions) -> MethodOutput:
     arrays = problem.arrays()
     starts, ends, sizes, _, _ = arrays
     return greedy_method(problem, arrays, size_keys(starts, ends, sizes), best_fit=False, name="greedy-by-size",
                          deadline=deadline)
 
 
-def best_fit(problem: Problem, deadline: float | None = None) -> MethodOutput:
+def best_fit(problem: Problem, deadline: float | None, options: NoOptions) -> MethodOutput:
     arrays = problem.arrays()
     starts, ends, sizes, _, _ = arrays
     return greedy_method(problem, arrays, (starts, -(ends - starts), -sizes), best_fit=True, name="best-fit",
                          deadline=deadline)
 
 
-def load_best_fit(problem: Problem, deadline: float | None = None) -> MethodOutput:
+def load_best_fit(problem: Problem, deadline: float | None, options: NoOptions) -> MethodOutput:
     arrays = problem.arrays()
     starts, ends, sizes, _, fixed = arrays
     if len(problem) and deadline_passed(deadline):  # its keys need a sweep: half a second on 2,000,000 buffers

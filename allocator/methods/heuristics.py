@@ -40,6 +40,7 @@ from numba import njit
 
 from allocator.core import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
 from allocator.core.deadline import CLOCK_EVERY, clock, deadline_passed
+from allocator.core.options import HillClimbOptions, NoOptions
 from allocator.core.problem import Problem
 from allocator.core.registry import MethodOutput
 from allocator.core.sections import compress_times, range_max, sweep
@@ -111,7 +112,7 @@ def product_limbs(sizes: np.ndarray, lifetimes: np.ndarray) -> tuple[np.ndarray,
     return low, middle, high
 
 
-def greedy_in_order(problem: Problem, deadline: float | None = None) -> MethodOutput:
+def greedy_in_order(problem: Problem, deadline: float | None, options: NoOptions) -> MethodOutput:
     """Buffers by start time, ties by input order, each at the lowest offset that fits.
 
     TensorFlow Lite's in-order strategy (CONVOLVE D5.5 §2; Pisarchyk and Lee 2020): tensors
@@ -123,7 +124,7 @@ def greedy_in_order(problem: Problem, deadline: float | None = None) -> MethodOu
     return greedy_method(problem, arrays, (starts,), best_fit=False, name="greedy-in-order", deadline=deadline)
 
 
-def greedy_by_breadth(problem: Problem, deadline: float | None = None) -> MethodOutput:
+def greedy_by_breadth(problem: Problem, deadline: float | None, options: NoOptions) -> MethodOutput:
     """TensorFlow Lite's ``GreedyByBreadth`` (Pisarchyk and Lee 2020; CONVOLVE D5.5 §2).
 
     The breadth of a time step (an operator) is the total size of the buffers live at it.
@@ -144,7 +145,7 @@ def greedy_by_breadth(problem: Problem, deadline: float | None = None) -> Method
                          deadline=deadline)
 
 
-def greedy_by_conflicts(problem: Problem, deadline: float | None = None) -> MethodOutput:
+def greedy_by_conflicts(problem: Problem, deadline: float | None, options: NoOptions) -> MethodOutput:
     """TVM USMP's ``greedy_by_conflicts`` (``src/tir/usmp/algo/greedy.cc``; CONVOLVE D5.5 §2).
 
     Buffers by the number of other buffers they overlap in time, most first; ties by size,
@@ -157,7 +158,7 @@ def greedy_by_conflicts(problem: Problem, deadline: float | None = None) -> Meth
                          name="greedy-by-conflicts", deadline=deadline)
 
 
-def telamalloc_heuristic(problem: Problem, deadline: float | None = None) -> MethodOutput:
+def telamalloc_heuristic(problem: Problem, deadline: float | None, options: NoOptions) -> MethodOutput:
     """The baseline heuristic of TelaMalloc (Maas et al., ASPLOS 2023, §3.1, Figure 4).
 
     The contention of a time slot is the total size of the buffers live in it; a buffer's
@@ -330,19 +331,19 @@ def _skyline_rows(first, last, n_sections, sizes, aligns, fixed, order, deadline
     return offsets, n, 0
 
 
-def hill_climb(problem: Problem, deadline: float | None = None, seed: int = 0, iterations: int = 200) -> MethodOutput:
+def hill_climb(problem: Problem, deadline: float | None, options: HillClimbOptions) -> MethodOutput:
     """TVM USMP's ``hill_climb`` (``src/tir/usmp/algo/hill_climb.cc``; CONVOLVE D5.5 §2).
 
     Starts from greedy-by-size's order and placement. Each attempt picks, with a
-    ``numpy.random.default_rng(seed)`` generator, a free buffer whose top is the current peak
-    and one of the free buffers it overlaps in time that come before it in the order, and moves
-    the peak buffer to just before that one; the new order is placed with the lowest-offset
+    ``numpy.random.default_rng(options.seed)`` generator, a free buffer whose top is the current
+    peak and one of the free buffers it overlaps in time that come before it in the order, and
+    moves the peak buffer to just before that one; the new order is placed with the lowest-offset
     rule (``place``) and kept when its peak is no higher (equal peaks are kept too, so the
     climb can cross plateaus). TVM swaps pairs of neighbours and sometimes accepts a worse
     order; here the move always lifts a peak buffer over a buffer that pushed it up.
 
-    Stops after ``iterations`` attempts; earlier when the peak reaches LOAD, when it fits the
-    capacity (TVM's "desired bytes"), when no peak buffer has an earlier-placed free
+    Stops after ``options.iterations`` attempts; earlier when the peak reaches LOAD, when it
+    fits the capacity (TVM's "desired bytes"), when no peak buffer has an earlier-placed free
     neighbour (then every order gives that buffer the same top, so no order lowers the peak),
     or at the deadline (also read inside each placement, every 1,024 buffers: an attempt cut
     short is dropped). The result is the same for the same ``seed`` and ``iterations`` unless
@@ -351,6 +352,7 @@ def hill_climb(problem: Problem, deadline: float | None = None, seed: int = 0, i
     complete the status is ``"timeout"`` without a placement. Each attempt costs one full
     placement, about O(overlapping pairs x log) (``allocator.methods.placement``).
     """
+    seed, iterations = options.seed, options.iterations
     if iterations < 0:
         raise ValueError(f"hill-climb: iterations must be >= 0, got {iterations}")
     arrays = problem.arrays()

@@ -101,6 +101,7 @@ from numba import njit
 
 from allocator.core import kernel_cache  # noqa: F401  (numba's cache directory, before any kernel is decorated)
 from allocator.core.deadline import clock, deadline_passed, timeout_reason
+from allocator.core.options import IdeallocOptions
 from allocator.core.problem import Problem
 from allocator.core.registry import MethodOutput
 from allocator.core.validate import lower_bound
@@ -402,16 +403,16 @@ def box(starts: np.ndarray, ends: np.ndarray, heights: np.ndarray, *, ratio: flo
     return offsets[:n]
 
 
-def idealloc(problem: Problem, deadline: float | None = None, seed: int = 0, runs: int | None = None,
-             ratio: float = 2.0, passes: int = DEFAULT_PASSES) -> MethodOutput:
+def idealloc(problem: Problem, deadline: float | None, options: IdeallocOptions) -> MethodOutput:
     """The boxing algorithm of Buchsbaum et al. (STOC 2003) as idealloc runs it (see the module docstring).
 
-    ``runs`` caps the number of runs (default: until the deadline, or ``DEFAULT_RUNS`` without
-    one); ``seed`` seeds the random draws; ``ratio`` (> 1) is the growth of the box height per
-    level; ``passes`` (>= 1) caps the tightening passes per run (``tighten``; 1 is D5.5's single
-    pass). ``stats`` report the runs made, the run that gave the kept placement and the
-    tightening passes made in all runs.
+    ``options`` (an ``IdeallocOptions``): ``runs`` caps the number of runs (None: until the
+    deadline, or ``DEFAULT_RUNS`` without one); ``seed`` seeds the random draws; ``ratio`` (> 1)
+    is the growth of the box height per level; ``passes`` (>= 1) caps the tightening passes per
+    run (``tighten``; 1 is D5.5's single pass). ``stats`` report the runs made, the run that gave
+    the kept placement and the tightening passes made in all runs.
     """
+    seed, runs, ratio, passes = options.seed, options.runs, options.ratio, options.passes
     if runs is not None and runs < 1:
         raise ValueError(f"idealloc: runs must be >= 1, got {runs}")
     if passes < 1:

@@ -23,10 +23,10 @@ packing once. On top of that the search prunes with:
   that were unplaced there, so no candidate above ``capacity - `` the group's largest unplaced
   total can pass section inference. Such candidates are skipped without being placed, and as
   candidates come by increasing offset the node ends at the first one. The depth-first order
-  and the placement found stay the same, but on the challenging suite seven in eight of the
-  placements a solving run made were such candidates (60-98 % per instance), each costing a
-  full placement and section check and counted as a node against the portfolio's limits;
-  the portfolio's nodes on A-K fell from 3.2 to 0.43 million;
+  and the placement found stay the same, but on the challenging suite most placements a
+  solving run made were such candidates, each costing a full placement and section check and
+  counted as a node against the portfolio's limits (the counts before and after:
+  ``docs/results/allocators.md``, "Fitting the challenging suite");
 * a **portfolio of static preorders** with restarts: the rank that breaks ties is taken from
   several keys built from the largest section total a buffer spans (T), its width (W), area
   (A) and size (S), by default TWA, TAW and WAT; each is tried with a node limit that doubles
@@ -63,13 +63,13 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from allocator.core.problem import InvalidProblemError, MinimizeResult, Problem, Solution
-from allocator.core.progress import STARTING_HEURISTICS, Progress, peak_granularity
-from allocator.core.registry import METHODS, MethodOutput, MinimizeRequest
+from allocator.core.progress import Progress, peak_granularity
+from allocator.core.registry import MethodOutput, MinimizeRequest, starting_heuristics
 from allocator.core.sections import sweep
 from allocator.core.validate import check
 from allocator.methods import minimalloc_kernel as kernel
@@ -112,8 +112,8 @@ class MiniMallocOptions:
     offset_ceiling: bool = True
     #: where buffers live over many sections, section inference's effective heights and the groups'
     #: re-ranking read them through segment trees instead of section by section, when that costs
-    #: less (the same values, so the same search; ours, issue 22: two million random buffers, 15 %
-    #: long-lived, walked about 10**11 sections per node); off: always section by section
+    #: less (the same values, so the same search; ours: on millions of long, overlapping lifetimes,
+    #: walking every section made one node cost seconds); off: always section by section
     section_trees: bool = True
     portfolio: bool = True  #: try every preorder key with doubling node limits; off: the first key only
     preorders: tuple[str, ...] = DEFAULT_PREORDERS  #: static preorders (letters of PREORDER_LETTERS), in turn
@@ -542,8 +542,9 @@ def canonical_bisection(progress: Progress, options: MiniMallocOptions = MiniMal
                         node_limit: int | None = None, load_share: float = 0.6) -> MinimizeResult:
     """Lower the peak of ``progress``'s incumbent with capacity probes of the canonical search.
 
-    ``progress`` holds the starting placement, if any (when it has none, ``FALLBACK_HEURISTIC``
-    gets the time left first) and LOAD as the lower bound. The probes then go:
+    ``progress`` holds the starting placement, if any (when it has none, the registry's
+    ``fallback_heuristic`` gets the time left first) and LOAD as the lower bound. The probes
+    then go:
 
     1. LOAD itself first, with ``load_share`` of the time (and of ``node_limit``): many real
        instances pack perfectly, and then the incumbent is proven optimal at once;
@@ -614,34 +615,29 @@ def canonical_bisection(progress: Progress, options: MiniMallocOptions = MiniMal
 
 
 def minimalloc_minimize(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
-    """``minimalloc``'s anytime routine: the best of ``STARTING_HEURISTICS``, which share the
-    first third of the time, then ``canonical_bisection`` with ``request``'s options (a
-    ``MiniMallocOptions``, None for the defaults; another record raises ``TypeError``), node
-    limit and LOAD share.
+    """``minimalloc``'s anytime routine: the best of the registry's ``starting_heuristics``,
+    which share the first third of the time, then ``canonical_bisection`` with ``request``'s
+    options (a ``MiniMallocOptions``, None for the defaults; another record raises
+    ``TypeError``), node limit and LOAD share.
 
-    The bisection stays the default (issue 14): the capacity schedule of
-    ``studies/capacity_schedule.py``, resumable probes spread between the bound and the
-    incumbent, matched it on average under equal node budgets but ended higher on challenging D
-    and J at 10 s (measured there)."""
+    The bisection stays the default over the capacity schedule of
+    ``studies/capacity_schedule.py`` (resumable probes spread between the bound and the
+    incumbent): under equal node budgets that schedule matched it on average but ended higher on
+    challenging D and J in 10 s runs (that study measures both)."""
     progress = Progress(problem, request)
-    progress.run_heuristics(STARTING_HEURISTICS, request.began + request.timeout / 3)
-    options = METHODS["minimalloc"].record(request.options)  # None: the defaults; another record: TypeError
+    progress.run_heuristics(starting_heuristics(), request.began + request.timeout / 3)
+    options = request.options_or_defaults(MiniMallocOptions)
     return canonical_bisection(progress, options, request.node_limit, request.load_share)
 
 
-def minimalloc(problem: Problem, deadline: float | None = None,
-               options: MiniMallocOptions | None = None, node_limit: int | None = None) -> MethodOutput:
+def minimalloc(problem: Problem, deadline: float | None, options: MiniMallocOptions) -> MethodOutput:
     """Place ``problem`` under its capacity (the search needs one to prune against).
 
     Status ``"timeout"`` when the deadline or ``options.node_limit`` stops the search first;
     it has no placement then (the search builds one placement, complete only at the end).
-    ``node_limit``, when given, replaces ``options.node_limit``.
     """
     if problem.capacity is None:
         raise InvalidProblemError("minimalloc searches for a placement under a capacity; give the problem one")
-    options = options or MiniMallocOptions()
-    if node_limit is not None:
-        options = replace(options, node_limit=node_limit)
     outcome = canonical_search(problem, problem.capacity, options, deadline)
     stats: dict[str, float] = {"nodes": outcome.nodes, "backtracks": outcome.backtracks, "runs": outcome.runs,
                                "splits": outcome.splits, "table_hits": outcome.table_hits}

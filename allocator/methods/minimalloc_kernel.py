@@ -104,7 +104,7 @@ _helper = njit(**_HELPER_OPTIONS)
 #: the challenging suite about 5 % slower than the single loop they were cut from. Placing a
 #: candidate and undoing the last one, the two steps of every node, stay written out in
 #: ``search``: even inlined, as helpers (taking and returning the trail arrays) they cost the
-#: fit suite about 4 % (in-process A/B over 40 interleaved runs, issue 23)
+#: fit suite about 4 % (in-process A/B over 40 interleaved runs)
 _inlined = njit(inline="always", **_HELPER_OPTIONS)
 
 #: the largest capacity, size, alignment or pinned offset (and sum of sizes plus alignments)

@@ -63,8 +63,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from allocator.core.problem import InvalidProblemError, MinimizeResult, Problem, Solution, Status
-from allocator.core.progress import FALLBACK_HEURISTIC, STARTING_HEURISTICS, Progress, peak_granularity
-from allocator.core.registry import METHODS, MethodOutput, MinimizeRequest
+from allocator.core.progress import Progress, peak_granularity
+from allocator.core.registry import METHODS, MethodOutput, MinimizeRequest, fallback_heuristic, starting_heuristics
 from allocator.core.sections import Sweep, sweep
 from allocator.core.validate import check, lower_bound
 from allocator.methods import telamalloc_kernel as kernel
@@ -83,8 +83,6 @@ PHASE_CACHE = 8
 #: seconds per time-overlapping pair to build the neighbour lists (measured ~25 ns; a build cannot
 #: be interrupted, so a search with less time left than this estimate does not start it)
 SECONDS_PER_PAIR = 25e-9
-# STARTING_HEURISTICS and FALLBACK_HEURISTIC (the first incumbent of the descent, shared with
-# minimalloc's anytime search) and peak_granularity live in allocator.search.anytime; imported above.
 
 
 @dataclass(frozen=True)
@@ -479,7 +477,7 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
 
 @dataclass
 class DescentResult:
-    offsets: np.ndarray | None  #: None when not even ``FALLBACK_HEURISTIC`` placed the buffers in time
+    offsets: np.ndarray | None  #: None when not even the fallback heuristic placed the buffers in time
     peak: int  #: -1 without ``offsets``
     bound: int  #: proven lower bound (LOAD unless a probe proved a capacity infeasible)
     history: list[tuple[float, int]]  #: (seconds, peak) each time the best peak improved
@@ -497,16 +495,15 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
                         on_improve: Callable[[np.ndarray, int], None] | None = None) -> DescentResult:
     """Lower the peak of ``problem`` (its capacity ignored) with capacity probes until ``deadline``.
 
-    The first incumbent is the best of ``STARTING_HEURISTICS``, which share the first third of
-    the time (each gets what is left of it; they stop once one reaches LOAD); when none places
-    the buffers in it,
-    ``FALLBACK_HEURISTIC`` gets the rest of the time; when it does not finish either, the result
-    has no placement (``offsets`` None, ``timed_out``, ``reason`` says how far it got). A round
-    bisects between LOAD and the incumbent's peak: a probe at capacity C
-    runs the search with the round's step budget; a placement lowers the incumbent to its
-    peak, a failure moves the lower end above C (for this round only: the search is
-    incomplete, a failure proves nothing). Each round doubles the step budget (from
-    ``probe_steps`` up to ``step_limit``). Without a deadline the descent stops after the round
+    The first incumbent is the best of the registry's ``starting_heuristics``, which share the
+    first third of the time (each gets what is left of it; they stop once one reaches LOAD); when
+    none places the buffers in it, the registry's ``fallback_heuristic`` gets the rest of the
+    time; when it does not finish either, the result has no placement (``offsets`` None,
+    ``timed_out``, ``reason`` says how far it got). A round bisects between LOAD and the
+    incumbent's peak: a probe at capacity C runs the search with the round's step budget; a
+    placement lowers the incumbent to its peak, a failure moves the lower end above C (for this
+    round only: the search is incomplete, a failure proves nothing). Each round doubles the
+    step budget (from ``probe_steps`` up to ``step_limit``). Without a deadline the descent stops after the round
     with the full ``step_limit`` budget, so its result depends on the steps alone.
     ``probe`` replaces the plain search of each probe (``telamalloc-learned`` passes its own).
     ``on_improve(offsets, peak)`` is called with every placement that lowers the best peak, the
@@ -520,12 +517,13 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
     sizes = problem.arrays(copy=False)[2]
     start_deadline = None if deadline is None else began + (deadline - began) / 3
     load = lower_bound(free)
-    for name in STARTING_HEURISTICS:
+    for name in starting_heuristics():
         if start_deadline is not None and time.perf_counter() >= start_deadline:
             break  # keep the time for the search
         if best is not None and best_peak <= load:
             break  # optimal: no later heuristic can place lower (as Progress.run_heuristics stops)
-        out = METHODS[name].function(free, start_deadline)
+        heuristic = METHODS[name]
+        out = heuristic.function(free, start_deadline, heuristic.options())
         if out.offsets is None:
             continue  # ran out of its time
         offsets = np.fromiter((out.offsets[i] for i in problem.ids), np.int64, len(problem))
@@ -535,7 +533,8 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
             if on_improve is not None:
                 on_improve(best, best_peak)
     if best is None:
-        out = METHODS[FALLBACK_HEURISTIC].function(free, deadline)
+        fallback = METHODS[fallback_heuristic()]
+        out = fallback.function(free, deadline, fallback.options())
         if out.offsets is None:
             return DescentResult(None, -1, load, [], {"steps": 0, "probes": 0, "rounds": 0}, True,
                                  f"no placement in time: {out.reason}")
@@ -597,8 +596,7 @@ def telamalloc_anytime(problem: Problem, request: MinimizeRequest) -> MinimizeRe
     ``request``'s options (a ``TelaMallocOptions``, None for the defaults; another record raises
     ``TypeError``) until its deadline. Its bound is LOAD unless a probe proved a capacity
     infeasible; it has no node budget."""
-    options = METHODS["telamalloc"].record(request.options)  # None: the defaults; another record: TypeError
-    return descent_minimize(problem, request, options)
+    return descent_minimize(problem, request, request.options_or_defaults(TelaMallocOptions))
 
 
 def descent_minimize(problem: Problem, request: MinimizeRequest, options: TelaMallocOptions,
@@ -608,7 +606,7 @@ def descent_minimize(problem: Problem, request: MinimizeRequest, options: TelaMa
 
     With ``request.on_improve`` every placement that lowers the peak (the starting
     heuristics' first) is validated and reported as soon as the descent has it, so that a
-    caller interrupted by Ctrl-C keeps the best so far (issue 22: an interrupt kept nothing).
+    caller interrupted by Ctrl-C keeps the best so far.
     The validation costs time of the search's own (about as much as LOAD); only a caller who
     asked for reports pays it."""
     progress = Progress(problem, request)
@@ -637,13 +635,11 @@ def descent_minimize(problem: Problem, request: MinimizeRequest, options: TelaMa
                           {"nodes": descent.stats["steps"], "probes": descent.stats["probes"]}, progress.capacity)
 
 
-def telamalloc(problem: Problem, deadline: float | None = None,
-               options: TelaMallocOptions | None = None) -> MethodOutput:
+def telamalloc(problem: Problem, deadline: float | None, options: TelaMallocOptions) -> MethodOutput:
     """Place ``problem`` under its capacity, or minimise its peak when it has none."""
-    opts = options or TelaMallocOptions()
     if problem.capacity is None:
-        return descent_output(problem, deadline, opts)
-    outcome = telamalloc_search(problem, problem.capacity, opts, deadline)
+        return descent_output(problem, deadline, options)
+    outcome = telamalloc_search(problem, problem.capacity, options, deadline)
     solved = outcome.status == "solved" and outcome.offsets is not None
     placed = _placement(problem, outcome.offsets) if solved and outcome.offsets is not None else None
     return MethodOutput(outcome.status, placed, outcome.reason, outcome.stats)

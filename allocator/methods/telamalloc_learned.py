@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from allocator.core.problem import Buffer, InvalidProblemError, MinimizeResult, Problem
-from allocator.core.registry import METHODS, MethodOutput, MinimizeRequest
+from allocator.core.registry import MethodOutput, MinimizeRequest
 from allocator.core.sections import sweep
 from allocator.methods import telamalloc_kernel as kernel
 from allocator.methods.backtrack_model import DEFAULT_PATH, N_FEATURES, BacktrackModel, constant, load
@@ -250,7 +250,7 @@ def learned_anytime(problem: Problem, request: MinimizeRequest) -> MinimizeResul
     """The anytime routine for ``allocator.minimize``: ``telamalloc``'s descent, every probe a
     learned search (``request.options``: a ``LearnedOptions``, None for the defaults; another record
     raises ``TypeError``)."""
-    options = METHODS["telamalloc-learned"].record(request.options)  # None: the defaults; another record: TypeError
+    options = request.options_or_defaults(LearnedOptions)
     return descent_minimize(problem, request, options.search, _probe(options))
 
 
@@ -262,14 +262,12 @@ def _probe(options: LearnedOptions) -> Probe:
     return probe
 
 
-def telamalloc_learned(problem: Problem, deadline: float | None = None,
-                       options: LearnedOptions | None = None) -> MethodOutput:
+def telamalloc_learned(problem: Problem, deadline: float | None, options: LearnedOptions) -> MethodOutput:
     """Place ``problem`` under its capacity with the learned backtracking search, or minimise
     its peak when it has none (``telamalloc``'s descent, every probe a learned search)."""
-    opts = options or LearnedOptions()
     if problem.capacity is None:
-        return descent_output(problem, deadline, opts.search, _probe(opts))
-    outcome = learned_search(problem, problem.capacity, opts, deadline)
+        return descent_output(problem, deadline, options.search, _probe(options))
+    outcome = learned_search(problem, problem.capacity, options, deadline)
     placed = None
     if outcome.status == "solved" and outcome.offsets is not None:
         placed = dict(zip(problem.ids, outcome.offsets.tolist(), strict=True))

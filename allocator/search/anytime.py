@@ -4,16 +4,16 @@
 arguments, then asks the registry what the method can do (``Capabilities``), never its name:
 
 * a method with an anytime routine of its own (``Capabilities.anytime``) runs it:
-  ``minimalloc`` starts from the best of the fast greedy heuristics (``STARTING_HEURISTICS``)
-  and bisects between LOAD and that peak with the exact canonical search
-  (``allocator.methods.minimalloc.canonical_bisection``); ``auto`` starts from its own heuristics and
-  bisects the same way; ``telamalloc`` runs its descent (``telamalloc_minimize``);
-* any other method runs once, without a capacity, after ``FALLBACK_HEURISTIC`` has placed the
-  buffers (in half of the time at most) as insurance: the method's own placement is reported
-  when it returns one, the insurance only when it does not (``reason`` then says so), so a
-  method that runs out of time costs no more than the timeout. Its peak is reported against
-  LOAD, or against the method's own proven bound when its ``stats`` have a ``"bound"`` (the
-  exact methods ``cpsat`` and ``mip`` do).
+  ``minimalloc`` starts from the best of the fast greedy heuristics (the registry's
+  ``starting_heuristics``) and bisects between LOAD and that peak with the exact canonical
+  search (``allocator.methods.minimalloc.canonical_bisection``); ``auto`` starts from its own
+  heuristics and bisects the same way; ``telamalloc`` runs its descent (``telamalloc_minimize``);
+* any other method runs once, without a capacity, after the registry's ``fallback_heuristic``
+  has placed the buffers (in half of the time at most) as insurance: the method's own
+  placement is reported when it returns one, the insurance only when it does not (``reason``
+  then says so), so a method that runs out of time costs no more than the timeout. Its peak is
+  reported against LOAD, or against the method's own proven bound when its ``stats`` have a
+  ``"bound"`` (the exact methods ``cpsat`` and ``mip`` do).
 
 The result is ``optimal`` when the peak meets the lower bound. Peaks are multiples of
 ``peak_granularity`` (the gcd of all sizes, alignments and fixed offsets), so probes use that
@@ -29,7 +29,7 @@ the best found, and fits only when ``MinimizeResult.fits``.
 Time: ``timeout`` bounds the whole call. No probe starts after the deadline and each probe
 stops within milliseconds of its own share of it (the compiled search reads the clock by
 work done, not by nodes). A time limit is a limit, also when nothing was placed: a problem so
-large that not even ``FALLBACK_HEURISTIC`` places it within the time gets a result without a
+large that not even the fallback heuristic places it within the time gets a result without a
 placement (``solution`` and ``peak`` None, status ``"timeout"``, ``reason`` says how far it
 got) rather than an overrun. ``node_limit`` bounds the exact search's nodes instead, so that a
 minimisation that gives up is deterministic (tests use it: they never race the clock); only a
@@ -38,7 +38,7 @@ method whose routine declares it (``Capabilities.node_limit``) takes one.
 ``allocator.core.progress.Progress`` is the shared bookkeeping of a minimisation (best
 placement, bound, history, ``on_improve``), used here and by the methods' anytime routines.
 
-Reporting (decision of issue 22, so that Ctrl-C keeps every method's best): every routine
+Reporting (decision recorded here, so that Ctrl-C keeps every method's best): every routine
 hands ``on_improve`` its first placement as soon as it exists, a starting heuristic's (or, for
 a method run once, the insurance), and then every placement that lowers the peak and every
 bound that rises, each validated; the last result reported is the answer so far. A routine
@@ -54,8 +54,8 @@ import time
 from collections.abc import Callable
 
 from allocator.core.problem import InvalidProblemError, MinimizeResult, Problem
-from allocator.core.progress import FALLBACK_HEURISTIC, Progress
-from allocator.core.registry import METHODS, MinimizeRequest, check_problem, method_entry, solve
+from allocator.core.progress import Progress
+from allocator.core.registry import METHODS, MinimizeRequest, check_problem, fallback_heuristic, method_entry, solve
 
 __all__ = ["MinimizeResult", "minimize"]
 
@@ -98,8 +98,8 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     minimalloc and auto, ``TelaMallocOptions`` for telamalloc, ...), or None for its defaults;
     a method run once gets it too.
     ``load_share`` is the share of the time (and of ``node_limit``) given to the first probe at
-    LOAD. Returns a validated placement, or none (status ``"timeout"``) when not even
-    ``FALLBACK_HEURISTIC`` placed the buffers within the time.
+    LOAD. Returns a validated placement, or none (status ``"timeout"``) when not even the
+    fallback heuristic (the registry's ``fallback_heuristic``) placed the buffers within the time.
 
     ``problem.capacity``, when set, is an upper limit on the answer (see the module
     docstring): with the canonical bisection no probe goes above it and a proof that nothing
@@ -151,16 +151,17 @@ def _run_once(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
     """One run of a method without an anytime routine, with what is left after the insurance."""
     progress = Progress(problem, request)
     method, timeout = request.method, request.timeout
+    fallback = fallback_heuristic()
     insurance = None
-    if method != FALLBACK_HEURISTIC:  # half of the time at most: the method gets the other half
-        insurance = solve(progress.free, FALLBACK_HEURISTIC, timeout=timeout / 2)
+    if method != fallback:  # half of the time at most: the method gets the other half
+        insurance = solve(progress.free, fallback, timeout=timeout / 2)
         if insurance.solution is not None and request.on_improve is not None:
             # reported at once, so that a caller interrupted during the method's run (Ctrl-C) keeps a
             # placement; it stands in for the answer only if the method returns none (below)
             interim = copy.copy(progress)  # the same problem and bound, its own best and history
             interim.history = []
             interim.keep(insurance)
-            interim.reason = f"{method} still running; the placement is {FALLBACK_HEURISTIC}'s, made first as insurance"
+            interim.reason = f"{method} still running; the placement is {fallback}'s, made first as insurance"
             interim.improved()
     solved = solve(progress.free, method, timeout=max(request.deadline - time.perf_counter(), 1e-3),
                    options=request.options)
@@ -171,11 +172,11 @@ def _run_once(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
         progress.keep(insurance)
         if progress.best is not None:
             progress.reason = (f"{method} returned no placement ({solved.reason or solved.status}); "
-                               f"the placement is {FALLBACK_HEURISTIC}'s, made first as insurance")
+                               f"the placement is {fallback}'s, made first as insurance")
     if progress.best is None:
         progress.reason = f"no placement within {timeout:g} s: {method}: {solved.reason or solved.status}"
         if insurance is not None:
-            progress.reason += f"; the insurance, {FALLBACK_HEURISTIC} in half the time: {insurance.reason}"
+            progress.reason += f"; the insurance, {fallback} in half the time: {insurance.reason}"
         return progress.result(True)
     progress.improved()
     return progress.result(progress.ran_out or time.perf_counter() - request.began >= timeout * 0.99)

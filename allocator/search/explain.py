@@ -48,6 +48,7 @@ from typing import Literal
 
 import numpy as np
 
+from allocator.core.options import NoOptions
 from allocator.core.problem import BufferId, InvalidProblemError, Problem, Solution
 from allocator.core.sections import sweep_arrays
 from allocator.core.validate import InvalidSolutionError, lower_bound, validate
@@ -290,7 +291,7 @@ class _Search:
         if lower_bound(sub) > self.capacity:
             return "infeasible"
         if self.options.heuristic_first:
-            placed = greedy_by_size(sub, self.deadline)
+            placed = greedy_by_size(sub, self.deadline, NoOptions())
             if placed.status == "solved" and placed.offsets is not None and validate(sub, Solution(placed.offsets)):
                 return "feasible"
         left = self.time_left()

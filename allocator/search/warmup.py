@@ -14,11 +14,11 @@ Python calls. What a run reaches depends on what is asked of the method:
   its canonical search and the sweep it is prepared with, not the greedy placement, the
   starting heuristics or another method's kernels;
 * ``"minimize"`` (``allocator.minimize``): that, and the starting heuristics of an anytime
-  routine (``STARTING_HEURISTICS``) and the insurance placement (``FALLBACK_HEURISTIC``), each
-  fitted first without a time limit, then ``minimize`` itself. The fits come first because a
-  minimisation spends its time by the clock: with an empty cache the first heuristic's
-  compilation would use up the warm-up's time and the later stages, never reached, would
-  stay uncompiled.
+  routine (the registry's ``starting_heuristics``) and the insurance placement (its
+  ``fallback_heuristic``), each fitted first without a time limit, then ``minimize`` itself.
+  The fits come first because a minimisation spends its time by the clock: with an empty
+  cache the first heuristic's compilation would use up the warm-up's time and the later
+  stages, never reached, would stay uncompiled.
 
 Two problems are run: :data:`TINY`, which every method places at once, and
 :data:`STAIRCASE`, on which every greedy heuristic fails, so that a portfolio such as ``auto``
@@ -63,8 +63,7 @@ def warm_up(method: str, mode: Mode = "fit", options: object = None) -> float:
     ...
     ValueError: warm-up mode must be one of 'fit', 'minimize'; got 'sideways'
     """
-    from allocator.core.progress import FALLBACK_HEURISTIC, STARTING_HEURISTICS
-    from allocator.core.registry import solve
+    from allocator.core.registry import fallback_heuristic, solve, starting_heuristics
     from allocator.search.anytime import minimize
 
     if mode not in MODES:
@@ -73,7 +72,7 @@ def warm_up(method: str, mode: Mode = "fit", options: object = None) -> float:
     for problem in (TINY, STAIRCASE):
         solve(problem, method, None, options=options)
     if mode == "minimize":
-        for heuristic in dict.fromkeys((FALLBACK_HEURISTIC, *STARTING_HEURISTICS)):
+        for heuristic in dict.fromkeys((fallback_heuristic(), *starting_heuristics())):
             for problem in (TINY, STAIRCASE):
                 solve(problem, heuristic, None)
         for problem in (TINY, STAIRCASE):

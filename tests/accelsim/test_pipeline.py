@@ -202,7 +202,7 @@ def failing_method():
     name = "test-always-gives-up"
 
     @register(name, "test double: never places anything")
-    def _give_up(problem, deadline, **options):
+    def _give_up(problem, deadline, options):
         return MethodOutput("infeasible", None, reason="gave up on purpose")
 
     yield name

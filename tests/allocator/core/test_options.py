@@ -1,10 +1,11 @@
 """Options, one way for every method, and a light ``import allocator``.
 
 Every method declares one options record (a frozen dataclass, ``METHODS[name].options``);
-``solve`` takes it as ``options=`` or its fields as keywords, and refuses an unknown or
-ill-typed option naming the method and its options. Importing the package imports neither the
-method modules nor numba, OR-Tools, pandas or torch (checked in a fresh interpreter, so the
-assertion holds whatever the machine's load).
+``solve`` takes it as ``options=`` or its fields as keywords, refuses an unknown or ill-typed
+option naming the method and its options, and hands the method the record itself:
+``function(problem, deadline, options)``. Importing the package imports nothing until a name
+is used, and naming one imports neither the method modules nor numba, OR-Tools, pandas or
+torch (checked in a fresh interpreter, so the assertion holds whatever the machine's load).
 """
 
 import dataclasses
@@ -64,6 +65,42 @@ def test_listing_the_methods_and_building_a_problem_loads_nothing_heavy():
     assert loaded_after(code) == {"heavy": [], "methods": []}
 
 
+def test_reading_the_defaults_imports_neither_numpy_nor_the_rest_of_the_package():
+    code = "import allocator.core.defaults, sys; print('numpy' in sys.modules, sorted(m for m in sys.modules " \
+           "if m.startswith('allocator')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "['allocator',", "'allocator.core',", "'allocator.core.defaults']"]
+
+
+def test_the_lazy_names_are_the_same_objects_as_their_modules_define():
+    code = """
+import allocator
+import allocator.core.csv_io, allocator.core.defaults, allocator.core.problem, allocator.core.registry
+import allocator.core.validate, allocator.search.anytime, allocator.search.explain
+from allocator import *  # noqa: F403
+homes = (allocator.core.csv_io, allocator.core.defaults, allocator.core.problem, allocator.core.registry,
+         allocator.core.validate, allocator.search.anytime, allocator.search.explain)
+for name in allocator.__all__:
+    assert name in globals(), name
+    defined = [getattr(module, name) for module in homes if name in vars(module)]
+    assert defined and all(globals()[name] is value for value in defined), name
+    assert getattr(allocator, name) is globals()[name], name
+assert allocator.solve is allocator.core.registry.solve and allocator.Problem is allocator.core.problem.Problem
+assert sorted(set(dir(allocator)) & set(allocator.__all__)) == sorted(allocator.__all__)
+print(len(allocator.__all__))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "26"
+
+
+def test_a_name_the_package_does_not_have_is_an_attribute_error():
+    import allocator
+
+    with pytest.raises(AttributeError, match="module 'allocator' has no attribute 'solver'"):
+        allocator.solver  # noqa: B018
+    assert allocator.search.__name__ == "allocator.search"  # the rooms are attributes after `import allocator`
+
+
 def test_a_method_is_imported_when_it_first_runs():
     code = "allocator.solve(allocator.Problem([allocator.Buffer('a', 0, 2, 4)]), 'greedy-by-size')"
     loaded = loaded_after(code)
@@ -83,12 +120,11 @@ def test_every_entry_resolves_to_a_function_a_frozen_record_and_its_declared_rou
     assert dataclasses.is_dataclass(record) and record.__dataclass_params__.frozen  # type: ignore[attr-defined]
     assert record.__doc__ and (record is NoOptions) == (not dataclasses.fields(record))
     assert (entry.anytime is not None) == (entry.capabilities.anytime is not None)
-    parameters = inspect.signature(entry.function).parameters
-    if entry.options_as_keywords:  # solve passes every field by name: the function's own defaults must agree
-        for f in dataclasses.fields(record):
-            assert parameters[f.name].default == f.default, f"{name}: {f.name}"
-    else:
-        assert "options" in parameters
+    parameters = inspect.signature(entry.function).parameters.values()
+    # one shape for every method: the record itself, no keyword options and no defaults to drift
+    assert [(p.name, p.kind, p.default) for p in parameters] == [
+        (argument, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty)
+        for argument in ("problem", "deadline", "options")]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -161,9 +197,9 @@ def test_minimize_checks_the_record_and_hands_it_to_a_method_it_runs_once(monkey
         minimize(SMALL, "hill-climb", options=HillClimbOptions(seed="3"))  # type: ignore[arg-type]
     seen = []
 
-    def placing(problem, deadline=None, seed=0, iterations=200):
-        seen.append(seed)
-        return METHODS["greedy-by-size"].function(problem, deadline)
+    def placing(problem, deadline, options):
+        seen.append(options.seed)
+        return METHODS["greedy-by-size"].function(problem, deadline, NoOptions())
 
     monkeypatch.setitem(METHODS, "test-seeded", MethodEntry("test-seeded", placing, "test double",
                                                             options=HillClimbOptions))
@@ -177,20 +213,21 @@ def test_fields_replace_those_of_a_record_and_a_record_reaches_the_method_whole(
 
     got = []
 
-    @register("test-keywords", "test double", options=HillClimbOptions)
-    def keywords(problem, deadline=None, seed=0, iterations=200):
-        got.append((seed, iterations))
-        return MethodOutput("failed", None)
-
-    @register("test-record", "test double", options=HillClimbOptions, options_as_keywords=False)
-    def whole(problem, deadline=None, options=None):
+    @register("test-record", "test double", options=HillClimbOptions)
+    def whole(problem, deadline, options):
         got.append(options)
         return MethodOutput("failed", None)
 
-    registry.solve(SMALL, "test-keywords", options=HillClimbOptions(seed=1, iterations=5), iterations=9)
-    registry.solve(SMALL, "test-keywords")
+    @register("test-none", "test double")
+    def bare(problem, deadline, options):
+        got.append(options)
+        return MethodOutput("failed", None)
+
+    registry.solve(SMALL, "test-record", options=HillClimbOptions(seed=1, iterations=5), iterations=9)
+    registry.solve(SMALL, "test-record")
     registry.solve(SMALL, "test-record", seed=4)
-    assert got == [(1, 9), (0, 200), HillClimbOptions(seed=4)]
+    registry.solve(SMALL, "test-none")
+    assert got == [HillClimbOptions(seed=1, iterations=9), HillClimbOptions(), HillClimbOptions(seed=4), NoOptions()]
     with pytest.raises(TypeError, match="options must be a dataclass"):
         register("test-bad", "test double", options=dict)  # type: ignore[arg-type]
 

@@ -25,7 +25,20 @@ from allocator import (
     solve,
     validate,
 )
-from allocator.core.registry import BUILT_IN, Capabilities, MethodEntry, MethodOutput, MinimizeRequest, register
+from allocator.core.options import NoOptions
+from allocator.core.registry import (
+    BUILT_IN,
+    Capabilities,
+    MethodEntry,
+    MethodOutput,
+    MinimizeRequest,
+    Roles,
+    fallback_heuristic,
+    fit_stages,
+    minimize_stages,
+    register,
+    starting_heuristics,
+)
 
 PACKAGE = Path(allocator.__file__).parent
 
@@ -138,6 +151,51 @@ def test_capabilities_as_declared():
     assert METHODS["greedy-by-size"].capabilities == Capabilities()
 
 
+def test_the_portfolios_read_their_members_and_orders_from_the_table():
+    assert fit_stages() == ("best-fit", "greedy-by-size", "load-best-fit", "minimalloc")
+    assert minimize_stages() == ("load-best-fit", "greedy-by-size", "best-fit")
+    assert starting_heuristics() == ("greedy-by-size", "telamalloc-heuristic", "load-best-fit", "best-fit",
+                                     "first-fit")
+    assert fallback_heuristic() == "greedy-by-size"
+
+
+def test_each_order_gives_each_place_once_and_the_exact_stage_takes_autos_record():
+    for place in ("fit", "minimize", "start"):
+        ranks = sorted(getattr(e.roles, place) for e in METHODS.values() if getattr(e.roles, place) is not None)
+        assert ranks == list(range(len(ranks))), place
+    *heuristics, exact = fit_stages()
+    assert METHODS[exact].capabilities.exact and METHODS[exact].options is METHODS["auto"].options
+    assert set(minimize_stages()) == set(heuristics)
+    assert fallback_heuristic() == starting_heuristics()[0]
+    # the composing code runs its heuristics with their default record: they take no options
+    assert all(METHODS[name].options is NoOptions for name in {*heuristics, *starting_heuristics()})
+
+
+def test_a_registered_method_takes_no_role_and_changes_no_order(monkeypatch):
+    monkeypatch.setattr("allocator.core.registry.METHODS", dict(METHODS))
+    from allocator.core import registry
+
+    before = (registry.fit_stages(), registry.minimize_stages(), registry.starting_heuristics())
+
+    @register("test-roles", "test double")
+    def placing(problem, deadline, options):
+        return MethodOutput("failed", None)
+
+    assert registry.METHODS["test-roles"].roles == Roles()
+    assert (registry.fit_stages(), registry.minimize_stages(), registry.starting_heuristics()) == before
+
+
+def test_a_table_without_exactly_one_fallback_is_refused_naming_the_role(monkeypatch):
+    from allocator.core import registry
+
+    table = dict(METHODS)
+    table["test-second"] = MethodEntry("test-second", "allocator.methods.greedy:first_fit", "test double",
+                                       roles=Roles(fallback=True))
+    monkeypatch.setattr(registry, "METHODS", table)
+    with pytest.raises(LookupError, match="declares 2 methods as the fallback heuristic"):
+        registry.fallback_heuristic()
+
+
 # LOAD is 3, but the 2-byte buffer aligned to 2 has no room beside the one pinned at 1
 ALIGNED = Problem([Buffer("a", 0, 2, 1, offset=1), Buffer("b", 0, 2, 2, alignment=2), Buffer("c", 2, 4, 1)])
 
@@ -173,7 +231,7 @@ def test_minimize_dispatches_on_the_declared_routine_not_the_name(monkeypatch):
         seen.append(request)
         return minimize(problem, method="minimalloc", timeout=request.timeout, node_limit=request.node_limit)
 
-    def never(problem, deadline=None):
+    def never(problem, deadline, options):
         raise AssertionError("minimize must run the anytime routine, not the method")
 
     monkeypatch.setitem(METHODS, "test-anytime", MethodEntry("test-anytime", never, "test double",
@@ -190,15 +248,16 @@ def test_node_limit_is_refused_for_a_method_that_does_not_declare_it(monkeypatch
     def routine(problem, request):
         raise AssertionError("not reached")
 
-    monkeypatch.setitem(METHODS, "test-anytime", MethodEntry("test-anytime", lambda p, d=None: None, "test double",
-                                                             Capabilities(anytime=routine)))
+    never = MethodEntry("test-anytime", lambda problem, deadline, options: None, "test double",
+                        Capabilities(anytime=routine))
+    monkeypatch.setitem(METHODS, "test-anytime", never)
     for name in ("test-anytime", "telamalloc", "first-fit"):
         with pytest.raises(InvalidProblemError, match="node_limit bounds the exact probes.*minimalloc"):
             minimize(ALIGNED, method=name, node_limit=10)
 
 
 def test_a_method_that_needs_a_capacity_without_a_routine_cannot_minimise(monkeypatch):
-    def placing(problem, deadline=None):
+    def placing(problem, deadline, options):
         return MethodOutput("failed", None)
 
     monkeypatch.setitem(METHODS, "test-capacity", MethodEntry("test-capacity", placing, "test double",
@@ -212,7 +271,7 @@ def test_register_keeps_the_capabilities_and_refuses_a_node_limit_without_a_rout
     from allocator.core import registry
 
     @register("test-exact", "test double", exact=True, needs_capacity=True)
-    def placing(problem, deadline=None):
+    def placing(problem, deadline, options):
         return MethodOutput("failed", None)
 
     assert registry.METHODS["test-exact"].capabilities == Capabilities(exact=True, needs_capacity=True)
@@ -233,7 +292,7 @@ def registered(monkeypatch, output, name="mine"):
     monkeypatch.setattr("allocator.core.registry.METHODS", dict(METHODS))
 
     @register(name, "test double")
-    def method(problem, deadline=None):
+    def method(problem, deadline, options):
         return output
 
     return name
@@ -285,8 +344,9 @@ def test_an_anytime_routine_that_returns_no_minimize_result_raises_a_type_error_
     def routine(problem, request):
         return {"peak": 8}
 
-    monkeypatch.setitem(METHODS, "test-anytime", MethodEntry("test-anytime", lambda p, d=None: None, "test double",
-                                                             Capabilities(anytime=routine)))
+    never = MethodEntry("test-anytime", lambda problem, deadline, options: None, "test double",
+                        Capabilities(anytime=routine))
+    monkeypatch.setitem(METHODS, "test-anytime", never)
     with pytest.raises(TypeError, match="^the anytime routine of method 'test-anytime' returned a value of type dict; "
                                         "a routine returns allocator.MinimizeResult$"):
         minimize(ONE, method="test-anytime", timeout=5)

@@ -18,6 +18,7 @@ from allocator import (
     solve,
     validate,
 )
+from allocator.core.options import CPSATOptions
 from allocator.methods import exact
 
 #: the paper example of MiniMalloc (Fig. 1), also in shared/benchmarks/minimalloc/examples/input.12.csv
@@ -95,7 +96,7 @@ def test_paper_example_fits_12_and_not_11(method):
     assert result.solved and result.peak <= 12 and validate(problem, result.solution).ok
     assert solve(problem.with_capacity(11), method).status == "infeasible"  # by LOAD, in solve()
     # the method itself proves it too, without the LOAD shortcut
-    direct = METHODS[method].function(problem.with_capacity(11), None)
+    direct = METHODS[method].function(problem.with_capacity(11), None, METHODS[method].options())
     assert direct.status == "infeasible" and "INFEASIBLE" in direct.reason
 
 
@@ -241,7 +242,8 @@ def test_cpsat_renumbers_times_near_max_value():
     problem = Problem(buffers, capacity=12)
     result = solve(problem, "cpsat")
     assert result.solved and validate(problem, result.solution).ok
-    assert METHODS["cpsat"].function(problem.with_capacity(11), None).status == "infeasible"  # the model proves it
+    proven = METHODS["cpsat"].function(problem.with_capacity(11), None, CPSATOptions())
+    assert proven.status == "infeasible"  # the model proves it
 
 
 def test_cpsat_refuses_in_one_line_what_cpsat_cannot_represent():

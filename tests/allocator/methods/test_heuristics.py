@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from allocator import METHODS, Buffer, Problem, lower_bound, read_csv, solve, validate
 from allocator.core.problem import MAX_VALUE
+from allocator.core.registry import starting_heuristics
 from allocator.methods.heuristics import breadth_visit_rank, conflict_counts, product_limbs
 from tests.allocator.methods.test_greedy import NEAR_THE_LIMITS
 
@@ -187,11 +188,12 @@ def test_hill_climb_refuses_a_negative_iteration_count():
 @pytest.mark.parametrize("method", HEURISTICS)
 def test_a_passed_deadline_gives_timeout_without_a_placement(method):
     # hill-climb too: the deadline passes before its first (greedy-by-size) placement is complete
-    out = METHODS[method].function(FRAGMENTED.with_capacity(8), time.perf_counter() - 1)
+    entry = METHODS[method]
+    out = entry.function(FRAGMENTED.with_capacity(8), time.perf_counter() - 1, entry.options())
     assert out.status == "timeout" and out.offsets is None
     assert out.reason == f"{method} placed 0 of 5 buffers before the deadline"
     pinned = Problem([Buffer("p", 0, 2, 4, offset=0), Buffer("x", 1, 3, 4)])
-    assert METHODS[method].function(pinned, time.perf_counter() - 1).reason == (
+    assert entry.function(pinned, time.perf_counter() - 1, entry.options()).reason == (
         f"{method} placed 1 of 2 buffers before the deadline")
 
 
@@ -273,4 +275,4 @@ def test_starting_heuristics_stop_once_one_reaches_load(monkeypatch):
     p = Problem([Buffer("a", 0, 2, 4), Buffer("b", 1, 3, 4), Buffer("c", 2, 4, 4)])
     r = minimize(p, "minimalloc", timeout=60)
     assert r.optimal and r.peak == lower_bound(p) == 8
-    assert ran == [progress.STARTING_HEURISTICS[0]]
+    assert ran == [starting_heuristics()[0]]

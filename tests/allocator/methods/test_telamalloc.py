@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from allocator import Buffer, InvalidProblemError, Problem, lower_bound, minimize, read_csv, solve, validate
 from allocator.core.problem import Solution
+from allocator.core.registry import starting_heuristics
 from allocator.methods.telamalloc import (
-    STARTING_HEURISTICS,
     STRATEGIES,
     TelaMallocOptions,
     contention_phases,
@@ -162,7 +162,7 @@ def test_minimise_improves_on_the_greedy_start_and_validates(benchmarks):
     """Without a capacity and without a deadline the descent's budget is steps only (rounds of
     probes up to ``step_limit``), so its result does not depend on the machine's speed."""
     problem = read_csv(benchmarks / "minimalloc" / "challenging" / "A.1048576.csv", capacity=None)
-    greedy = min(solve(problem, name).peak for name in STARTING_HEURISTICS)
+    greedy = min(solve(problem, name).peak for name in starting_heuristics())
     options = TelaMallocOptions(probe_steps=PROBE_STEPS, step_limit=STEP_LIMIT)
     result = telamalloc_minimize(problem, None, options)
     again = telamalloc_minimize(problem, None, options)

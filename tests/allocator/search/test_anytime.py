@@ -221,18 +221,17 @@ def test_a_clock_that_runs_out_before_any_placement_gives_no_placement_and_says_
 
 
 def test_a_method_that_places_nothing_reports_the_insurance_placement_and_says_whose(monkeypatch):
-    from allocator.core.progress import FALLBACK_HEURISTIC
-    from allocator.core.registry import METHODS, MethodEntry, MethodOutput
+    from allocator.core.registry import METHODS, MethodEntry, MethodOutput, fallback_heuristic
 
-    def never(problem, deadline=None):
+    def never(problem, deadline, options):
         return MethodOutput("failed", None, "this method never places anything")
 
     monkeypatch.setitem(METHODS, "never-places", MethodEntry("never-places", never, "test method"))
     problem = Problem([Buffer("a", 3, 6, 2), Buffer("b", 4, 6, 3), Buffer("c", 3, 4, 2), Buffer("d", 2, 4, 2)])
     result = minimize(problem, method="never-places", timeout=NO_RUSH)
     assert validate(problem, result.solution).ok
-    assert result.peak == solve(problem, FALLBACK_HEURISTIC).peak == 7 and result.status == "solved"
-    assert "never places anything" in result.reason and FALLBACK_HEURISTIC in result.reason
+    assert result.peak == solve(problem, fallback_heuristic()).peak == 7 and result.status == "solved"
+    assert "never places anything" in result.reason and fallback_heuristic() in result.reason
     # a method that does place reports its own placement, even when the insurance is lower
     mine = minimize(problem, method="first-fit", timeout=NO_RUSH)
     assert mine.peak == solve(problem, "first-fit").peak and mine.reason == ""

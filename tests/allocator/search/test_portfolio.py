@@ -13,11 +13,15 @@ from hypothesis import strategies as st
 
 from allocator import METHODS, Buffer, InvalidProblemError, Problem, lower_bound, minimize, solve, validate
 from allocator.core.generators import generate
+from allocator.core.registry import fit_stages, minimize_stages
 from allocator.methods.minimalloc import MiniMallocOptions
-from allocator.search.portfolio import EXACT_STAGE, HEURISTIC_STAGES, MINIMIZE_ORDER, STAGES, auto_minimize
+from allocator.search.portfolio import auto_minimize
 
 #: a timeout that never binds: the node budgets decide
 NO_RUSH = 600
+#: auto's stages under a capacity, as the method table declares them; ``stats["stage"]`` indexes it
+STAGES = fit_stages()
+*HEURISTIC_STAGES, EXACT_STAGE = STAGES
 #: enough nodes for the small instances here to be decided
 NODES = MiniMallocOptions(node_limit=100_000)
 
@@ -126,7 +130,7 @@ def test_without_a_capacity_the_lowest_heuristic_peak_is_returned():
 
 def test_a_deadline_already_passed_gives_no_placement_and_says_why():
     problem = Problem(ONLY_EXACT_FITS, capacity=10)
-    out = METHODS["auto"].function(problem, time.perf_counter() - 1)
+    out = METHODS["auto"].function(problem, time.perf_counter() - 1, MiniMallocOptions())
     assert out.status == "timeout" and out.offsets is None and out.stats["stage"] == -1
     assert "no heuristic placed the buffers in time" in out.reason
 
@@ -144,7 +148,7 @@ def test_capabilities_are_declared():
     capabilities = METHODS["auto"].capabilities
     assert capabilities.exact and capabilities.node_limit and not capabilities.needs_capacity
     assert METHODS["auto"].anytime is auto_minimize  # capabilities.anytime is its "module:name" reference
-    assert set(MINIMIZE_ORDER) == set(HEURISTIC_STAGES)
+    assert set(minimize_stages()) == set(HEURISTIC_STAGES)
 
 
 @pytest.mark.parametrize("problem", [Problem(ONLY_EXACT_FITS), Problem(GREEDY_FITS), Problem(ALIGNED),
