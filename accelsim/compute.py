@@ -1,73 +1,36 @@
 """The per-operator compute model: cycles, utilisation and scratchpad traffic of one operator.
 
-Pure functions of an operator's shape and the ``compute`` block of a hardware config; the
-simulator (``accelsim.sim``) calls ``operator_cost`` once per operator. One mapping function
-per compute kind, each with its formula here and a hand-worked example as a doctest.
+The simulator (``accelsim.sim``) calls ``operator_cost`` once per operator with the ``compute``
+block of the hardware config. That block is one record per compute kind (``accelsim.hw``:
+``SystolicCompute``, ``LanesCompute``, ``IdealCompute``), and every record answers the same
+questions, ``ComputeKind``: its peak MACs per cycle, the name of its mapping, and the cycles and
+scratchpad bytes of an operator's GEMMs. The records answer with the pure functions below, one
+per mapping, as SCALE-Sim keeps one module per dataflow; each function's docstring holds its
+formula and a hand-worked example as a doctest, the one place the formula is written.
 
-**Lowering.** The frontend records every MAC-carrying operator as GEMMs (node attribute
-``gemm``, see ``frontend.cost.gemms``): entries ``(t, k, n, count)``, ``count`` independent
-products of a ``t x k`` streamed operand (batch x output positions, im2col rows) with a
-``k x n`` stationary one (weights). A convolution has ``t`` = batch x output positions,
-``k`` = kh x kw x cin / groups, ``n`` = cout / groups and ``count`` = groups; an attention
-has two entries (``Q K^T`` and ``A V``, one GEMM per batch x head). Entries run one after
-the other; an operator's cycles are their sum.
+**GEMMs.** The frontend records every MAC-carrying operator as GEMM entries ``(t, k, n, count)``
+(node attribute ``gemm``, lowered by ``frontend.cost.gemms``): ``count`` independent products of
+a ``t x k`` streamed operand (batch x output positions, im2col rows) with a ``k x n`` stationary
+one (the weights). An operator's entries run one after the other: its cycles and its traffic
+are their sums.
 
-**Systolic arrays** (``kind: systolic``, R = ``rows``, C = ``cols``, U = ``units``):
+**The kinds.**
 
-* weight stationary (``ws``): a fold holds a K-tile x N-tile of the weights in the array and
-  streams the ``t`` rows through it. Folds per GEMM: ``ceil(k / R) * ceil(n / C)``. One fold
-  takes ``R`` cycles to load its weights, ``t`` to stream the rows, and ``R + C - 2`` for the
-  skewed wavefront to fill and drain: ``2R + C + t - 2``. ``f`` folds back to back take
-  ``f * (2R + C + t - 2) - 1`` cycles, SCALE-Sim's stall-free count
-  (``scalesim/compute/systolic_compute_ws.py``).
-* output stationary (``os``): a fold keeps an R x C tile of outputs (``R`` positions x ``C``
-  channels) and streams the ``k`` reduction through it. Folds: ``ceil(t / R) * ceil(n / C)``,
-  each ``k + R + C - 2`` cycles: ``f * (k + R + C - 2) - 1``.
-* ``units``: the folds of an operator are spread evenly over the arrays, which work in
-  parallel: each array runs ``ceil(folds / U)`` of them. When there are fewer folds than
-  arrays (ws only), the idle arrays are not left idle: each fold's weights go to
-  ``r = U // folds`` arrays, which stream ``ceil(t / r)`` rows each (the data parallelism a
-  compiler uses for a layer with few weights and many positions). With one array, as in
-  SCALE-Sim, this never applies.
-* ``fold_overlap`` (double-buffered operands, as TPU MXUs double-buffer weights): the next
-  fold's stationary operand loads while the current fold streams, and consecutive folds
-  follow each other through the wavefront. A fold then costs ``max(t, R)`` (ws; the next
-  weight tile needs ``R`` cycles to shift in) or ``max(k, R)`` (os; the finished outputs need
-  ``R`` cycles to shift out) after the first, which still pays the whole fill and drain:
-  ws ``2R + C + t - 3 + (f - 1) * max(t, R)``, os ``k + R + C - 3 + (f - 1) * max(k, R)``.
-  With one fold both equal the formulas without overlap.
-* **grouped and depthwise convolutions**: each group is its own small GEMM. With
-  ``pack_groups`` (the default) a ws fold places ``g = min(R // k, C // n)`` groups
-  block-diagonally (group i uses rows ``[i k, (i+1) k)`` and columns ``[i n, (i+1) n)``), so a
-  3x3 depthwise layer fills 14 x 9 = 126 of the 128 rows but only 14 of the 128 columns: one
-  fold uses 0.77 % of the cells. Without packing each group is a fold of its own. Output
-  stationary never packs: the rows of an os array share their streamed inputs, and groups
-  need different ones.
+* ``systolic``: ``units`` arrays of ``rows`` x ``cols`` multiply-accumulate cells. A weight
+  stationary array holds a tile of the weights and streams the rows through it
+  (``systolic_ws_cycles``, ``systolic_ws_traffic``); an output stationary one holds a tile of the
+  outputs and streams the reduction through it (``systolic_os_cycles``, ``systolic_os_traffic``).
+  Small groups of a grouped convolution share a fold (``packed_groups``).
+* ``lanes``: SIMD lanes that each compute one output channel of one position at a time
+  (``lanes_cycles``, ``lanes_traffic``).
+* ``ideal``: every MAC cell busy every cycle whatever the shape, the bound (``ideal_cycles``);
+  it streams the operator's inputs and outputs once.
 
-**SIMD lanes** (``kind: lanes``, Edge-TPU style, U PEs x ``cores_per_unit`` cores x
-``lanes_per_core`` lanes): the output positions (``t``, over every GEMM of the entry) are
-spread over all cores; a core computes one position at a time with its lanes on up to
-``lanes`` output channels, one MAC per lane per cycle, so one pass costs ``k`` cycles. A
-dense GEMM needs ``ceil(n / lanes)`` passes per position; with ``pack_groups`` the lanes take
-``min(count, lanes // n)`` small groups side by side (a depthwise layer runs one channel per
-lane). Cycles: ``ceil(t * passes / (U * cores)) * k``.
-
-**Ideal** (``kind: ideal``): ``ceil(macs / macs_per_cycle)``, every cell busy every cycle.
-
-**Element-wise** operators (no MACs) run on the vector unit: ``ceil(elements /
-vector_elements_per_cycle)``. An operator with MACs but no recorded GEMM shape (a hand-made or
-older graph) is costed at the ideal bound and says so in ``mapping``.
-
-**Scratchpad traffic.** An operator streams its operands from the scratchpad and its results
-back: ws re-streams the inputs once per N-fold (``t k ceil(n / C)`` elements), reads the
-weights once and writes the outputs once (partial sums accumulate beside the array); os
-re-reads the weights once per T-fold instead; lanes re-read the inputs once per pass of
-channels and read the weights once. Element-wise operators read their inputs and write their
-outputs once. ``sram_cycles`` = traffic / the chip's scratchpad bandwidth; an operator whose
-traffic takes longer than its compute is memory-bound and waits the difference (``stall``).
-
-Every count is at least one cycle. ``utilization`` = MACs / (compute cycles x peak MACs per
-cycle).
+**Every kind.** An operator without MACs runs on the vector unit (``vector_cycles``) and streams
+its inputs and outputs once. An operator with MACs but no recorded GEMM shape (a hand-made or
+older graph) is costed at the ideal bound and says so in its ``mapping``. An operator whose
+traffic takes longer at the scratchpad's bandwidth than its compute is memory-bound and waits
+the difference. Every count is at least one cycle; ``OpCost`` says what each number is.
 
 >>> from accelsim.hw import load_hw
 >>> tpu = load_hw("tpuv4").compute
@@ -79,27 +42,77 @@ cycle).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from accelsim.hw import ComputeConfig
+from typing import Protocol
 
 GemmEntry = tuple[int, int, int, int]  #: (t, k, n, count)
+
+
+class ComputeKind(Protocol):
+    """What ``operator_cost`` asks the compute block: the one interface every compute kind's record
+    implements (``accelsim.hw.SystolicCompute``, ``LanesCompute``, ``IdealCompute``)."""
+
+    @property
+    def vector_elements_per_cycle(self) -> int:
+        """Elements per cycle of operators without MACs, whole chip."""
+        ...
+
+    @property
+    def peak_macs_per_cycle(self) -> int:
+        """MACs per cycle with every cell or lane busy."""
+        ...
+
+    @property
+    def mapping(self) -> str:
+        """The name an operator's report gives the mapping: ``"systolic-ws"``, ``"lanes"``, ..."""
+        ...
+
+    @property
+    def needs_gemm_shapes(self) -> bool:
+        """Whether ``cycles`` reads the GEMM shapes (an operator without them is then costed at the bound)."""
+        ...
+
+    def cycles(self, gemms: Sequence[GemmEntry], macs: int) -> tuple[int, int]:
+        """(cycles, folds or passes) of an operator's GEMMs run one after the other."""
+        ...
+
+    def sram_bytes(self, gemms: Sequence[GemmEntry], element_bytes: int, io_bytes: int) -> int:
+        """Bytes the operator streams between the scratchpad and the compute."""
+        ...
 
 
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def in_turn(costs: Iterable[tuple[int, int]]) -> tuple[int, int]:
+    """(cycles, folds) of GEMMs that run one after the other, from each one's: the sums.
+
+    >>> in_turn([(10, 2), (5, 1)])
+    (15, 3)
+    """
+    cycles = folds = 0
+    for c, f in costs:
+        cycles += c
+        folds += f
+    return cycles, folds
+
+
 def packed_groups(k: int, n: int, count: int, rows: int, cols: int) -> int:
     """Groups of a grouped GEMM that fit block-diagonally in one R x C fold (1 if they do not).
 
-    >>> packed_groups(9, 1, 144, 128, 128)     # 3x3 depthwise: 14 groups per fold
-    14
-    >>> packed_groups(576, 64, 1, 128, 128)    # a dense GEMM is one group
-    1
+    Each group of a grouped or depthwise convolution is its own small GEMM. A weight-stationary
+    fold can place ``g = min(R // k, C // n)`` of them block-diagonally: group ``i`` uses rows
+    ``[i k, (i+1) k)`` and columns ``[i n, (i+1) n)``. A 3x3 depthwise layer then fills
+    ``14 x 9 = 126`` of the 128 rows but only 14 of the 128 columns: one fold uses 0.77 % of the
+    cells.
+
+    Examples:
+        >>> packed_groups(9, 1, 144, 128, 128)     # 3x3 depthwise: 14 groups per fold
+        14
+        >>> packed_groups(576, 64, 1, 128, 128)    # a dense GEMM is one group
+        1
     """
     if count <= 1 or k > rows or n > cols:
         return 1
@@ -112,20 +125,41 @@ def systolic_ws_cycles(
 ) -> tuple[int, int]:
     """(cycles, folds) of ``count`` GEMMs (t x k) @ (k x n) on ``units`` weight-stationary arrays.
 
-    Hand-worked: k = 300, n = 200 on 128 x 128 is ceil(300/128) * ceil(200/128) = 3 * 2 = 6
-    folds; with t = 50 one fold is 2*128 + 128 + 50 - 2 = 432 cycles, so 6 * 432 - 1 = 2591.
-    On 4 arrays each runs 2 folds: 2 * 432 - 1 = 863. With fold overlap a fold after the
-    first costs max(50, 128) = 128: 2*128 + 128 + 50 - 3 + 128 = 559. On 12 arrays each fold
-    goes to 2 arrays streaming 25 rows: 2*128 + 128 + 25 - 2 - 1 = 406.
+    With R = ``rows``, C = ``cols``, U = ``units``: a fold holds a K-tile x N-tile of the weights
+    in the array and streams the ``t`` rows through it. Folds per GEMM: ``ceil(k / R) * ceil(n /
+    C)``. One fold takes ``R`` cycles to load its weights, ``t`` to stream the rows and ``R + C -
+    2`` for the skewed wavefront to fill and drain: ``2R + C + t - 2``. ``f`` folds back to back
+    take ``f * (2R + C + t - 2) - 1`` cycles, SCALE-Sim's stall-free count
+    (``scalesim/compute/systolic_compute_ws.py``).
 
-    >>> systolic_ws_cycles(50, 300, 200, 128, 128)
-    (2591, 6)
-    >>> systolic_ws_cycles(50, 300, 200, 128, 128, units=4)
-    (863, 6)
-    >>> systolic_ws_cycles(50, 300, 200, 128, 128, units=4, fold_overlap=True)
-    (559, 6)
-    >>> systolic_ws_cycles(50, 300, 200, 128, 128, units=12)
-    (406, 6)
+    * ``units``: the folds are spread evenly over the arrays, which work in parallel: each runs
+      ``f = ceil(folds / U)`` of them. With fewer folds than arrays the idle arrays are not left
+      idle: each fold's weights go to ``r = U // folds`` arrays, which stream ``ceil(t / r)`` rows
+      each (the data parallelism a compiler uses for a layer with few weights and many
+      positions). With one array, as in SCALE-Sim, this never applies.
+    * ``fold_overlap`` (double-buffered weights, as TPU MXUs have): the next fold's weights load
+      while the current fold streams, and consecutive folds follow each other through the
+      wavefront. A fold after the first costs ``max(t, R)`` (the next weight tile needs ``R``
+      cycles to shift in); the first still pays the whole fill and drain: ``2R + C + t - 3 +
+      (f - 1) * max(t, R)``. With one fold this equals the count without overlap.
+    * ``pack_groups``: ``packed_groups`` groups share a fold; without it each group is a fold of
+      its own.
+
+    Examples:
+        Hand-worked: k = 300, n = 200 on 128 x 128 is ``ceil(300/128) * ceil(200/128) = 3 * 2 = 6``
+        folds; with t = 50 one fold is ``2*128 + 128 + 50 - 2 = 432`` cycles, so ``6 * 432 - 1 =
+        2591``. On 4 arrays each runs 2 folds: ``2 * 432 - 1 = 863``. With fold overlap a fold after
+        the first costs ``max(50, 128) = 128``: ``2*128 + 128 + 50 - 3 + 128 = 559``. On 12 arrays
+        each fold goes to 2 arrays streaming 25 rows: ``2*128 + 128 + 25 - 2 - 1 = 406``.
+
+        >>> systolic_ws_cycles(50, 300, 200, 128, 128)
+        (2591, 6)
+        >>> systolic_ws_cycles(50, 300, 200, 128, 128, units=4)
+        (863, 6)
+        >>> systolic_ws_cycles(50, 300, 200, 128, 128, units=4, fold_overlap=True)
+        (559, 6)
+        >>> systolic_ws_cycles(50, 300, 200, 128, 128, units=12)
+        (406, 6)
     """
     group = packed_groups(k, n, count, rows, cols) if pack_groups else 1
     blocks = _ceil(count, group)
@@ -143,15 +177,26 @@ def systolic_ws_cycles(
 def systolic_os_cycles(
     t: int, k: int, n: int, rows: int, cols: int, *, count: int = 1, units: int = 1, fold_overlap: bool = False,
 ) -> tuple[int, int]:
-    """(cycles, folds) of ``count`` GEMMs on ``units`` output-stationary arrays (groups never pack).
+    """(cycles, folds) of ``count`` GEMMs on ``units`` output-stationary arrays.
 
-    Hand-worked: t = 300, n = 200, k = 64 on 128 x 128 is ceil(300/128) * ceil(200/128) = 6
-    folds of 64 + 128 + 128 - 2 = 318 cycles: 6 * 318 - 1 = 1907.
+    With R = ``rows``, C = ``cols``, U = ``units``: a fold keeps an R x C tile of outputs (``R``
+    positions x ``C`` channels) and streams the ``k`` reduction through it. Folds: ``count *
+    ceil(t / R) * ceil(n / C)``, spread over the arrays as in ``systolic_ws_cycles`` (``f =
+    ceil(folds / U)`` each, never replicated), each ``k + R + C - 2`` cycles: ``f * (k + R + C -
+    2) - 1``. With ``fold_overlap`` a fold after the first costs ``max(k, R)`` (the finished
+    outputs need ``R`` cycles to shift out): ``k + R + C - 3 + (f - 1) * max(k, R)``. Groups never
+    pack: the rows of an output-stationary array share their streamed inputs, and groups need
+    different ones.
 
-    >>> systolic_os_cycles(300, 64, 200, 128, 128)
-    (1907, 6)
-    >>> systolic_os_cycles(300, 64, 200, 128, 128, fold_overlap=True)   # 64+128+128-3 + 5*128
-    (957, 6)
+    Examples:
+        Hand-worked: t = 300, n = 200, k = 64 on 128 x 128 is ``ceil(300/128) * ceil(200/128) = 6``
+        folds of ``64 + 128 + 128 - 2 = 318`` cycles: ``6 * 318 - 1 = 1907``; with fold overlap
+        ``64 + 128 + 128 - 3 + 5 * 128 = 957``.
+
+        >>> systolic_os_cycles(300, 64, 200, 128, 128)
+        (1907, 6)
+        >>> systolic_os_cycles(300, 64, 200, 128, 128, fold_overlap=True)
+        (957, 6)
     """
     folds = count * _ceil(t, rows) * _ceil(n, cols)
     per_unit = _ceil(folds, units)
@@ -167,15 +212,23 @@ def lanes_cycles(
 ) -> tuple[int, int]:
     """(cycles, passes) of ``count`` GEMMs on SIMD lanes: ``ceil(t * passes_per_position / (units * cores)) * k``.
 
-    Hand-worked on 16 PEs x 4 cores x 64 lanes: a 3x3 conv, 64 -> 64 channels at 56 x 56
-    (t = 3136, k = 576, n = 64) needs one pass per position: ceil(3136 / 64) * 576 = 28224
-    cycles, every lane busy. A 3x3 depthwise layer of 144 channels (k = 9, n = 1, count = 144)
-    packs 64 channels per pass, 3 passes per position: ceil(3136 * 3 / 64) * 9 = 1323.
+    The output positions (``t``, over every GEMM of the entry) are spread over all ``units x
+    cores`` cores; a core computes one position at a time with its lanes on up to ``lanes``
+    output channels, one MAC per lane per cycle, so one pass costs ``k`` cycles. A dense GEMM
+    needs ``ceil(n / lanes)`` passes per position; with ``pack_groups`` the lanes take
+    ``min(count, lanes // n)`` small groups side by side (a depthwise layer runs one channel per
+    lane).
 
-    >>> lanes_cycles(3136, 576, 64, units=16, cores=4, lanes=64)
-    (28224, 3136)
-    >>> lanes_cycles(3136, 9, 1, count=144, units=16, cores=4, lanes=64)
-    (1323, 9408)
+    Examples:
+        Hand-worked on 16 PEs x 4 cores x 64 lanes: a 3x3 conv, 64 -> 64 channels at 56 x 56
+        (t = 3136, k = 576, n = 64) needs one pass per position: ``ceil(3136 / 64) * 576 = 28224``
+        cycles, every lane busy. A 3x3 depthwise layer of 144 channels (k = 9, n = 1, count = 144)
+        packs 64 channels per pass, 3 passes per position: ``ceil(3136 * 3 / 64) * 9 = 1323``.
+
+        >>> lanes_cycles(3136, 576, 64, units=16, cores=4, lanes=64)
+        (28224, 3136)
+        >>> lanes_cycles(3136, 9, 1, count=144, units=16, cores=4, lanes=64)
+        (1323, 9408)
     """
     if pack_groups and n < lanes:
         per_position = _ceil(count, min(count, lanes // n))
@@ -185,27 +238,71 @@ def lanes_cycles(
     return max(1, _ceil(passes, units * cores) * k), passes
 
 
+def ideal_cycles(macs: int, macs_per_cycle: int) -> int:
+    """Cycles of ``macs`` MACs with every cell busy every cycle: ``ceil(macs / macs_per_cycle)``, at least 1.
+
+    The ``ideal`` kind's count, and every operator's bound (``OpCost.ideal_cycles``).
+
+    Examples:
+        >>> ideal_cycles(2500, 1000)
+        3
+    """
+    return max(1, _ceil(macs, macs_per_cycle))
+
+
 def vector_cycles(elements: int, elements_per_cycle: int) -> int:
-    """Cycles of an element-wise operator: ``ceil(elements / elements_per_cycle)``, at least 1."""
+    """Cycles of an element-wise operator: ``ceil(elements / elements_per_cycle)``, at least 1.
+
+    Examples:
+        >>> vector_cycles(4097, 4096)
+        2
+    """
     return max(1, _ceil(elements, elements_per_cycle))
 
 
-def gemm_traffic(entry: GemmEntry, compute: ComputeConfig) -> int:
-    """Elements one GEMM entry streams to and from the scratchpad under ``compute``'s dataflow."""
-    t, k, n, count = entry
-    outputs = t * n * count
-    weights = k * n * count
-    if compute.kind == "systolic":
-        cols, rows = int(compute.cols or 1), int(compute.rows or 1)
-        inputs = t * k * count * _ceil(n, cols)
-        if compute.dataflow == "os":
-            weights *= _ceil(t, rows)
-        return inputs + weights + outputs
-    if compute.kind == "lanes":
-        lanes = int(compute.lanes_per_core or 1)
-        inputs = t * k * count * _ceil(n, lanes)  # one read per pass of channels (packed groups: one pass)
-        return inputs + weights + outputs
-    return t * k * count + weights + outputs
+def systolic_ws_traffic(t: int, k: int, n: int, cols: int, *, count: int = 1) -> int:
+    """Elements ``count`` GEMMs stream to and from the scratchpad on weight-stationary arrays of ``cols`` columns.
+
+    The inputs are streamed once per N-fold, the weights read once, the outputs written once
+    (partial sums accumulate beside the array): ``count * (t k ceil(n / C) + k n + t n)``.
+
+    Examples:
+        Hand-worked: t = 50, k = 300, n = 200 on 128 columns: ``50*300*2 + 300*200 + 50*200 = 100000``.
+
+        >>> systolic_ws_traffic(50, 300, 200, 128)
+        100000
+    """
+    return count * (t * k * _ceil(n, cols) + k * n + t * n)
+
+
+def systolic_os_traffic(t: int, k: int, n: int, rows: int, cols: int, *, count: int = 1) -> int:
+    """Elements ``count`` GEMMs stream to and from the scratchpad on output-stationary arrays.
+
+    As ``systolic_ws_traffic``, but the weights are read again for every T-fold:
+    ``count * (t k ceil(n / C) + k n ceil(t / R) + t n)``.
+
+    Examples:
+        Hand-worked: t = 300, k = 64, n = 200 on 128 x 128: ``300*64*2 + 64*200*3 + 300*200 = 136800``.
+
+        >>> systolic_os_traffic(300, 64, 200, 128, 128)
+        136800
+    """
+    return count * (t * k * _ceil(n, cols) + k * n * _ceil(t, rows) + t * n)
+
+
+def lanes_traffic(t: int, k: int, n: int, lanes: int, *, count: int = 1) -> int:
+    """Elements ``count`` GEMMs stream to and from the scratchpad on SIMD lanes.
+
+    The inputs are read once per pass of channels (packed groups: one pass), the weights once,
+    the outputs written once: ``count * (t k ceil(n / lanes) + k n + t n)``.
+
+    Examples:
+        Hand-worked: t = 3136, k = 576, n = 64 on 64 lanes: ``3136*576 + 576*64 + 3136*64 = 2043904``.
+
+        >>> lanes_traffic(3136, 576, 64, 64)
+        2043904
+    """
+    return count * (t * k * _ceil(n, lanes) + k * n + t * n)
 
 
 @dataclass(frozen=True)
@@ -232,44 +329,27 @@ class OpCost:
 
 
 def operator_cost(
-    *, macs: int, elements: int, gemm: Sequence[Sequence[int]] | None, compute: ComputeConfig,
+    *, macs: int, elements: int, gemm: Sequence[Sequence[int]] | None, compute: ComputeKind,
     element_bytes: int, io_bytes: int, sram_bytes_per_cycle: int,
 ) -> OpCost:
     """The cost of one operator (the rules in the module docstring).
 
-    ``gemm``: the node's GEMM entries (``None`` or empty when it has none). ``element_bytes``:
-    bytes per element of the run's dtype. ``io_bytes``: bytes of the operator's input and output
-    tensors (the traffic of an element-wise or ideal-mapped operator). ``sram_bytes_per_cycle``:
-    the whole chip's scratchpad bandwidth.
+    ``gemm``: the node's GEMM entries (``None`` or empty when it has none). ``compute``: the
+    config's compute block, which maps the GEMMs. ``element_bytes``: bytes per element of the
+    run's dtype. ``io_bytes``: bytes of the operator's input and output tensors (the traffic of
+    an element-wise or ideal-mapped operator). ``sram_bytes_per_cycle``: the whole chip's
+    scratchpad bandwidth.
     """
-    peak = compute.peak_macs_per_cycle
-    entries = [tuple(int(v) for v in e) for e in gemm or ()]
     if macs <= 0:
         cycles = vector_cycles(elements, compute.vector_elements_per_cycle)
-        traffic = io_bytes
-        return OpCost(cycles, cycles, traffic, _ceil(traffic, sram_bytes_per_cycle), 0, "vector", 0.0)
-    ideal = max(1, _ceil(macs, peak))
-    folds = 0
-    if compute.kind == "ideal" or not entries:
-        cycles, traffic = ideal, io_bytes
-        mapping = "ideal" if compute.kind == "ideal" else "ideal (no GEMM shape)"
+        return OpCost(cycles, cycles, io_bytes, _ceil(io_bytes, sram_bytes_per_cycle), 0, "vector", 0.0)
+    peak = compute.peak_macs_per_cycle
+    ideal = ideal_cycles(macs, peak)
+    entries = [(int(t), int(k), int(n), int(count)) for t, k, n, count in gemm or ()]
+    if not entries and compute.needs_gemm_shapes:  # a hand-made or older graph: nothing to map
+        cycles, folds, traffic, mapping = ideal, 0, io_bytes, "ideal (no GEMM shape)"
     else:
-        cycles, traffic = 0, 0
-        for t, k, n, count in entries:
-            if compute.kind == "systolic":
-                rows, cols = int(compute.rows or 1), int(compute.cols or 1)
-                if compute.dataflow == "os":
-                    c, f = systolic_os_cycles(t, k, n, rows, cols, count=count, units=compute.units,
-                                              fold_overlap=bool(compute.fold_overlap))
-                else:
-                    c, f = systolic_ws_cycles(t, k, n, rows, cols, count=count, units=compute.units,
-                                              fold_overlap=bool(compute.fold_overlap), pack_groups=compute.pack_groups)
-            else:
-                c, f = lanes_cycles(t, k, n, count=count, units=compute.units, cores=int(compute.cores_per_unit or 1),
-                                    lanes=int(compute.lanes_per_core or 1), pack_groups=compute.pack_groups)
-            cycles += c
-            folds += f
-            traffic += gemm_traffic((t, k, n, count), compute) * element_bytes
-        mapping = f"systolic-{compute.dataflow}" if compute.kind == "systolic" else "lanes"
+        cycles, folds = compute.cycles(entries, macs)
+        traffic, mapping = compute.sram_bytes(entries, element_bytes, io_bytes), compute.mapping
     return OpCost(cycles, ideal, traffic, _ceil(traffic, sram_bytes_per_cycle), folds, mapping,
                   macs / (cycles * peak))

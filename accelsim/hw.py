@@ -17,6 +17,14 @@ overrides, the error messages and ``describe_fields`` all read that declaration;
 else lists the fields. Nested blocks (``compute``, ``dma``, ``energy``) are dataclasses too
 and their fields are named with dots: ``compute.rows``.
 
+**Compute kinds are types.** The compute block is one record type per ``compute.kind``
+(``SystolicCompute``, ``LanesCompute``, ``IdealCompute``), each with only its own fields beside
+the ones every kind has (``ComputeBlock``), and each answering ``operator_cost``'s questions
+(``accelsim.compute.ComputeKind``): its cycles, its scratchpad traffic, its peak and its
+mapping's name. ``COMPUTE_KINDS`` maps the YAML ``kind`` to its type; the loader picks the
+record there, and a field of another kind is refused. Which kinds a field belongs to is read
+from the types.
+
 **Checks.** An unknown, missing or ill-typed field, a duplicate YAML key, or a value outside
 its physical range (a clock below 1 kHz, a bandwidth of zero, a 2^60-byte scratchpad) raises
 ``HardwareConfigError`` with one line naming the field and the file.
@@ -40,19 +48,29 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 from fractions import Fraction
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import yaml
 
+from accelsim.compute import (
+    GemmEntry,
+    ideal_cycles,
+    in_turn,
+    lanes_cycles,
+    lanes_traffic,
+    systolic_os_cycles,
+    systolic_os_traffic,
+    systolic_ws_cycles,
+    systolic_ws_traffic,
+)
 from accelsim.units import SEPARATOR, format_bytes, parse_bytes  # noqa: F401  (re-exported: accelsim.hw.parse_bytes)
 
 CAPACITY_SCOPES = ("per_pe", "chip")
-COMPUTE_KINDS = ("systolic", "lanes", "ideal")
 DATAFLOWS = ("ws", "os")
 
 
@@ -73,62 +91,154 @@ _CONFIG_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*", re.ASCII)
 
 def spec(
     kind: str, doc: str, *, low: float | None = None, high: float | None = None, choices: tuple[str, ...] = (),
-    required: bool = True, kinds: tuple[str, ...] = (), default: Any = MISSING, block: type | None = None,
+    required: bool = True, default: Any = MISSING, block: type | Mapping[str, type] | None = None,
 ) -> Any:
     """A dataclass field carrying its schema in ``metadata``.
 
     ``kind``: ``str``, ``choice`` (one of ``choices``), ``int``, ``bytes`` (an integer or a
     string such as ``"8MiB"``), ``number`` (int or float) or ``bool``. ``low`` / ``high``: the
-    physically sensible range, inclusive. ``kinds``: for a ``compute`` field, the compute
-    kinds it belongs to (required for those, refused for the others). ``block``: for kind
-    ``block``, the dataclass of the nested block.
+    physically sensible range, inclusive. ``block``: for kind ``block``, the dataclass of the
+    nested block, or a table from the block's ``kind`` to the dataclass of that kind
+    (``COMPUTE_KINDS``).
     """
-    metadata = {"kind": kind, "doc": doc, "low": low, "high": high, "choices": choices,
-                "required": required and not kinds, "kinds": kinds, "block": block}
-    if kinds or not required:
+    metadata = {"kind": kind, "doc": doc, "low": low, "high": high, "choices": choices, "required": required,
+                "block": block}
+    if not required:
         default = None if default is MISSING else default
     return field(default=default, metadata=metadata)
 
 
-@dataclass(frozen=True)
-class ComputeConfig:
-    """The compute block: what runs the MACs and the element-wise operators.
-
-    ``systolic``: ``units`` arrays of ``rows`` x ``cols`` multiply-accumulate cells (TPU MXUs),
-    weight or output stationary. ``lanes``: ``units`` PEs of ``cores_per_unit`` cores with
-    ``lanes_per_core`` SIMD lanes each (Edge-TPU style). ``ideal``: ``macs_per_cycle`` MACs every
-    cycle whatever the shape (the bound, for comparison). The mapping rules are in
-    ``accelsim.compute``.
+@dataclass(frozen=True, kw_only=True)
+class ComputeBlock:
+    """The fields every compute kind has: what runs the element-wise operators and how many
+    arrays or PEs work in parallel. Each kind is a record of its own below, with only its own
+    fields; its mapping rules are ``accelsim.compute``'s functions, which its methods call
+    (the interface is ``accelsim.compute.ComputeKind``).
     """
 
-    kind: str = spec("choice", "systolic, lanes or ideal", choices=COMPUTE_KINDS)
+    kind: ClassVar[str]  #: the YAML ``compute.kind`` of this record type (``COMPUTE_KINDS`` reads it)
+    #: whether ``cycles`` reads the GEMM shapes: an operator without them is then costed at the bound
+    needs_gemm_shapes: ClassVar[bool] = True
+
     units: int = spec("int", "arrays (systolic) or PEs (lanes) that work in parallel", low=1, high=1 << 16)
     vector_elements_per_cycle: int = spec(
         "int", "elements per cycle of operators without MACs (the vector unit), whole chip", low=1, high=1 << 24)
-    rows: int | None = spec("int", "rows of one systolic array (the reduction side in ws)", low=1, high=1 << 14,
-                            kinds=("systolic",))
-    cols: int | None = spec("int", "columns of one systolic array (output channels)", low=1, high=1 << 14,
-                            kinds=("systolic",))
-    dataflow: str | None = spec("choice", "ws (weight stationary) or os (output stationary)", choices=DATAFLOWS,
-                                kinds=("systolic",))
-    fold_overlap: bool | None = spec("bool", "the next fold's operands preload while the current fold computes",
-                                     kinds=("systolic",))
-    cores_per_unit: int | None = spec("int", "SIMD cores per PE", low=1, high=1 << 10, kinds=("lanes",))
-    lanes_per_core: int | None = spec("int", "MAC lanes per core (output channels computed at once)", low=1,
-                                      high=1 << 14, kinds=("lanes",))
-    macs_per_cycle: int | None = spec("int", "MACs per cycle of the ideal machine, whole chip", low=1, high=1 << 30,
-                                      kinds=("ideal",))
     pack_groups: bool = spec("bool", "place several groups of a grouped convolution side by side in one fold",
                              required=False, default=True)
 
+
+@dataclass(frozen=True, kw_only=True)
+class SystolicCompute(ComputeBlock):
+    """``units`` arrays of ``rows`` x ``cols`` multiply-accumulate cells (TPU MXUs), weight or
+    output stationary: ``accelsim.compute.systolic_ws_cycles`` / ``systolic_os_cycles``."""
+
+    kind: ClassVar[Literal["systolic"]] = "systolic"
+
+    rows: int = spec("int", "rows of one systolic array (the reduction side in ws)", low=1, high=1 << 14)
+    cols: int = spec("int", "columns of one systolic array (output channels)", low=1, high=1 << 14)
+    dataflow: str = spec("choice", "ws (weight stationary) or os (output stationary)", choices=DATAFLOWS)
+    fold_overlap: bool = spec("bool", "the next fold's operands preload while the current fold computes")
+
     @property
     def peak_macs_per_cycle(self) -> int:
-        """MACs per cycle with every cell or lane busy."""
-        if self.kind == "systolic":
-            return int(self.units * self.rows * self.cols)  # type: ignore[operator]
-        if self.kind == "lanes":
-            return int(self.units * self.cores_per_unit * self.lanes_per_core)  # type: ignore[operator]
-        return int(self.macs_per_cycle)  # type: ignore[arg-type]
+        """MACs per cycle with every cell busy."""
+        return self.units * self.rows * self.cols
+
+    @property
+    def mapping(self) -> str:
+        return f"systolic-{self.dataflow}"
+
+    @property
+    def label(self) -> str:
+        """A short description for listings: ``8x 128x128 ws``."""
+        return f"{self.units}x {self.rows}x{self.cols} {self.dataflow}"
+
+    def cycles(self, gemms: Sequence[GemmEntry], macs: int) -> tuple[int, int]:
+        """(cycles, folds): ``systolic_ws_cycles`` or ``systolic_os_cycles`` of each GEMM, by ``dataflow``."""
+        if self.dataflow == "os":
+            return in_turn(systolic_os_cycles(t, k, n, self.rows, self.cols, count=count, units=self.units,
+                                              fold_overlap=self.fold_overlap) for t, k, n, count in gemms)
+        return in_turn(systolic_ws_cycles(t, k, n, self.rows, self.cols, count=count, units=self.units,
+                                          fold_overlap=self.fold_overlap, pack_groups=self.pack_groups)
+                       for t, k, n, count in gemms)
+
+    def sram_bytes(self, gemms: Sequence[GemmEntry], element_bytes: int, io_bytes: int) -> int:
+        """``systolic_ws_traffic`` or ``systolic_os_traffic`` of each GEMM, by ``dataflow``, in bytes."""
+        if self.dataflow == "os":
+            return element_bytes * sum(systolic_os_traffic(t, k, n, self.rows, self.cols, count=count)
+                                       for t, k, n, count in gemms)
+        return element_bytes * sum(systolic_ws_traffic(t, k, n, self.cols, count=count) for t, k, n, count in gemms)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LanesCompute(ComputeBlock):
+    """``units`` PEs of ``cores_per_unit`` cores with ``lanes_per_core`` SIMD lanes each (Edge-TPU
+    style): ``accelsim.compute.lanes_cycles``."""
+
+    kind: ClassVar[Literal["lanes"]] = "lanes"
+    mapping: ClassVar[str] = "lanes"
+
+    cores_per_unit: int = spec("int", "SIMD cores per PE", low=1, high=1 << 10)
+    lanes_per_core: int = spec("int", "MAC lanes per core (output channels computed at once)", low=1, high=1 << 14)
+
+    @property
+    def peak_macs_per_cycle(self) -> int:
+        """MACs per cycle with every lane busy."""
+        return self.units * self.cores_per_unit * self.lanes_per_core
+
+    @property
+    def label(self) -> str:
+        """A short description for listings: ``16x4x64 lanes``."""
+        return f"{self.units}x{self.cores_per_unit}x{self.lanes_per_core} lanes"
+
+    def cycles(self, gemms: Sequence[GemmEntry], macs: int) -> tuple[int, int]:
+        """(cycles, passes): ``lanes_cycles`` of each GEMM."""
+        return in_turn(lanes_cycles(t, k, n, count=count, units=self.units, cores=self.cores_per_unit,
+                                    lanes=self.lanes_per_core, pack_groups=self.pack_groups)
+                       for t, k, n, count in gemms)
+
+    def sram_bytes(self, gemms: Sequence[GemmEntry], element_bytes: int, io_bytes: int) -> int:
+        """``lanes_traffic`` of each GEMM, in bytes."""
+        return element_bytes * sum(lanes_traffic(t, k, n, self.lanes_per_core, count=count)
+                                   for t, k, n, count in gemms)
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdealCompute(ComputeBlock):
+    """``macs_per_cycle`` MACs every cycle whatever the shape (the bound, for comparison):
+    ``accelsim.compute.ideal_cycles``."""
+
+    kind: ClassVar[Literal["ideal"]] = "ideal"
+    mapping: ClassVar[str] = "ideal"
+    label: ClassVar[str] = "ideal"  #: a short description for listings
+    needs_gemm_shapes: ClassVar[bool] = False
+
+    macs_per_cycle: int = spec("int", "MACs per cycle of the ideal machine, whole chip", low=1, high=1 << 30)
+
+    @property
+    def peak_macs_per_cycle(self) -> int:
+        return self.macs_per_cycle
+
+    def cycles(self, gemms: Sequence[GemmEntry], macs: int) -> tuple[int, int]:
+        """(``ideal_cycles``, no folds): the shapes do not matter."""
+        return ideal_cycles(macs, self.macs_per_cycle), 0
+
+    def sram_bytes(self, gemms: Sequence[GemmEntry], element_bytes: int, io_bytes: int) -> int:
+        """The operator's inputs and outputs, streamed once."""
+        return io_bytes
+
+
+#: the compute block of a config: one of the kinds' records
+ComputeConfig = SystolicCompute | LanesCompute | IdealCompute
+
+#: the YAML ``compute.kind`` -> the record type of that kind: the loader (``_build``) picks the
+#: record here, and nothing else asks a block's kind by name
+COMPUTE_KINDS: dict[str, type[ComputeConfig]] = {
+    record.kind: record for record in (SystolicCompute, LanesCompute, IdealCompute)}
+
+#: the ``compute.kind`` field: a YAML field like any other, but held by the record's type
+#: (``kind`` above) rather than by its instances
+COMPUTE_KIND = spec("choice", "systolic, lanes or ideal", choices=tuple(COMPUTE_KINDS))
 
 
 @dataclass(frozen=True)
@@ -175,7 +285,7 @@ class HardwareConfig:
     dram_latency_cycles: int = spec("int", "fixed cost of every DMA transfer before its data moves", low=0,
                                     high=1 << 30)
     dtype: str = spec("str", "default storage dtype of tensors on this target (int8, bf16, ...)")
-    compute: ComputeConfig = spec("block", "the compute block (accelsim.compute)", block=ComputeConfig)
+    compute: ComputeConfig = spec("block", "the compute block (accelsim.compute)", block=COMPUTE_KINDS)
     dma: DmaConfig = spec("block", "the DMA engines", block=DmaConfig)
     energy: EnergyConfig = spec("block", "energy per action (picojoules)", block=EnergyConfig)
     description: str = spec("str", "one line for listings", required=False, default="")
@@ -251,19 +361,17 @@ class HardwareConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML fields as nested dicts (fields of another compute kind left out); loads back equal."""
-        return _as_dict(self)
+        return _as_dict(self, HardwareConfig)
 
 
-def _as_dict(record: Any) -> dict[str, Any]:
+def _as_dict(record: Any, block: type | Mapping[str, type]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for f in fields(record):
-        if "kind" not in f.metadata:
-            continue
-        value = getattr(record, f.name)
+    for name, (f, _) in _block_fields(block).items():
+        value = getattr(record, name, None)  # None: a field of another compute kind
         if f.metadata["kind"] == "block":
-            out[f.name] = _as_dict(value)
+            out[name] = _as_dict(value, f.metadata["block"])
         elif value is not None:
-            out[f.name] = value
+            out[name] = value
     return out
 
 
@@ -271,29 +379,52 @@ def _as_dict(record: Any) -> dict[str, Any]:
 # checking
 
 
-def schema_fields(record_type: type = HardwareConfig, prefix: str = "") -> dict[str, Any]:
-    """Every YAML field by its dotted name (``"compute.rows"``) -> its dataclass ``Field``."""
-    out: dict[str, Any] = {}
-    for f in fields(record_type):
-        if "kind" not in f.metadata:
-            continue
+def _block_fields(block: type | Mapping[str, type]) -> dict[str, tuple[Any, tuple[str, ...]]]:
+    """A block's YAML fields by name -> (dataclass ``Field``, the compute kinds it belongs to), the
+    required fields before the optional ones, as the YAML files and the reference page list them.
+
+    ``block`` is a dataclass, whose fields belong to no kind (``()``), or a table of kinds
+    (``COMPUTE_KINDS``): then its fields are ``kind`` (``COMPUTE_KIND``) and every kind's fields
+    once, each with the kinds whose record has it, ``()`` when every kind has it.
+    """
+    if isinstance(block, Mapping):
+        found: dict[str, Any] = {}
+        owners: dict[str, list[str]] = {}
+        for kind, record in block.items():
+            for name, (f, _) in _block_fields(record).items():
+                found.setdefault(name, f)
+                owners.setdefault(name, []).append(kind)
+        pairs = {"kind": (COMPUTE_KIND, ())} | {
+            name: (f, () if len(owners[name]) == len(block) else tuple(owners[name])) for name, f in found.items()}
+    else:
+        pairs = {f.name: (f, ()) for f in fields(block) if "kind" in f.metadata}
+    return dict(sorted(pairs.items(), key=lambda pair: not pair[1][0].metadata["required"]))
+
+
+def _schema(block: type | Mapping[str, type], prefix: str) -> Iterator[tuple[str, Any, tuple[str, ...]]]:
+    """(dotted name, ``Field``, compute kinds) of every YAML field under ``block``, nested blocks expanded."""
+    for name, (f, kinds) in _block_fields(block).items():
         if f.metadata["kind"] == "block":
-            out.update(schema_fields(f.metadata["block"], f"{prefix}{f.name}."))
+            yield from _schema(f.metadata["block"], f"{prefix}{name}.")
         else:
-            out[prefix + f.name] = f
-    return out
+            yield prefix + name, f, kinds
+
+
+def schema_fields() -> dict[str, Any]:
+    """Every YAML field by its dotted name (``"compute.rows"``) -> its dataclass ``Field``."""
+    return {name: f for name, f, _ in _schema(HardwareConfig, "")}
 
 
 def describe_fields() -> list[tuple[str, str, str]]:
     """(dotted name, type and range, meaning) of every field: the reference table of the README."""
     rows = []
-    for name, f in schema_fields().items():
+    for name, f, kinds in _schema(HardwareConfig, ""):
         m = f.metadata
         kind = m["kind"] if not m["choices"] else " | ".join(m["choices"])
         if m["low"] is not None:
             kind += f" in [{_bound(m['low'])}, {_bound(m['high'])}]"
-        if m["kinds"]:
-            kind += f" (compute.kind {' / '.join(m['kinds'])})"
+        if kinds:
+            kind += f" (compute.kind {' / '.join(kinds)})"
         elif not m["required"]:
             kind += f" (optional, default {f.default!r})"
         rows.append((name, kind, m["doc"]))
@@ -402,45 +533,54 @@ def kind_noun(kind: str) -> str:
     return {"int": "integer", "bytes": "byte count", "number": "number", "bool": "true or false"}.get(kind, "value")
 
 
-def _build(record_type: type, data: Any, where: str, prefix: str) -> Any:
+def _build(block: type | Mapping[str, type], data: Any, where: str, prefix: str) -> Any:
     label = prefix.rstrip(".") or "the config"
     if not isinstance(data, dict):
         raise HardwareConfigError(f"{where}: {label} must be a mapping of fields, got {type(data).__name__}")
-    own = {f.name: f for f in fields(record_type) if "kind" in f.metadata}
+    own = _block_fields(block)
     unknown = [k for k in data if k not in own]
     if unknown:
         key = f"{prefix}{unknown[0]}"
         hint = _hint(key)
         raise HardwareConfigError(f"{where}: unknown field {key!r}{hint} (known fields: {', '.join(own)})")
-    compute_kind = data.get("kind") if record_type is ComputeConfig else None
+    if isinstance(block, Mapping):  # the compute block: its kind picks the record type
+        if "kind" not in data:
+            raise HardwareConfigError(f"{where}: missing field {prefix + 'kind'!r}")
+        kind = _parse(where, prefix + "kind", COMPUTE_KIND, data["kind"])
+        record_type = block[kind]
+    else:
+        kind, record_type = "", block
+    record_fields = _block_fields(record_type)
     values: dict[str, Any] = {}
-    for name, f in own.items():
+    for name, (f, kinds) in own.items():
         dotted = prefix + name
         m = f.metadata
+        if name not in record_fields:  # the kind itself (read above), or a field of another kind
+            if kinds and name in data:
+                raise HardwareConfigError(
+                    f"{where}: field {dotted!r} does not apply to {prefix}kind {kind!r} "
+                    f"(it is a field of {' / '.join(kinds)})")
+            continue
         if m["kind"] == "block":
             if name not in data:
                 raise HardwareConfigError(f"{where}: missing block {dotted!r}")
-            values[name] = _build(f.metadata["block"], data[name], where, dotted + ".")
+            values[name] = _build(m["block"], data[name], where, dotted + ".")
             continue
-        if m["kinds"] and compute_kind in COMPUTE_KINDS:
-            if compute_kind not in m["kinds"]:
-                if name in data:
-                    raise HardwareConfigError(
-                        f"{where}: field {dotted!r} does not apply to compute.kind {compute_kind!r} "
-                        f"(it is a field of {' / '.join(m['kinds'])})")
-                continue
-            if name not in data:
-                raise HardwareConfigError(
-                    f"{where}: missing field {dotted!r} (needed by compute.kind {compute_kind!r})")
-        elif name not in data:
+        if name not in data:
             if m["required"]:
-                raise HardwareConfigError(f"{where}: missing field {dotted!r}")
+                needed = f" (needed by {prefix}kind {kind!r})" if kinds else ""
+                raise HardwareConfigError(f"{where}: missing field {dotted!r}{needed}")
             continue
-        try:
-            values[name] = parse_value(dotted, f, data[name])
-        except ValueError as exc:
-            raise HardwareConfigError(f"{where}: {exc}") from None
+        values[name] = _parse(where, dotted, f, data[name])
     return record_type(**values)
+
+
+def _parse(where: str, dotted: str, f: Any, value: Any) -> Any:
+    """``parse_value``, its error naming the file."""
+    try:
+        return parse_value(dotted, f, value)
+    except ValueError as exc:
+        raise HardwareConfigError(f"{where}: {exc}") from None
 
 
 def _hint(key: str) -> str:
@@ -496,12 +636,12 @@ def apply_overrides(config: HardwareConfig, overrides: Mapping[str, Any], label:
             target = target[block]
         target[leaf] = parsed
     where = f"{config.source or config.name} with {label} " + " ".join(f"{k}={v}" for k, v in overrides.items())
-    if data["compute"]["kind"] != config.compute.kind:
+    new_kind = data["compute"]["kind"]
+    if new_kind != config.compute.kind:
         # a new compute kind: drop the fields of the old one that the override did not set again
-        for name, f in schema_fields(ComputeConfig).items():
-            if f.metadata["kinds"] and data["compute"]["kind"] not in f.metadata["kinds"]:
-                if f"compute.{name}" not in overrides:
-                    data["compute"].pop(name, None)
+        for name, (_, kinds) in _block_fields(COMPUTE_KINDS).items():
+            if kinds and new_kind not in kinds and f"compute.{name}" not in overrides:
+                data["compute"].pop(name, None)
     return config_from_dict(data, where)
 
 

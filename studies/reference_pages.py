@@ -171,9 +171,10 @@ def shown(value: Any, kind: str) -> str:
 
 
 def field_value(config: Any, dotted: str) -> Any:
-    """``config``'s value of a dotted field, ``None`` where the field does not apply."""
+    """``config``'s value of a dotted field, ``None`` where the field does not apply (a field of
+    another compute kind, which that kind's record does not have)."""
     for part in dotted.split("."):
-        config = getattr(config, part)
+        config = getattr(config, part, None)
     return config
 
 

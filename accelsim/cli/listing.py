@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from accelsim.cli.args import Parser
 from accelsim.hw import describe_fields, list_configs, load_hw
 from accelsim.units import format_bytes
-
-if TYPE_CHECKING:
-    from accelsim.hw import HardwareConfig
 
 
 def add_parsers(subparsers: argparse._SubParsersAction[Parser]) -> None:
@@ -59,7 +55,7 @@ def list_hw_configs(args: argparse.Namespace) -> int:
         rows.append((
             hw.name, hw.capacity_scope, str(hw.n_pe), format_bytes(hw.sram_bytes_per_pe),
             format_bytes(hw.sram_bytes_total), f"{hw.alignment} B", f"{hw.clock_hz / 1e6:g} MHz",
-            _compute_label(hw), f"{hw.peak_macs_per_cycle:,}",
+            hw.compute.label, f"{hw.peak_macs_per_cycle:,}",
             f"{hw.dram_bandwidth_bytes_per_s / 1e9:g} GB/s", format_bytes(hw.dram_bytes), hw.dtype,
         ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
@@ -69,12 +65,3 @@ def list_hw_configs(args: argparse.Namespace) -> int:
         hw = load_hw(name)
         print(f"\n{hw.name}: {hw.description}\n  {hw.source}")
     return 0
-
-
-def _compute_label(hw: HardwareConfig) -> str:
-    c = hw.compute
-    if c.kind == "systolic":
-        return f"{c.units}x {c.rows}x{c.cols} {c.dataflow}"
-    if c.kind == "lanes":
-        return f"{c.units}x{c.cores_per_unit}x{c.lanes_per_core} lanes"
-    return "ideal"

@@ -7,11 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accelsim.compute import (
+    ideal_cycles,
     lanes_cycles,
+    lanes_traffic,
     operator_cost,
     packed_groups,
     systolic_os_cycles,
+    systolic_os_traffic,
     systolic_ws_cycles,
+    systolic_ws_traffic,
     vector_cycles,
 )
 from accelsim.hw import load_hw
@@ -59,8 +63,64 @@ def test_lanes_by_hand():
     assert lanes_cycles(10, 9, 1, count=8, units=2, cores=2, lanes=4, pack_groups=False) == (20 * 9, 80)
 
 
-def test_vector_cycles():
+def test_vector_and_ideal_cycles():
     assert vector_cycles(4097, 4096) == 2 and vector_cycles(0, 16) == 1
+    assert ideal_cycles(2500, 1000) == 3 and ideal_cycles(1, 1000) == 1
+
+
+def test_traffic_by_hand():
+    # t = 10, k = 5, n = 7 on 4 x 4: the inputs re-streamed per N-fold (2), weights and outputs once
+    assert systolic_ws_traffic(10, 5, 7, 4) == 10 * 5 * 2 + 5 * 7 + 10 * 7
+    # output stationary re-reads the weights per T-fold (3)
+    assert systolic_os_traffic(10, 5, 7, 4, 4) == 10 * 5 * 2 + 5 * 7 * 3 + 10 * 7
+    # lanes re-read the inputs per pass of channels; count multiplies everything
+    assert lanes_traffic(10, 5, 7, 4, count=3) == 3 * (10 * 5 * 2 + 5 * 7 + 10 * 7)
+
+
+#: each kind's own functions, as its record's fields feed them: what ``operator_cost`` must give
+OWN_FUNCTIONS = {
+    "systolic-ws": (
+        lambda c, t, k, n, count: systolic_ws_cycles(t, k, n, c.rows, c.cols, count=count, units=c.units,
+                                                     fold_overlap=c.fold_overlap, pack_groups=c.pack_groups),
+        lambda c, t, k, n, count: systolic_ws_traffic(t, k, n, c.cols, count=count)),
+    "systolic-os": (
+        lambda c, t, k, n, count: systolic_os_cycles(t, k, n, c.rows, c.cols, count=count, units=c.units,
+                                                     fold_overlap=c.fold_overlap),
+        lambda c, t, k, n, count: systolic_os_traffic(t, k, n, c.rows, c.cols, count=count)),
+    "lanes": (
+        lambda c, t, k, n, count: lanes_cycles(t, k, n, count=count, units=c.units, cores=c.cores_per_unit,
+                                               lanes=c.lanes_per_core, pack_groups=c.pack_groups),
+        lambda c, t, k, n, count: lanes_traffic(t, k, n, c.lanes_per_core, count=count)),
+}
+
+
+@pytest.mark.parametrize(("config", "overrides", "mapping"), [
+    ("tpuv4", {}, "systolic-ws"),
+    ("tpuv4", {"compute.dataflow": "os", "compute.units": 3}, "systolic-os"),
+    ("tpuv4", {"compute.pack_groups": "no", "compute.fold_overlap": "no"}, "systolic-ws"),
+    ("pixel6", {}, "lanes"),
+    ("pixel6", {"compute.pack_groups": "no"}, "lanes"),
+])
+def test_operator_cost_is_the_kinds_own_function(config, overrides, mapping):
+    hw = load_hw(config, overrides=overrides)
+    compute = hw.compute
+    cycles_of, traffic_of = OWN_FUNCTIONS[mapping]
+    entries = [(3136, 9, 1, 144), (50, 300, 200, 1), (1, 2048, 1000, 1)]
+    cost = _cost(hw, macs=sum(t * k * n * count for t, k, n, count in entries), elements=1, gemm=entries,
+                 element_bytes=2)
+    assert cost.mapping == compute.mapping == mapping
+    assert (cost.compute_cycles, cost.folds) == (sum(cycles_of(compute, *e)[0] for e in entries),
+                                                 sum(cycles_of(compute, *e)[1] for e in entries))
+    assert cost.sram_bytes == 2 * sum(traffic_of(compute, *e) for e in entries)
+    assert cost.ideal_cycles == ideal_cycles(sum(t * k * n * count for t, k, n, count in entries),
+                                             compute.peak_macs_per_cycle)
+
+
+def test_the_ideal_kind_ignores_the_shapes_and_streams_inputs_and_outputs_once():
+    hw = load_hw("pixel6", overrides={"compute.kind": "ideal", "compute.macs_per_cycle": 1000})
+    for gemm in ([[5, 50, 10, 1]], None):
+        cost = _cost(hw, macs=2500, elements=1, gemm=gemm, io_bytes=640)
+        assert (cost.compute_cycles, cost.folds, cost.sram_bytes, cost.mapping) == (3, 0, 640, "ideal")
 
 
 def _cost(hw, **kw):

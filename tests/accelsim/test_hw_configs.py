@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -227,6 +228,10 @@ def test_every_field_is_declared_once_and_described():
         from accelsim.hw import config_from_dict
 
         assert config_from_dict(hw.to_dict(), "again") == hw
+        # in the schema's order, as the YAML files and the reference page list them
+        compute = hw.to_dict()["compute"]
+        order = [n.removeprefix("compute.") for n in names if n.startswith("compute.")]
+        assert list(compute) == [n for n in order if n in compute]
 
 
 def test_duplicate_yaml_key_is_refused_with_both_lines(tmp_path):
@@ -342,8 +347,94 @@ def test_bad_overrides_name_the_key(overrides, message):
 def test_switching_compute_kind_by_override_drops_the_old_kinds_fields():
     hw = load_hw("pixel6", overrides={"compute.kind": "systolic", "compute.rows": 32, "compute.cols": 32,
                                       "compute.dataflow": "os", "compute.fold_overlap": "no"})
-    assert hw.compute.kind == "systolic" and hw.compute.lanes_per_core is None
+    assert hw.compute.kind == "systolic" and not hasattr(hw.compute, "lanes_per_core")
     assert hw.peak_macs_per_cycle == 16 * 32 * 32
+    assert "lanes_per_core" not in hw.to_dict()["compute"]
+    # a field of the old kind given again with the switch is refused, as in a file
+    with pytest.raises(HardwareConfigError, match="field 'compute.lanes_per_core' does not apply to compute.kind "
+                                                  "'ideal' \\(it is a field of lanes\\)"):
+        load_hw("pixel6", overrides={"compute.kind": "ideal", "compute.macs_per_cycle": 8,
+                                     "compute.lanes_per_core": 8})
+
+
+# ------------------------------------------------------------------------------------------
+# compute kinds are types: one record per kind, with only its own fields
+
+
+def _kind_fields():
+    """(kind, its record type, the fields of its own: the ones another kind does not have)."""
+    from accelsim.hw import COMPUTE_KINDS, ComputeBlock
+
+    shared = {f.name for f in dataclasses.fields(ComputeBlock)}
+    return [(kind, record, sorted({f.name for f in dataclasses.fields(record)} - shared))
+            for kind, record in COMPUTE_KINDS.items()]
+
+
+def test_each_compute_kind_is_a_record_with_only_its_own_fields():
+    from accelsim.hw import IdealCompute, LanesCompute, SystolicCompute
+
+    own = {kind: (record, names) for kind, record, names in _kind_fields()}
+    assert own == {"systolic": (SystolicCompute, ["cols", "dataflow", "fold_overlap", "rows"]),
+                   "lanes": (LanesCompute, ["cores_per_unit", "lanes_per_core"]),
+                   "ideal": (IdealCompute, ["macs_per_cycle"])}
+    lanes = load_hw("pixel6").compute
+    assert isinstance(lanes, LanesCompute) and lanes.kind == "lanes"
+    assert not hasattr(lanes, "rows") and not hasattr(lanes, "macs_per_cycle")
+    tpu = load_hw("tpuv4").compute
+    assert isinstance(tpu, SystolicCompute) and not hasattr(tpu, "lanes_per_core")
+    # the fields every kind has, and the kind itself, which the type holds
+    for kind, record, _ in _kind_fields():
+        assert record.kind == kind
+        assert {"units", "vector_elements_per_cycle", "pack_groups"} <= {f.name for f in dataclasses.fields(record)}
+
+
+def test_the_reference_marks_each_kinds_own_fields_from_the_types():
+    from accelsim.hw import describe_fields
+
+    described = {name: kind for name, kind, _ in describe_fields()}
+    for kind, _, names in _kind_fields():
+        for name in names:
+            assert described[f"compute.{name}"].endswith(f" (compute.kind {kind})"), name
+    assert described["compute.kind"] == "systolic | lanes | ideal"
+    assert described["compute.units"] == "int in [1, 65,536]"
+    assert described["compute.pack_groups"] == "bool (optional, default True)"
+
+
+#: (bundled config, a field of another kind than the config's, that kind)
+_OTHER_KINDS_FIELDS = [(base, name, kind) for base in ("pixel6", "tpuv4") for kind, _, names in _kind_fields()
+                       if kind != load_hw(base).compute.kind for name in names]
+
+
+@pytest.mark.parametrize(("base", "name", "owner"), _OTHER_KINDS_FIELDS)
+def test_a_record_refuses_another_kinds_field_in_a_file_and_by_set(tmp_path, base, name, owner):
+    hw = load_hw(base)
+    value = {"dataflow": "ws", "fold_overlap": True}.get(name, 4)
+    message = f"field 'compute.{name}' does not apply to compute.kind '{hw.compute.kind}' (it is a field of {owner})"
+    with pytest.raises(HardwareConfigError, match=r"custom\.yaml: " + re.escape(message)):
+        load_hw(_write_block(tmp_path, "compute", {name: value}, base=base))
+    # --set of the field alone: the config keeps its kind, so the field does not apply either
+    with pytest.raises(HardwareConfigError, match=re.escape(message)):
+        load_hw(base, overrides={f"compute.{name}": str(value)})
+
+
+@pytest.mark.parametrize("kind", ["systolic", "lanes", "ideal"])
+def test_a_record_asks_for_each_of_its_own_fields(tmp_path, kind):
+    own = {k: names for k, _, names in _kind_fields()}[kind]
+    base = "tpuv4" if kind == "systolic" else "pixel6"
+    data = yaml.safe_load((BUNDLED / f"{base}.yaml").read_text())
+    values = {"dataflow": "os", "fold_overlap": False}
+    data["compute"] = {"kind": kind, "units": 2, "vector_elements_per_cycle": 8} | {n: values.get(n, 4) for n in own}
+    path = tmp_path / "custom.yaml"
+    for name in own:
+        path.write_text(yaml.safe_dump(data | {"compute": {k: v for k, v in data["compute"].items() if k != name}}))
+        with pytest.raises(HardwareConfigError,
+                           match=re.escape(f"missing field 'compute.{name}' (needed by compute.kind '{kind}')")):
+            load_hw(path)
+    path.write_text(yaml.safe_dump(data))
+    hw = load_hw(path)
+    assert hw.compute.kind == kind and hw.compute.pack_groups is True
+    assert hw.to_dict()["compute"] == data["compute"] | {"pack_groups": True}
+    assert load_hw(path, overrides={"compute.units": 3}).compute.units == 3
 
 
 def test_parse_overrides_from_the_command_line():

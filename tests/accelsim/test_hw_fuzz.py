@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accelsim.hw import HardwareConfig, load_hw, schema_fields
+from accelsim.hw import COMPUTE_KINDS, HardwareConfig, config_from_dict, load_hw, schema_fields
 
 BUNDLED = Path(__file__).resolve().parents[2] / "hw_configs"
 LINES = (BUNDLED / "pixel6.yaml").read_text().splitlines()
@@ -43,6 +43,9 @@ def _check_contract(path: Path) -> None:
         assert path.name in message, message
         return
     assert isinstance(hw, HardwareConfig)
+    # The compute block is the record of its kind, and the fields it holds load back the same.
+    assert type(hw.compute) is COMPUTE_KINDS[hw.compute.kind]
+    assert config_from_dict(hw.to_dict(), "again") == hw
     # A config that loads has every numeric field within its declared range: nothing was clamped.
     for key, meta, value in _values(hw):
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -56,7 +59,7 @@ def _values(hw: HardwareConfig):
     for key, spec in schema_fields().items():
         obj = hw
         for part in key.split("."):
-            obj = getattr(obj, part, None)
+            obj = getattr(obj, part, None)  # None: a field of another compute kind, which the record lacks
         yield key, spec.metadata, obj
 
 
