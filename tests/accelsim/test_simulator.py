@@ -1,6 +1,13 @@
-"""The SimPy model: the scratchpad's checks, exact cycle counts, prefetch, drains, corrupted offsets."""
+"""The SimPy model: the scratchpad's checks, exact cycle counts, prefetch, drains, corrupted offsets.
+
+The prefetch policy and planned issue steps are pinned in ``tests/accelsim/sim/test_prefetch.py``,
+input validation in ``tests/accelsim/sim/test_inputs.py``.
+"""
 
 from __future__ import annotations
+
+import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -493,3 +500,45 @@ def test_valid_placements_never_violate_memory_with_any_dma_setting(n_ops, seed,
     assert [o.name for o in result.ops] == schedule.order
     starts = [o.start_cycle for o in result.ops]
     assert starts == sorted(starts)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n_ops=st.integers(3, 18), seed=st.integers(0, 10_000), slack=st.floats(1.0, 2.0),
+       channels=st.integers(1, 3), plan_seed=st.integers(0, 10_000))
+def test_fills_are_issued_no_earlier_than_their_planned_steps(n_ops, seed, slack, channels, plan_seed, toy_hw):
+    """Whatever issue steps a schedule plans, a valid placement simulates cleanly, and each fill
+    starts no earlier than its issue operator starts (at its boundary when it is planned there)."""
+    from frontend.synthetic import random_dag
+
+    graph = random_dag(n_ops, seed=seed, max_size=512)
+    need, _ = scheduler.min_capacity(graph, alignment=64)
+    schedule = scheduler.baseline.schedule(graph, int(need * slack) // 64 * 64 + 64, alignment=64)
+    pick = random.Random(plan_seed)
+    planned = schedule.with_offsets(schedule.offsets)
+    planned.transfers = [replace(t, issue_step=pick.randint(0, t.step)) if t.to_chip else t
+                         for t in schedule.transfers]
+    hw = toy_hw(sram_bytes_per_pe=schedule.capacity, dma={"channels": channels, "prefetch_depth": 0})
+    result = simulate(graph, planned, None, hw)
+    assert result.memory_check == "ok", result.memory_check
+    assert result.dram_read_bytes == schedule.read_bytes
+    issue = {t.residency: t.issue_step for t in planned.transfers if t.to_chip}
+    for t in result.transfers:
+        if not t.to_chip:
+            continue
+        step = issue[t.residency]
+        if step < t.step:  # from the start of operator ``step``
+            assert t.queued_cycle >= result.ops[step].start_cycle
+        else:  # at its boundary, after the operator before it
+            assert not t.prefetched
+            assert t.step == 0 or t.queued_cycle >= result.ops[t.step - 1].end_cycle
+
+
+def test_the_package_exports_the_names_the_repository_imports():
+    import accelsim
+    import accelsim.sim as sim
+    from accelsim.sim.results import OpRecord, SimResult, TransferRecord
+
+    assert (sim.OpRecord, sim.TransferRecord, sim.SimResult) == (OpRecord, TransferRecord, SimResult)
+    for name in ("MemoryViolation", "Scratchpad", "SimResult", "SimulationError", "simulate"):
+        assert getattr(accelsim, name) is getattr(sim, name)
+    assert all(hasattr(sim, name) for name in sim.__all__)
