@@ -19,16 +19,18 @@ numbers and returns a ``SimReport``:
    variants; a capacity below M_R raises the scheduler's ``CapacityError``. With
    ``weights=False`` weights take no memory and no traffic (activations only, as in COSMA's
    first setting);
-5. **place** the residencies. With the program-order and min-peak schedulers the allocator
-   decides the spills: ``auto`` by default, or any ``allocator`` method, places each residency
+5. **place** the residencies. With a scheduler that takes an allocator (program order,
+   min-peak: ``scheduler.registry``) the allocator decides the spills: ``auto``
+   (``allocator.DEFAULT_METHOD``) by default, or any ``allocator`` method, places each residency
    plan, and the plan spills more only where it could not
-   (``scheduler.spill_loop.allocation_aware``); ``online-first-fit`` keeps the old online arena, whose
-   first fit decides the spills. A COSMA schedule keeps its CP-SAT addresses unless an
+   (``scheduler.spill_loop.allocation_aware``); ``online-first-fit``
+   (``scheduler.registry.ONLINE_ARENA``) lets the online arena's first fit decide the spills. A
+   scheduler that places its own tensors (the COSMA models) keeps its CP-SAT addresses unless an
    ``allocator`` is named, which then re-places the same residencies;
 6. **validate** the placement with ``allocator.core.validate`` (never simulate an invalid one);
 7. **simulate** it (``accelsim.sim``) and, with ``out_dir``, write the report folder.
 
-**The same answer on every machine.** Every default budget of these stages is work, never
+**The same answer on every machine.** Every default limit of these stages is work, never
 seconds: the spill loop's rounds and its allocator's search nodes
 (``allocator.METHODS[name].work_limit``), CP-SAT's deterministic time for the cosma* models and
 the MPMF order (``scheduler.CosmaOptions``). Before any stage's clock starts, the compiled code
@@ -57,19 +59,15 @@ from accelsim.results import SimReport
 from accelsim.sim import simulate
 from accelsim.sources import input_files, is_saved_graph, is_traced
 from accelsim.units import format_bytes
+from allocator.core.defaults import DEFAULT_METHOD, UNBOUNDED_METHOD
 from frontend.limits import MAX_OPERATORS
+from scheduler.order import PROGRAM
+from scheduler.registry import DEFAULT_SCHEDULER, ONLINE_ARENA, check_allocator, check_options, scheduler_entry
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from scheduler.schedule import Schedule
-
-#: the name reported when the scheduler's own online placement is kept
-ONLINE_ALLOCATOR = "online-first-fit"
-#: the allocator of the program-order and min-peak schedulers when none is named: one default
-#: across the flow (``scheduler.make_schedule`` and ``allocation_aware``, ``accelsim run`` and
-#: ``accelsim alloc``), repeated here so that ``import accelsim`` does not import the scheduler
-DEFAULT_ALLOCATOR = "auto"
 
 
 def _to_graph(
@@ -216,23 +214,22 @@ def check_dram(need: int, hw: HardwareConfig, what: str) -> None:
 
 
 def place(schedule: Schedule, method: str | None, timeout: float | None = None) -> tuple[str, dict[str, int], bool]:
-    """Offsets for ``schedule``'s residencies: its own (``method=None``) or ``allocator.solve``'s
-    (``DEFAULT_ALLOCATOR`` when the schedule has none), and whether the wall-clock ``timeout``
-    ended the search.
+    """Who placed ``schedule``'s residencies, their offsets, and whether the wall-clock ``timeout``
+    ended the search: the schedule's own offsets (``method=None``; named by
+    ``Schedule.placed_by``, the online arena's name for offsets nobody is named for) or
+    ``allocator.solve``'s (``allocator.DEFAULT_METHOD`` when the schedule has none).
 
     The search is bounded in work as the spill loop bounds it (``allocator.METHODS[name].work_limit``: this one
-    placement gets the loop's whole budget), so without ``timeout`` the answer is the same on
+    placement gets the loop's whole work limit), so without ``timeout`` the answer is the same on
     every machine. Raises ``AllocationFailedError`` naming the method and its reason when it
     cannot fit.
     """
     import allocator
 
     if method is None and schedule.offsets is not None:
-        if schedule.method.startswith("cosma") and schedule.status in ("optimal", "feasible"):
-            return "cosma (CP-SAT addresses)", dict(schedule.offsets), False
-        return ONLINE_ALLOCATOR, dict(schedule.offsets), False
+        return schedule.placed_by.name or ONLINE_ARENA, dict(schedule.offsets), False
     problem = schedule.problem()
-    chosen = method or DEFAULT_ALLOCATOR
+    chosen = method or DEFAULT_METHOD
     work = allocator.METHODS[chosen].work_limit
     limit = {} if work is None else {work.option: work.total}
     began = time.perf_counter()
@@ -252,23 +249,22 @@ def compile_kernels(scheduler_name: str, allocator_name: str | None) -> float:
     seconds it took (``stage_seconds["compile"]``).
 
     Called before any stage's clock starts, so compiling is never counted in a stage's time. The
-    kernels are those of the run's allocator (``allocator_name``, or ``DEFAULT_ALLOCATOR`` for the
-    program / min-peak schedulers; none for a cosma* schedule that keeps its own addresses) and
-    of the spill loop's overflow locator (``scheduler.spill_loop.LOCATOR``), each fitted on tiny
+    kernels are those of the run's allocator (``allocator_name``, or ``allocator.DEFAULT_METHOD``
+    for a scheduler that takes an allocator; none for a schedule that keeps its own addresses) and
+    of the spill loop's overflow locator (``allocator.core.defaults.UNBOUNDED_METHOD``), each fitted on tiny
     problems as a placement runs (``allocator.search.warmup.warm_up`` in ``"fit"`` mode: no time limit,
     no minimisation). The validator needs none below ``allocator.core.problem.COMPILED_FROM``
     residencies (it runs in Python there); above, its kernels load in the validate stage, which
     no limit bounds, so the answer cannot depend on it.
     """
     from allocator.search.warmup import warm_up
-    from scheduler.spill_loop import LOCATOR
 
     began = time.perf_counter()
     methods: list[str] = []
-    if scheduler_name in ("program", "min-peak"):
-        chosen = allocator_name or DEFAULT_ALLOCATOR
-        if chosen != ONLINE_ALLOCATOR:
-            methods = [chosen, LOCATOR]
+    if scheduler_entry(scheduler_name).capabilities.allocator:
+        chosen = allocator_name or DEFAULT_METHOD
+        if chosen != ONLINE_ARENA:
+            methods = [chosen, UNBOUNDED_METHOD]
     elif allocator_name is not None:
         methods = [allocator_name]
     for method in dict.fromkeys(methods):
@@ -285,8 +281,9 @@ class RunOptions:
     """
 
     sram: int | str | None = None  #: scratchpad bytes per PE instead of the config's, e.g. "8MiB"
-    #: an allocator.METHODS name or "online-first-fit"; None: "auto" for the program / min-peak schedulers
-    #: (it decides their spills), the solver's own addresses for cosma*
+    #: an allocator.METHODS name or "online-first-fit" (``scheduler.registry.ONLINE_ARENA``); None:
+    #: ``allocator.DEFAULT_METHOD`` for a scheduler that takes an allocator (it decides its spills),
+    #: the solver's own addresses for one that places its tensors itself (cosma*)
     allocator: str | None = None
     dtype: str | None = None  #: storage dtype (default: the config's, e.g. int8 on the Pixel 6)
     #: the model's input shape, or one per input in order (default: the zoo's, or a user model's own example inputs)
@@ -296,21 +293,21 @@ class RunOptions:
     #: a zoo family's build options (``--model-option``; ``frontend.zoo.MODEL_OPTIONS``, e.g.
     #: ``{"num_flow_updates": 4}`` for ``optical_flow.*``); empty: the family's defaults
     model_options: Mapping[str, int] = field(default_factory=dict)
-    scheduler: str = "program"  #: one of scheduler.SCHEDULERS
+    scheduler: str = DEFAULT_SCHEDULER  #: one of scheduler.SCHEDULERS (``scheduler.registry``)
     #: replacement policy of the program / min-peak schedulers: belady or greedy (None: belady)
     replacement: str | None = None
     #: the order of the "program" scheduler: "program" (the graph's) or a list of every operator; other
     #: schedulers choose their own (``fixed_order`` is cosma-fs's), so for them it is refused
-    order: str | Sequence[str] = "program"
+    order: str | Sequence[str] = PROGRAM
     fixed_order: str | None = None  #: the order of cosma-fs: program or min-peak (None: program)
     budget: int | str | None = None  #: MR, MH, MP or bytes (per PE) to schedule in instead of the scratchpad
     weights: bool = True  #: False gives weights no memory and no traffic (activations only)
-    #: a wall-clock safety net in seconds for the allocator (default None: none; its budget is work,
+    #: a wall-clock safety net in seconds for the allocator (default None: none; its limit is work,
     #: ``allocator.METHODS[name].work_limit``): the allocation-aware loop of program / min-peak, or the
     #: re-placement of a cosma* schedule (needs ``allocator``). When it fires the report says so
     timeout: float | None = None
     #: a wall-clock safety net in seconds for each solve of a solver-based scheduler (cosma*; default
-    #: None: none; its budget is CP-SAT deterministic time, ``scheduler.CosmaOptions``)
+    #: None: none; its limit is work, CP-SAT deterministic time, ``scheduler.CosmaOptions``)
     time_limit: float | None = None
     raise_on_violation: bool = False  #: raise MemoryViolation instead of reporting it
     overrides: Mapping[str, Any] = field(default_factory=dict)  #: hardware fields to replace (``--set``), dotted
@@ -330,54 +327,29 @@ class RunOptions:
         ``traced`` is False when the model is a graph already (a ``.json`` file or a
         ``DataflowGraph``): its dtype and shapes were fixed when it was traced, so
         ``input_shape``, ``batch`` and ``model_options`` cannot apply, and ``dtype`` only when it
-        repeats the graph's own (``check_graph_dtype``). ``replacement`` applies to the program / min-peak
-        schedulers, ``fixed_order`` to cosma-fs, ``time_limit`` to the solver-based (cosma*)
-        schedulers, ``timeout`` to a re-placing ``allocator``, ``cache_dir`` to a zoo model read
-        through the trace cache (not with ``cache=False``, not to a traced graph). Raises ``ValueError``.
+        repeats the graph's own (``check_graph_dtype``). Which scheduler takes ``replacement``,
+        ``order``, ``fixed_order``, ``time_limit``, ``allocator`` and ``timeout`` is the scheduler
+        registry's rule (``scheduler.registry.check_options``: an ``allocator`` re-places the
+        schedule of a scheduler that places its own tensors, and ``timeout`` limits it);
+        ``cache_dir`` applies to a zoo model read through the trace cache (not with
+        ``cache=False``, not to a traced graph). Raises ``ValueError``.
 
         >>> RunOptions(scheduler="cosma", replacement="greedy").check()
         Traceback (most recent call last):
         ...
-        ValueError: replacement='greedy' applies to the program and min-peak schedulers, not to scheduler='cosma'
+        scheduler.schedule.ScheduleError: replacement='greedy' applies to the program... schedulers, not to \
+scheduler='cosma'
         """
         for name in ("timeout", "time_limit"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                       or not math.isfinite(value) or value <= 0):
                 raise ValueError(f"{name}={value!r} must be a positive, finite number of seconds")
-        from scheduler import SCHEDULERS
-
-        if self.scheduler not in SCHEDULERS:
-            raise ValueError(f"unknown scheduler {self.scheduler!r}; valid: {', '.join(SCHEDULERS)}")
-        solver = self.scheduler.startswith("cosma")
-        if self.replacement is not None and solver:
-            raise ValueError(f"replacement={self.replacement!r} applies to the program and min-peak schedulers, "
-                             f"not to scheduler={self.scheduler!r}")
-        if not (isinstance(self.order, str) and self.order == "program") and self.scheduler != "program":
-            shown = self.order if isinstance(self.order, str) else "a list of operators"
-            raise ValueError(f"order={shown!r} is the 'program' scheduler's operator order; "
-                             f"scheduler={self.scheduler!r} chooses its own (cosma-fs takes fixed_order)")
-        if self.fixed_order is not None and self.scheduler != "cosma-fs":
-            raise ValueError(f"fixed_order={self.fixed_order!r} applies to scheduler='cosma-fs' only, "
-                             f"not to scheduler={self.scheduler!r}")
-        if self.time_limit is not None and not solver:
-            raise ValueError(f"time_limit={self.time_limit!r} applies to the solver-based schedulers (cosma, cosma-fs, "
-                             f"cosma-dnc), not to scheduler={self.scheduler!r}")
+        check_options(self.scheduler, replacement=self.replacement, order=self.order, fixed_order=self.fixed_order,
+                      time_limit=self.time_limit, allocator=self.allocator, allocator_timeout=self.timeout,
+                      re_place=True, names={"allocator_timeout": "timeout"})
         if self.allocator is not None:
-            import allocator
-
-            if self.allocator != ONLINE_ALLOCATOR and self.allocator not in allocator.METHODS:
-                raise ValueError(f"unknown allocator {self.allocator!r}; valid: {ONLINE_ALLOCATOR}, "
-                                 f"{', '.join(sorted(allocator.METHODS))}")
-        if self.allocator == ONLINE_ALLOCATOR and solver:
-            raise ValueError(f"allocator={ONLINE_ALLOCATOR!r} is the program / min-peak schedulers' own arena; "
-                             f"scheduler={self.scheduler!r} places its tensors itself")
-        if self.timeout is not None and solver and self.allocator is None:
-            raise ValueError(f"timeout={self.timeout!r} limits a re-placing allocator; name one with allocator= "
-                             f"(without it scheduler={self.scheduler!r} keeps its own addresses)")
-        if self.timeout is not None and self.allocator == ONLINE_ALLOCATOR:
-            raise ValueError(f"timeout={self.timeout!r} limits an allocator; the {ONLINE_ALLOCATOR!r} arena has "
-                             "no time limit")
+            check_allocator(self.allocator)
         if self.max_operators is not None and (isinstance(self.max_operators, bool)
                                                or not isinstance(self.max_operators, int) or self.max_operators < 1):
             raise ValueError(f"max_operators={self.max_operators!r} must be a positive integer (or None)")
@@ -584,33 +556,35 @@ def _capacity(graph: nx.DiGraph, sizes: dict[str, int] | None, config: HardwareC
 
 def _schedule_stage(graph: nx.DiGraph, sizes: dict[str, int] | None, config: HardwareConfig, opts: RunOptions,
                     run: _Run, clock: float) -> tuple[Schedule, str, dict[str, int], int]:
-    """Schedule and place: ``(schedule, who placed it, offsets, capacity)``. For the program /
-    min-peak schedulers the allocator decides the spills (``scheduler.spill_loop``) and its
-    loop is the allocate stage; a cosma* schedule is re-placed only when ``allocator`` is named."""
+    """Schedule and place: ``(schedule, who placed it, offsets, capacity)``. For a scheduler that
+    takes an allocator (program, min-peak) the allocator decides the spills
+    (``scheduler.spill_loop``) and its loop is the allocate stage; the schedule of one that places
+    its own tensors (cosma*) is re-placed only when ``allocator`` is named."""
     import scheduler
+    from scheduler.options import DEFAULT_REPLACEMENT
 
     cosma_options = (scheduler.CosmaOptions() if opts.time_limit is None
                      else scheduler.CosmaOptions(time_limit=opts.time_limit))
     capacity = _capacity(graph, sizes, config, opts, cosma_options, run)
-    replacement = opts.replacement or "belady"
-    if opts.scheduler in ("program", "min-peak"):
+    replacement = opts.replacement or DEFAULT_REPLACEMENT
+    if scheduler_entry(opts.scheduler).capabilities.allocator:
         sched = scheduler.make_schedule(
             graph, capacity, opts.scheduler, replacement, sizes, config.alignment, cosma_options,
-            allocator=opts.allocator or DEFAULT_ALLOCATOR, allocator_timeout=opts.timeout, order=opts.order,
+            allocator=opts.allocator or DEFAULT_METHOD, allocator_timeout=opts.timeout, order=opts.order,
         )
         assert sched.offsets is not None
-        looped = float(sched.stats.get("loop_seconds", 0.0))
+        looped = sched.stats.loop_seconds or 0.0
         run.stage["schedule"] = time.perf_counter() - clock - looped
         run.stage["allocate"] = looped
-        if sched.stats.get("clock_stopped"):
+        if sched.stats.clock_stopped:
             run.stopped.append("allocate")
-        return sched, sched.placed_by, dict(sched.offsets), capacity
+        return sched, sched.placed_by.name, dict(sched.offsets), capacity
     sched = scheduler.make_schedule(
         graph, capacity, opts.scheduler, replacement, sizes, config.alignment, cosma_options,
-        opts.fixed_order or "program",
+        opts.fixed_order or PROGRAM,
     )
     run.stage["schedule"] = time.perf_counter() - clock
-    if sched.stats.get("clock_stopped") and "schedule" not in run.stopped:
+    if sched.stats.clock_stopped and "schedule" not in run.stopped:
         run.stopped.append("schedule")
     clock = time.perf_counter()
     allocator_name, offsets, placement_stopped = place(sched, opts.allocator, opts.timeout)

@@ -79,7 +79,7 @@ class SimReport:
     energy: dict[str, float] = field(default_factory=dict)  #: joules: compute, sram, dram, total
     sim_events: int = 0  #: SimPy events the simulation processed
     #: False when a wall-clock limit (``timeout``, ``time_limit``) ended a search before its work
-    #: budget did: the answer then depends on the machine's speed and load
+    #: limit did: the answer then depends on the machine's speed and load
     deterministic: bool = True
     clock_stopped: list[str] = field(default_factory=list)  #: the stages whose wall-clock limit fired
     #: the placed residencies: id, start, end (steps, end exclusive), size, alignment, offset (bytes),
@@ -149,7 +149,9 @@ class SimReport:
             clock_stopped=clock_stopped,
             buffers=[{"id": b.id, "start": b.start, "end": b.end, "size": b.size, "alignment": b.alignment,
                       "offset": offsets[b.id]} for b in placed.buffers],
-            stage_seconds=stage_seconds, scheduler_status=sched.status, scheduler_stats=dict(sched.stats),
+            # the schedule's typed statistics as report.json has always shown them: the fields the
+            # scheduler set, in its order, yes/no values as 1.0 / 0.0 (``ScheduleStats.as_report``)
+            stage_seconds=stage_seconds, scheduler_status=sched.status, scheduler_stats=sched.stats.as_report(),
             weights_on_chip=weights, host_ops=host_operators(graph), to_host_bytes=to_host,
             from_host_bytes=from_host, graph=graph, schedule=sched, offsets=offsets, sim=result,
             hardware=config,

@@ -10,9 +10,9 @@ reused for every probe):
 * for each pair, the **peak address and the non-compulsory bytes at the config's own SRAM**.
 
 Bisection. The lower end is M_R; the upper end is the online first-fit arena's no-spill size
-(``scheduler.no_spill_capacity``), doubled until the pair moves no spilled byte there (for the
-program and min-peak schedulers the allocation-aware loop keeps the online arena's schedule
-when it is better, so the arena's no-spill size always works for them). Each probe schedules
+(``scheduler.no_spill_capacity``), doubled until the pair moves no spilled byte there (for a
+scheduler that takes an allocator, program and min-peak, the allocation-aware loop keeps the
+online arena's schedule when it is better, so the arena's no-spill size always works for it). Each probe schedules
 (and, for the loop, places) the graph at the middle size; zero non-compulsory bytes moves the
 upper end down, otherwise the lower end up. Bisection assumes that more SRAM never makes a
 pair spill more. That holds for a proven optimum, not always for heuristics and time-limited
@@ -23,7 +23,7 @@ Traffic is the schedule's (``Schedule.noncompulsory_bytes``, per PE on a per-PE 
 every size here is); no simulation runs, so sizing is quick. The sizes and peaks are in the
 config's scope (per PE on the Pixel 6). ``accelsim size`` prints the table.
 
-Budgets. Every probe's budgets are work, as in ``accelsim run`` (the spill loop's nodes and
+Work limits. Every probe's limits are work, as in ``accelsim run`` (the spill loop's nodes and
 rounds, CP-SAT's deterministic time), so the bisection takes the same probes and gives the same
 sizes on every machine. ``timeout`` and ``time_limit`` are wall-clock safety nets, off by
 default; when one ends a probe's search, that pair's ``clock_stopped`` is True and its note says
@@ -42,10 +42,22 @@ from typing import Any
 from accelsim.hw import HardwareConfig, load_hw
 from accelsim.sources import is_saved_graph, is_traced
 from accelsim.units import format_bytes
+from allocator.core.defaults import DEFAULT_METHOD
 from frontend.limits import MAX_OPERATORS
+from scheduler.registry import (
+    DEFAULT_SCHEDULER,
+    ONLINE_ARENA,
+    check_allocator,
+    check_limits,
+    check_options,
+    reads_allocator_timeout,
+    scheduler_entry,
+)
 
+#: the allocator of a pair whose scheduler places its tensors itself (cosma*): its own addresses
+OWN = "own"
 #: the pairs ``size`` measures when none are given: the online arena and the default allocator
-DEFAULT_PAIRS = (("program", "online-first-fit"), ("program", "auto"))
+DEFAULT_PAIRS = ((DEFAULT_SCHEDULER, ONLINE_ARENA), (DEFAULT_SCHEDULER, DEFAULT_METHOD))
 #: the most doublings of the upper end before a pair is reported as never free of spills
 MAX_DOUBLINGS = 8
 
@@ -55,7 +67,7 @@ class PairSize:
     """What one scheduler/allocator pair needs."""
 
     scheduler: str
-    allocator: str  #: for the cosma* schedulers "own" (their CP-SAT addresses)
+    allocator: str  #: for a scheduler that places its tensors itself (cosma*) "own" (its CP-SAT addresses)
     no_spill_bytes: int | None  #: the smallest SRAM found with zero non-compulsory traffic (None: none found)
     peak_bytes: int | None  #: highest address at the config's SRAM (None below M_R or on failure)
     noncompulsory_bytes: int | None  #: spill and retrieve bytes at the config's SRAM (same scope)
@@ -110,22 +122,15 @@ class SizeReport:
 
 
 def check_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
-    """``pairs`` checked: known schedulers, allocators that apply (``own`` for cosma*); raises ``ValueError``."""
-    import allocator
-    import scheduler
-
+    """``pairs`` checked by the scheduler registry: known schedulers, allocators that apply (``OWN``, or
+    empty, for a scheduler that places its tensors itself); repeats dropped. Raises ``ValueError``."""
     checked = []
     for sched, alloc in pairs:
-        if sched not in scheduler.SCHEDULERS:
-            raise ValueError(f"unknown scheduler {sched!r}; valid: {', '.join(scheduler.SCHEDULERS)}")
-        if sched.startswith("cosma"):
-            if alloc not in ("own", ""):
-                raise ValueError(f"scheduler {sched!r} places its tensors itself; its allocator is 'own', "
-                                 f"not {alloc!r}")
-            alloc = "own"
-        elif alloc != "online-first-fit" and alloc not in allocator.METHODS:
-            raise ValueError(f"unknown allocator {alloc!r}; valid: online-first-fit, "
-                             f"{', '.join(sorted(allocator.METHODS))}")
+        if scheduler_entry(sched).capabilities.allocator:
+            check_allocator(alloc)
+        else:
+            check_options(sched, allocator=None if alloc in (OWN, "") else alloc)
+            alloc = OWN
         if (sched, alloc) not in checked:
             checked.append((sched, alloc))
     return checked
@@ -133,13 +138,9 @@ def check_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
 
 def _check_limits(chosen: Sequence[tuple[str, str]], timeout: float | None, time_limit: float | None) -> None:
     """Refuse a wall-clock limit that no chosen pair would read, as ``accelsim run`` refuses it."""
-    if time_limit is not None and not any(s.startswith("cosma") for s, _ in chosen):
-        raise ValueError(f"time_limit={time_limit!r} (--time-limit) applies to the solver-based schedulers (cosma, "
-                         "cosma-fs, cosma-dnc); none of the chosen pairs uses one")
-    if timeout is not None and not any(not s.startswith("cosma") and a != "online-first-fit" for s, a in chosen):
-        raise ValueError(f"timeout={timeout!r} (--timeout) limits a placing allocator of the program / min-peak "
-                         "schedulers; none of the chosen pairs uses one (cosma* keep their own addresses, "
-                         "online-first-fit has no time limit)")
+    check_limits([(s, None if a == OWN else a) for s, a in chosen], allocator_timeout=timeout, time_limit=time_limit,
+                 names={"allocator_timeout": "timeout"},
+                 flags={"allocator_timeout": "--timeout", "time_limit": "--time-limit"})
 
 
 def _model_graph(model: Any, dtype: str, inputs: Any) -> Any:
@@ -180,8 +181,9 @@ def size(
     ``model`` is a zoo name or a user model spec (``path/to/file.py:FUNCTION``), traced once
     through the trace cache at ``input_shape``, ``batch`` and ``model_options`` (as
     ``RunOptions`` takes them), a ``.json`` graph or a ``DataflowGraph``. ``pairs`` are
-    (scheduler, allocator): an allocator name or ``"online-first-fit"`` for ``program`` /
-    ``min-peak``, ``"own"`` for the cosma* schedulers. ``timeout`` is a wall-clock safety net in
+    (scheduler, allocator): an allocator name or ``"online-first-fit"`` for a scheduler that
+    takes an allocator (``program``, ``min-peak``), ``"own"`` for one that places its tensors
+    itself (the cosma* schedulers). ``timeout`` is a wall-clock safety net in
     seconds for each allocation-aware loop (``scheduler.spill_loop.allocation_aware``),
     ``time_limit`` for each cosma* solve; both are off by default (see the module docstring).
     ``max_operators`` is ``RunOptions.max_operators``.
@@ -221,18 +223,18 @@ def size(
     clocked: set[tuple[str, str]] = set()  # the pairs a wall-clock limit cut short in some probe
 
     def attempt(sched: str, alloc: str, capacity: int) -> scheduler.Schedule:
-        if sched.startswith("cosma"):
+        if alloc == OWN:
             result = scheduler.make_schedule(graph, capacity, sched, sizes=sizes, alignment=align, options=options)
         else:
             result = scheduler.make_schedule(graph, capacity, sched, sizes=sizes, alignment=align, options=options,
-                                             allocator=alloc, allocator_timeout=None if alloc == "online-first-fit"
-                                             else timeout)
-        if result.stats.get("clock_stopped"):
+                                             allocator=alloc, allocator_timeout=timeout
+                                             if reads_allocator_timeout(sched, alloc) else None)
+        if result.stats.clock_stopped:
             clocked.add((sched, alloc))
         return result
 
     for sched, alloc in chosen:  # compiled code loads before any pair's clock starts
-        compile_kernels(sched, None if alloc == "own" else alloc)
+        compile_kernels(sched, None if alloc == OWN else alloc)
     results = []
     for sched, alloc in chosen:
         began = time.perf_counter()

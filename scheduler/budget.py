@@ -10,10 +10,12 @@ scheduler always completes (it spills everything else if it has to).
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from scheduler.schedule import CapacityError, ScheduleError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 def data_bytes(graph: nx.DiGraph, sizes: Mapping[str, int] | None = None) -> dict[str, int]:

@@ -54,13 +54,16 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 
 from scheduler.budget import check_alignment, check_capacity, data_bytes, min_capacity, onchip_sizes
-from scheduler.order import resolve_order
+from scheduler.options import DEFAULT_DETERMINISTIC_TIME, DEFAULTS, CosmaOptions  # noqa: F401  (re-exported)
+from scheduler.order import PROGRAM, resolve_order
 from scheduler.overlap import OverlapAnalysis
 from scheduler.schedule import (
     CapacityError,
+    PlacedBy,
     Residency,
     Schedule,
     ScheduleError,
+    ScheduleStats,
     Transfer,
     peak_address,
     peak_live_bytes,
@@ -69,65 +72,11 @@ from scheduler.schedule import (
 if TYPE_CHECKING:  # OR-Tools (and the pandas it imports) load when a model is built
     from ortools.sat.python import cp_model
 
-
-#: CP-SAT deterministic time per call when none is given (``CosmaOptions.deterministic_time``).
-#: It covers every proof of the COSMA comparison in the README (the slowest, DeepLabV3 with
-#: weights at M_R, took 3 units of the ordinary search and 0.8 of the core search), and leaves
-#: ``core_after`` room to switch. A unit is no fixed number of seconds: the wall time a unit
-#: takes differed more than tenfold between the models measured (most on large fixed-order
-#: models), so the wall time of a search that uses its whole budget depends on the model.
-DEFAULT_DETERMINISTIC_TIME = 5.0
-
-
-@dataclass(frozen=True)
-class CosmaOptions:
-    """Solver settings shared by ``cosma``, ``min_peak`` and ``cosma_dnc``.
-
-    The budget of a search is ``deterministic_time``, CP-SAT's own measure of work
-    (``max_deterministic_time``): with one worker the same model gets the same answer on any
-    machine and under any load. ``time_limit`` adds a wall-clock limit as a safety net (off by
-    default); when it is what stops a search, the answer depends on the machine, and the
-    schedule's ``stats["clock_stopped"]`` is 1 (``MinPeak.clock_stopped`` for ``min_peak``).
-    """
-
-    #: CP-SAT deterministic time per call (``cosma_dnc`` shares it among its parts, ``cosma`` gives
-    #: ``warm_fraction`` of it to its warm start); None: no work limit, only ``time_limit``
-    deterministic_time: float | None = DEFAULT_DETERMINISTIC_TIME
-    #: wall-clock seconds per call, a safety net (``cosma_dnc`` shares it among its parts); None: none
-    time_limit: float | None = None
-    workers: int = 1  #: CP-SAT workers; 1 makes the answer depend only on the input and the seed
-    seed: int = 0  #: CP-SAT random seed
-    hint: bool = True  #: start from the best baseline schedule (program order, Belady or greedy)
-    dominance: bool = True  #: the three dominance rules of the module docstring
-    capacity_cut: bool = True  #: a redundant per-step sum of resident bytes <= budget
-    #: ``cosma`` first solves the fixed-order model for the baseline's order (at most
-    #: ``warm_fraction`` of the deterministic time, and of the time limit) and starts the joint
-    #: model from its answer
-    warm_start: bool = True
-    warm_fraction: float = 0.25
-    #: CP-SAT ``linearization_level``: 0 (our default: on the COSMA comparison it proved 20 of 20 M_R
-    #: optima where 1 proved 19, and was faster) searches without the LP relaxation, 1 (CP-SAT's default)
-    #: keeps a light one, 2 adds cuts
-    linearization: int = 0
-    #: after this much deterministic time (CP-SAT's machine-independent measure of work) without
-    #: a proof of the traffic optimum, spend the rest of the budget in CP-SAT's core-based search
-    #: (``optimize_with_core``: it raises the bound by unsatisfiable cores of the cost literals),
-    #: starting from the best solution so far; ``None`` never switches, nor does a call whose
-    #: budget is no larger, and ``min_peak`` (one integer objective) never does. On the COSMA
-    #: comparison the ordinary search proves most optima quickly, while core search proves
-    #: DeepLabV3's M_R optimum 3x faster but densenet's 4-8x slower.
-    core_after: float | None = 3.0
-
-    def __post_init__(self) -> None:
-        for name in ("deterministic_time", "time_limit"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
-                                      or not math.isfinite(value) or value <= 0):
-                raise ScheduleError(f"CosmaOptions.{name} must be a positive, finite number or None, got {value!r}")
-
-
-#: the default settings
-DEFAULTS = CosmaOptions()
+#: the replacement policies of COSMA §V-A's baselines: the best of them is the models' hint and
+#: their answer when the solver finds none (``scheduler.replacement``)
+BASELINE_REPLACEMENTS = ("belady", "greedy")
+#: who places a CP-SAT answer's tensors: the model's own addresses (the report's ``allocator``)
+CP_SAT_ADDRESSES = PlacedBy("own addresses", "cosma (CP-SAT addresses)")
 
 
 @dataclass
@@ -572,10 +521,10 @@ class _Part:
             self.clock_stopped = True
         return solver, "feasible" if code == cp_model.FEASIBLE else "timeout"
 
-    def size(self) -> dict[str, float]:
+    def size(self) -> dict[str, int]:
         """The model's numbers of variables and constraints, for ``Schedule.stats``."""
         proto = self.model.proto
-        return {"variables": float(len(proto.variables)), "constraints": float(len(proto.constraints))}
+        return {"variables": len(proto.variables), "constraints": len(proto.constraints)}
 
     def answer(self, solver: cp_model.CpSolver, capacity: int, method: str) -> Schedule:
         """The solution of a part that is the whole graph, as a ``Schedule``."""
@@ -665,6 +614,7 @@ def _assemble(ctx: _Context, order: list[str], timeline: _Timeline, capacity: in
         alignment=ctx.alignment,
         offsets=offsets,
         method=method,
+        placed_by=CP_SAT_ADDRESSES,
     )
     return result
 
@@ -698,10 +648,10 @@ class MinPeak:
     bound: int  #: a proven lower bound on the minimum (``== peak`` when ``status == "optimal"``)
     status: str  #: ``"optimal"``, ``"feasible"`` (a limit hit) or ``"timeout"`` (program order kept)
     seconds: float  #: wall time of the solve
-    clock_stopped: bool = False  #: the wall-clock ``time_limit``, not the deterministic budget, stopped the solve
+    clock_stopped: bool = False  #: the wall-clock ``time_limit``, not the deterministic work limit, stopped the solve
 
 
-def footprint(graph: nx.DiGraph, order: str | Sequence[str] = "program", sizes: Mapping[str, int] | None = None,
+def footprint(graph: nx.DiGraph, order: str | Sequence[str] = PROGRAM, sizes: Mapping[str, int] | None = None,
               alignment: int = 1) -> int:
     """The peak footprint of ``order`` without spills: max over steps of the on-chip bytes resident.
 
@@ -746,7 +696,7 @@ def min_peak(
     No tensor is spilled or fetched twice ((13)); ``peak`` bounds the bytes resident at every
     step ((14)) and is minimised ((15)). Addresses are not modelled (the paper's choice): the
     peak is a sum of sizes, so placing the tensors may need more (see ``cosma``). The program
-    order is the hint; if the solver finds nothing within its budget
+    order is the hint; if the solver finds nothing within its work limit
     (``options.deterministic_time``, or ``options.time_limit`` if that comes first) the program
     order is returned with ``status="timeout"``.
 
@@ -802,20 +752,21 @@ def budgets(
 def _best_baseline(graph: nx.DiGraph, capacity: int, order: str | Sequence[str], sizes: Mapping[str, int] | None,
                    alignment: int) -> Schedule:
     """The baseline (Belady or greedy replacement) that moves the fewest non-compulsory bytes."""
-    from scheduler.baseline import REPLACEMENTS, schedule
+    from scheduler.baseline import schedule
 
-    runs = [schedule(graph, capacity, order, r, sizes, alignment) for r in REPLACEMENTS if r != "none"]
+    runs = [schedule(graph, capacity, order, r, sizes, alignment) for r in BASELINE_REPLACEMENTS]
     return min(runs, key=lambda s: s.noncompulsory_bytes)
 
 
 def _finish(schedule: Schedule, need: int, status: str, objective: int, bound: int, seconds: float,
-            extra: Mapping[str, float] | None = None) -> Schedule:
+            **extra: Any) -> Schedule:
+    """``schedule`` with its ``status`` and a fresh ``stats``: the solver's figures and ``extra``
+    (``ScheduleStats`` fields: the model's size, ``parts``, ``warm_start``, ``clock_stopped``)."""
     schedule.status = status
     gap = 0.0 if objective == bound else (objective - bound) / max(objective, 1)
-    schedule.stats = {
-        "min_capacity": need, "objective": objective, "bound": bound, "gap": gap, "solve_seconds": seconds,
-        "peak_live_bytes": peak_live_bytes(schedule), "peak_address": peak_address(schedule), **(extra or {}),
-    }
+    schedule.stats = ScheduleStats(
+        min_capacity=need, objective=objective, bound=bound, gap=gap, solve_seconds=seconds,
+        peak_live_bytes=peak_live_bytes(schedule), peak_address=peak_address(schedule), **extra)
     return schedule
 
 
@@ -837,18 +788,18 @@ def cosma(
     sizes, alignment:
         as for ``scheduler.schedule`` (e.g. per-PE bytes; weights at 0 for activations only).
     options:
-        budget (deterministic time, optional time limit), workers, seed, hint and the model's
+        work limit (deterministic time, optional time limit), workers, seed, hint and the model's
         switches (``CosmaOptions``).
 
     Returns
     -------
     Schedule
         with the solver's addresses in ``offsets``, ``method`` ``"cosma"`` or ``"cosma-fs"``,
-        ``status`` ``"optimal"`` or ``"feasible"`` (budget used up with a solution) and
+        ``status`` ``"optimal"`` or ``"feasible"`` (work limit used up with a solution) and
         ``stats`` holding ``objective`` (the non-compulsory bytes, equal to the schedule's
         ``noncompulsory_bytes``), ``bound`` (proven lower bound), ``gap``, ``solve_seconds``,
-        ``variables``, ``constraints`` and ``clock_stopped`` (1 when the wall-clock
-        ``time_limit`` stopped a search). If the solver finds no solution within its budget,
+        ``variables``, ``constraints`` and ``clock_stopped`` (True when the wall-clock
+        ``time_limit`` stopped a search). If the solver finds no solution within its work limit,
         the best baseline schedule is returned with ``status="timeout"`` (``method`` names it).
 
     Raises ``CapacityError`` below M_R and ``ScheduleError`` for a bad order or option.
@@ -877,7 +828,7 @@ def cosma(
     ctx = _Context(graph, sizes, alignment)
     fixed = resolve_order(graph, order) if order is not None else None
     method = "cosma" if fixed is None else "cosma-fs"
-    baseline = _best_baseline(graph, capacity_bytes, fixed or "program", sizes, alignment)
+    baseline = _best_baseline(graph, capacity_bytes, fixed or PROGRAM, sizes, alignment)
     start = baseline
     if fixed is None and options.warm_start:
         # Warm start: the fixed-order model is small and fast; its answer is a feasible
@@ -894,22 +845,25 @@ def cosma(
             start = warm.answer(solver, capacity_bytes, method)
             if start.noncompulsory_bytes == 0:
                 return _finish(start, need, "optimal", 0, 0, time.perf_counter() - began,
-                               {"warm_start": 1.0, **warm.size(), "clock_stopped": float(clock_stopped)})
+                               warm_start=True, **warm.size(), clock_stopped=clock_stopped)
     part = _Part(ctx, list(graph.nodes), capacity_bytes, _State(), set(), options, fixed_order=fixed)
     if options.hint:
         part.hint(0, start.order, _timeline_of(start))
     solver, status = part.solve(deadline, work)
-    size = {**part.size(), "clock_stopped": float(clock_stopped or part.clock_stopped)}
+    size = {**part.size(), "clock_stopped": clock_stopped or part.clock_stopped}
     if status not in ("optimal", "feasible"):
         bound = max(0, int(solver.best_objective_bound)) if status == "timeout" else 0
         if start is not baseline:
-            return _finish(start, need, "feasible", start.noncompulsory_bytes, bound, time.perf_counter() - began, size)
+            return _finish(start, need, "feasible", start.noncompulsory_bytes, bound, time.perf_counter() - began,
+                           **size)
         baseline.method = f"{method} ({status}; {baseline.method} kept)"
-        return _finish(baseline, need, status, baseline.noncompulsory_bytes, bound, time.perf_counter() - began, size)
+        return _finish(baseline, need, status, baseline.noncompulsory_bytes, bound, time.perf_counter() - began,
+                       **size)
     result = part.answer(solver, capacity_bytes, method)
     objective = int(round(solver.objective_value))
     bound = int(math.ceil(solver.best_objective_bound - 1e-6))
-    return _finish(result, need, status, objective, min(objective, max(0, bound)), time.perf_counter() - began, size)
+    return _finish(result, need, status, objective, min(objective, max(0, bound)), time.perf_counter() - began,
+                   **size)
 
 
 def break_nodes(graph: nx.DiGraph, part_size: int = 40, sizes: Mapping[str, int] | None = None,
@@ -954,9 +908,9 @@ def cosma_dnc(
     resident keep their addresses and may be kept, dropped or spilled; tensors read by later
     parts must end resident or in DRAM. The order within a part is free, across parts it
     follows the cuts, so the answer is optimal per part given the earlier ones, not globally.
-    ``options.deterministic_time`` (and ``options.time_limit``, if set) is the total budget:
+    ``options.deterministic_time`` (and ``options.time_limit``, if set) bounds the whole call:
     each part gets an even share of what the parts before it left.
-    ``status`` is ``"optimal"`` only if every part is; ``stats["bound"]`` is the sum of the
+    ``status`` is ``"optimal"`` only if every part is; ``stats.bound`` is the sum of the
     parts' bounds (a bound for the cut problem, not the whole graph).
     """
     began = time.perf_counter()
@@ -970,7 +924,7 @@ def cosma_dnc(
             raise ScheduleError(f"break node {b!r} is not an operator of the graph")
     bounds = sorted({where[b] + 1 for b in cut_after if where[b] + 1 < len(names)})
     parts = [names[i:j] for i, j in zip([0, *bounds], [*bounds, len(names)], strict=True)]
-    baseline = _best_baseline(graph, capacity_bytes, "program", sizes, alignment)
+    baseline = _best_baseline(graph, capacity_bytes, PROGRAM, sizes, alignment)
     hint = _timeline_of(baseline)
     state, timeline = _State(), _Timeline()
     order: list[str] = []
@@ -993,7 +947,7 @@ def cosma_dnc(
         if status not in ("optimal", "feasible"):
             baseline.method = f"cosma-dnc ({status} in part {i + 1} of {len(parts)}; {baseline.method} kept)"
             return _finish(baseline, need, "timeout", baseline.noncompulsory_bytes, 0, time.perf_counter() - began,
-                           {"parts": float(len(parts)), "clock_stopped": float(clock_stopped)})
+                           parts=len(parts), clock_stopped=clock_stopped)
         statuses.append(status)
         objective += int(round(solver.objective_value))
         bound += int(math.ceil(solver.best_objective_bound - 1e-6))
@@ -1002,4 +956,4 @@ def cosma_dnc(
     result = _assemble(ctx, order, timeline, capacity_bytes, "cosma-dnc")
     status = "optimal" if all(s == "optimal" for s in statuses) else "feasible"
     return _finish(result, need, status, objective, min(objective, max(0, bound)), time.perf_counter() - began,
-                   {"parts": float(len(parts)), "clock_stopped": float(clock_stopped)})
+                   parts=len(parts), clock_stopped=clock_stopped)

@@ -1,27 +1,31 @@
-"""Every scheduler by name, and the memory budgets they are compared at (COSMA §V-A2).
+"""``make_schedule``, the one entry point over the scheduler registry, and the built-in schedulers' functions.
 
-``SCHEDULERS`` lists the methods ``make_schedule`` and ``accelsim run --scheduler`` accept:
+``make_schedule`` checks its options against the registry (``scheduler.registry``: which
+scheduler takes which option, each rule with one message) and calls the scheduler's function
+with one ``ScheduleOptions`` (``scheduler.options``). The functions here adapt that record to
+the algorithms:
 
-* ``"program"`` -- the program order with a replacement policy (``"belady"`` or ``"greedy"``),
-  its spills decided by an ``allocator.METHODS`` method placing each residency plan offline
-  (``scheduler.spill_loop.allocation_aware``; ``"auto"`` by default, as in ``accelsim run``
-  and ``accelsim.compile_and_simulate``, so the three give the same schedule), or by the
-  TensorFlow Lite style online first-fit arena (``allocator="online-first-fit"``,
+* ``program`` -- the program order (or ``options.order``) with a replacement policy
+  (``"belady"`` or ``"greedy"``), its spills decided by an ``allocator.METHODS`` method placing
+  each residency plan offline (``scheduler.spill_loop.allocation_aware``;
+  ``allocator.DEFAULT_METHOD`` by default, as in ``accelsim run`` and
+  ``accelsim.compile_and_simulate``, so the three give the same schedule), or by the TensorFlow
+  Lite style online first-fit arena (``allocator=scheduler.registry.ONLINE_ARENA``,
   ``scheduler.baseline``);
-* ``"min-peak"`` -- the same with the order of minimum peak footprint (MPMF, ``min_peak``);
-* ``"cosma"`` -- the joint CP-SAT model (``scheduler.cosma.cosma``);
-* ``"cosma-fs"`` -- addresses and replacement for a fixed order, ``fixed_order`` =
-  ``"program"`` or ``"min-peak"`` (COSMA §III-E2);
-* ``"cosma-dnc"`` -- divide and conquer over automatic break nodes (COSMA §IV).
+* ``min_peak`` -- the same with the order of minimum peak footprint (MPMF, ``cosma.min_peak``);
+* ``cosma_joint`` -- the joint CP-SAT model (``scheduler.cosma.cosma``);
+* ``cosma_fixed`` -- addresses and replacement for a fixed order, ``fixed_order`` = the program
+  order or MPMF's (COSMA §III-E2);
+* ``cosma_divided`` -- divide and conquer over automatic break nodes (COSMA §IV).
 
-A budget is ``"MR"`` (the largest single-operator footprint), ``"MP"`` (the minimum peak
-footprint), ``"MH"`` (their mean) or a number of bytes.
+A memory budget (``resolve_budget``) is ``"MR"`` (the largest single-operator footprint),
+``"MP"`` (the minimum peak footprint), ``"MH"`` (their mean) or a number of bytes (COSMA §V-A2).
 
-Every default budget here is work, not seconds (``CosmaOptions.deterministic_time`` for the
+Every default limit here is work, not seconds (``CosmaOptions.deterministic_time`` for the
 CP-SAT models and the MPMF order, ``allocator.METHODS[name].work_limit`` for the loop's
 allocator), so the same call gives the same schedule on any machine; the wall-clock limits
 (``CosmaOptions.time_limit``, ``allocator_timeout``) are safety nets, off by default, and a
-schedule they cut short says so in ``stats["clock_stopped"]``.
+schedule they cut short says so in ``stats.clock_stopped``.
 """
 
 from __future__ import annotations
@@ -31,16 +35,26 @@ from typing import Any
 
 import networkx as nx
 
+from allocator.core.defaults import DEFAULT_METHOD
 from scheduler.baseline import schedule
 from scheduler.budget import min_capacity
-from scheduler.cosma import DEFAULTS, CosmaOptions, budgets, cosma, cosma_dnc, min_peak
+from scheduler.cosma import budgets as memory_budgets
+from scheduler.cosma import cosma, cosma_dnc
+from scheduler.cosma import min_peak as mpmf_order
+from scheduler.options import DEFAULT_REPLACEMENT, DEFAULTS, CosmaOptions, ScheduleOptions
+from scheduler.order import PROGRAM, is_solvers_order
+from scheduler.registry import (
+    DEFAULT_SCHEDULER,
+    ONLINE_ARENA,
+    check_fixed_order,
+    check_graph,
+    check_options,
+    scheduler_entry,
+)
 from scheduler.schedule import Schedule, ScheduleError
-from scheduler.spill_loop import DEFAULT_ALLOCATOR, ONLINE, allocation_aware
+from scheduler.spill_loop import allocation_aware
 
-#: scheduler names ``make_schedule`` accepts
-SCHEDULERS = ("program", "min-peak", "cosma", "cosma-fs", "cosma-dnc")
-
-#: named budgets ``resolve_budget`` accepts
+#: named memory budgets ``resolve_budget`` accepts
 BUDGETS = ("MR", "MH", "MP")
 
 
@@ -48,7 +62,7 @@ def resolve_budget(
     graph: nx.DiGraph, budget: int | str, sizes: Mapping[str, int] | None = None, alignment: int = 1,
     options: CosmaOptions = DEFAULTS,
 ) -> int:
-    """Bytes of ``budget``: ``"MR"``, ``"MH"``, ``"MP"`` (see ``cosma.budgets``) or a positive integer.
+    """Bytes of the memory budget ``budget``: ``"MR"``, ``"MH"``, ``"MP"`` (``cosma.budgets``) or a positive integer.
 
     ``"MR"`` needs no solver; ``"MH"`` and ``"MP"`` solve for the minimum peak order.
 
@@ -59,94 +73,104 @@ def resolve_budget(
     if isinstance(budget, str) and budget.upper() == "MR":
         return min_capacity(graph, sizes, alignment)[0]
     if isinstance(budget, str) and budget.upper() in BUDGETS:
-        return budgets(graph, sizes, alignment, options)[budget.upper()]
+        return memory_budgets(graph, sizes, alignment, options)[budget.upper()]
     if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
         return budget
     raise ScheduleError(f"budget {budget!r} is neither one of {', '.join(BUDGETS)} nor a positive number of bytes")
 
 
 def make_schedule(
-    graph: nx.DiGraph, capacity_bytes: int, method: str = "program", replacement: str = "belady",
+    graph: nx.DiGraph, capacity_bytes: int, method: str = DEFAULT_SCHEDULER, replacement: str = DEFAULT_REPLACEMENT,
     sizes: Mapping[str, int] | None = None, alignment: int = 1, options: CosmaOptions = DEFAULTS,
-    fixed_order: str = "program", part_size: int = 40, allocator: str | None = None,
+    fixed_order: str = PROGRAM, part_size: int = 40, allocator: str | None = None,
     allocator_timeout: float | None = None, allocator_options: Mapping[str, Any] | None = None,
-    order: str | Sequence[str] = "program",
+    order: str | Sequence[str] = PROGRAM,
 ) -> Schedule:
     """Schedule ``graph`` in ``capacity_bytes`` with the scheduler called ``method`` (see ``SCHEDULERS``).
 
-    ``replacement`` applies to ``"program"`` and ``"min-peak"``; ``fixed_order`` to
-    ``"cosma-fs"``; ``part_size`` to ``"cosma-dnc"``; ``options`` (budget, workers, seed)
-    to every solver-based method, including the MPMF order of ``"min-peak"``. ``allocator``
+    Each option applies to the schedulers whose capabilities take it (``scheduler.registry``):
+    ``replacement`` to ``"program"`` and ``"min-peak"``; ``fixed_order`` to ``"cosma-fs"``;
+    ``part_size`` to ``"cosma-dnc"``; ``options`` (work limit, workers, seed) to every
+    solver-based method, including the MPMF order of ``"min-peak"``. ``allocator``
     (``"program"`` and ``"min-peak"`` only) decides their spills: any ``allocator.METHODS``
-    name runs the allocation-aware loop with it (``allocation_aware``; ``"auto"`` when None,
-    the default of ``accelsim run`` too; ``allocator_timeout`` is a wall-clock safety net in
-    seconds for the loop, ``allocator_options`` go to ``allocator.solve``), and
-    ``"online-first-fit"`` is the baseline's online arena. ``order`` is the ``"program"``
-    scheduler's order (``"program"`` or a list of every operator). The result's
-    ``status`` says whether a solver proved its answer (``"optimal"``), used up its budget
-    with one (``"feasible"``) or without (``"timeout"``: the best baseline is returned),
-    or whether it is a heuristic; ``stats["clock_stopped"]`` is 1 when a wall-clock limit,
-    not a work budget, ended a search (of the order, too, for ``"min-peak"`` and
-    ``"cosma-fs"`` with the MPMF order). Unknown names raise ``ScheduleError`` listing the
-    valid ones.
+    name runs the allocation-aware loop with it (``allocation_aware``;
+    ``allocator.DEFAULT_METHOD`` when None, the default of ``accelsim run`` too;
+    ``allocator_timeout`` is a wall-clock safety net in seconds for the loop,
+    ``allocator_options`` go to ``allocator.solve``), and ``"online-first-fit"``
+    (``scheduler.registry.ONLINE_ARENA``) is the baseline's online arena. ``order`` is the
+    ``"program"`` scheduler's order (``"program"`` or a list of every operator). The result's
+    ``status`` says whether a solver proved its answer (``"optimal"``), used up its work limit
+    with one (``"feasible"``) or without (``"timeout"``: the best baseline is returned), or
+    whether it is a heuristic; ``stats.clock_stopped`` is True when a wall-clock limit, not a
+    work limit, ended a search (of the order, too, for ``"min-peak"`` and ``"cosma-fs"`` with
+    the MPMF order). Unknown names and options a scheduler does not take raise
+    ``ScheduleError`` naming them.
 
     >>> from frontend.synthetic import chain
     >>> make_schedule(chain(3, size=10), 30, "cosma").noncompulsory_bytes
     0
     """
-    if method not in SCHEDULERS:
-        raise ScheduleError(f"unknown scheduler {method!r}; valid values: {', '.join(map(repr, SCHEDULERS))}")
-    if fixed_order not in ("program", "min-peak"):
-        raise ScheduleError(f"unknown fixed order {fixed_order!r}; valid values: 'program', 'min-peak'")
-    if method not in ("program", "min-peak"):
-        if allocator is not None:
-            raise ScheduleError(f"allocator={allocator!r} decides the spills of the 'program' and 'min-peak' "
-                                f"schedulers; {method!r} places its own tensors (re-place its residencies with "
-                                "allocator.solve)")
-        if allocator_timeout is not None or allocator_options is not None:
-            raise ScheduleError(f"allocator_timeout and allocator_options apply to the 'program' and 'min-peak' "
-                                f"schedulers' allocator, not to {method!r}")
-    chosen = DEFAULT_ALLOCATOR if allocator is None else allocator
-    if allocator_timeout is not None and chosen == ONLINE:
-        raise ScheduleError(f"allocator_timeout={allocator_timeout!r} limits an allocator's loop; the "
-                            f"{ONLINE!r} arena has no time limit")
+    entry = scheduler_entry(method)
+    check_fixed_order(fixed_order)
+    check_options(method, allocator=allocator, allocator_timeout=allocator_timeout,
+                  allocator_options=allocator_options)
+    check_graph(method, graph, fixed_order)
+    check_options(method, order=order)
+    chosen = ScheduleOptions(
+        capacity=capacity_bytes, replacement=replacement, sizes=sizes, alignment=alignment, solver=options,
+        fixed_order=fixed_order, part_size=part_size, allocator=allocator, allocator_timeout=allocator_timeout,
+        allocator_options=allocator_options, order=order)
+    return entry.resolve()(graph, chosen)
 
-    reorders = method in ("min-peak", "cosma", "cosma-dnc") or (method == "cosma-fs" and fixed_order == "min-peak")
-    if reorders and graph.graph.get("host_ops"):
-        raise ScheduleError(
-            f"graph {graph.graph.get('name', '')!r} has host operators (frontend.host), whose results the "
-            f"accelerator may read only after the host ran them; scheduler {method!r}"
-            + (" with fixed order 'min-peak'" if method == "cosma-fs" else "")
-            + " chooses its own order without that constraint: use 'program' or 'cosma-fs' with the program order")
-    if method != "program" and not (isinstance(order, str) and order == "program"):
-        raise ScheduleError(f"order applies to the 'program' scheduler, not to {method!r}")
 
-    def fixed(sequence: str | Sequence[str]) -> Schedule:
-        if chosen == ONLINE:
-            result = schedule(graph, capacity_bytes, sequence, replacement, sizes, alignment)
-            result.placed_by = ONLINE
-            result.stats["clock_stopped"] = 0.0
-            return result
-        return allocation_aware(graph, capacity_bytes, chosen, sequence, replacement, sizes, alignment,
-                                allocator_timeout, allocator_options)
+# -- the built-in schedulers (``scheduler.registry.BUILT_IN``) ---------------------------------------
 
-    if method == "program":
-        return fixed(order)
-    if method == "min-peak":
-        best = min_peak(graph, sizes, alignment, options)
-        result = fixed(best.order)
-        result.method = f"min-peak+{replacement}"
-        result.stats["order_peak"] = best.peak
-        result.stats["order_status_optimal"] = float(best.status == "optimal")
-        result.stats["clock_stopped"] = float(result.stats["clock_stopped"] or best.clock_stopped)
+
+def spills_in_order(graph: nx.DiGraph, options: ScheduleOptions, order: str | Sequence[str]) -> Schedule:
+    """A schedule of ``order`` with ``options.replacement``, its spills decided by
+    ``options.allocator`` (the allocation-aware loop, or the online arena): what a scheduler that
+    takes an allocator does once it has chosen its order."""
+    if options.allocator == ONLINE_ARENA:
+        result = schedule(graph, options.capacity, order, options.replacement, options.sizes, options.alignment)
+        result.stats.clock_stopped = False  # the arena looks at no clock
         return result
-    if method == "cosma":
-        return cosma(graph, capacity_bytes, None, sizes, alignment, options)
-    if method == "cosma-fs":
-        mpmf = None if fixed_order == "program" else min_peak(graph, sizes, alignment, options)
-        result = cosma(graph, capacity_bytes, "program" if mpmf is None else mpmf.order, sizes, alignment, options)
-        result.method = result.method.replace("cosma-fs", f"cosma-fs[{fixed_order}]", 1)
-        if mpmf is not None and mpmf.clock_stopped:
-            result.stats["clock_stopped"] = 1.0
-        return result
-    return cosma_dnc(graph, capacity_bytes, part_size, sizes, alignment, options)
+    return allocation_aware(graph, options.capacity, options.allocator or DEFAULT_METHOD, order, options.replacement,
+                            options.sizes, options.alignment, options.allocator_timeout, options.allocator_options)
+
+
+def program(graph: nx.DiGraph, options: ScheduleOptions) -> Schedule:
+    """The program order (or ``options.order``), its spills decided by the allocator."""
+    return spills_in_order(graph, options, options.order)
+
+
+def min_peak(graph: nx.DiGraph, options: ScheduleOptions) -> Schedule:
+    """The order of minimum peak footprint (MPMF), its spills decided by the allocator."""
+    best = mpmf_order(graph, options.sizes, options.alignment, options.solver)
+    result = spills_in_order(graph, options, best.order)
+    result.method = f"min-peak+{options.replacement}"
+    result.stats.order_peak = best.peak
+    result.stats.order_status_optimal = best.status == "optimal"
+    result.stats.clock_stopped = bool(result.stats.clock_stopped or best.clock_stopped)
+    return result
+
+
+def cosma_joint(graph: nx.DiGraph, options: ScheduleOptions) -> Schedule:
+    """COSMA's joint model: order, addresses and spills."""
+    return cosma(graph, options.capacity, None, options.sizes, options.alignment, options.solver)
+
+
+def cosma_fixed(graph: nx.DiGraph, options: ScheduleOptions) -> Schedule:
+    """COSMA's model for a fixed order: the program order, or MPMF's (``options.fixed_order``)."""
+    mpmf = (mpmf_order(graph, options.sizes, options.alignment, options.solver)
+            if is_solvers_order(options.fixed_order) else None)
+    result = cosma(graph, options.capacity, PROGRAM if mpmf is None else mpmf.order, options.sizes,
+                   options.alignment, options.solver)
+    result.method = result.method.replace("cosma-fs", f"cosma-fs[{options.fixed_order}]", 1)
+    if mpmf is not None and mpmf.clock_stopped:
+        result.stats.clock_stopped = True
+    return result
+
+
+def cosma_divided(graph: nx.DiGraph, options: ScheduleOptions) -> Schedule:
+    """COSMA's divide and conquer, parts of at most ``options.part_size`` operators."""
+    return cosma_dnc(graph, options.capacity, options.part_size, options.sizes, options.alignment, options.solver)

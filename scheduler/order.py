@@ -4,15 +4,31 @@ An order is a list of operator names, one per logical step. It must be a topolog
 the dataflow graph: every tensor is written before any operator reads it. ``program_order``
 is the order the model's code runs its operators in (PyTorch's default schedule, the first
 operator-scheduling option of COSMA section V-A).
+
+Orders have names, and two of them coincide with the names of schedulers: ``PROGRAM`` is the
+program order (the ``program`` scheduler's default ``order``, one of cosma-fs's fixed orders)
+and ``MIN_PEAK`` the order of minimum peak footprint (MPMF) a solver finds, cosma-fs's other
+fixed order. Code names an order by these constants, never by its text, so a comparison with
+an order is never mistaken for one with a scheduler (``scheduler.registry`` names those).
+This module imports nothing heavy, so the registry and the command line read these names for free.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from scheduler.schedule import ScheduleError
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+#: the program order: the operators in the order the model's code runs them (``program_order``)
+PROGRAM = "program"
+#: the order of minimum peak footprint (MPMF, ``scheduler.cosma.min_peak``), which a solver chooses
+MIN_PEAK = "min-peak"
+#: the fixed orders cosma-fs takes (``fixed_order=``): the program order, or MPMF's
+FIXED_ORDERS = (PROGRAM, MIN_PEAK)
 
 
 def program_order(graph: nx.DiGraph) -> list[str]:
@@ -30,7 +46,16 @@ def program_order(graph: nx.DiGraph) -> list[str]:
 
 
 #: named orders ``schedule(order=...)`` accepts; a list of operator names is accepted too
-ORDERS: dict[str, Callable[[nx.DiGraph], list[str]]] = {"program": program_order}
+ORDERS: dict[str, Callable[[nx.DiGraph], list[str]]] = {PROGRAM: program_order}
+
+
+def is_solvers_order(fixed_order: str) -> bool:
+    """Whether the fixed order ``fixed_order`` is one a solver chooses (MPMF), not the graph's own.
+
+    >>> is_solvers_order(MIN_PEAK), is_solvers_order(PROGRAM)
+    (True, False)
+    """
+    return fixed_order == MIN_PEAK
 
 
 def resolve_order(graph: nx.DiGraph, order: str | Sequence[str]) -> list[str]:

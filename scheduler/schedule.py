@@ -14,17 +14,22 @@ Transfer timing convention (shared with the simulator):
 
 Traffic is compulsory (graph inputs and weights read once, final outputs written once) or
 non-compulsory (spills and the retrievals that bring spilled or evicted tensors back).
+
+Besides the schedule itself, a scheduler says what it measured (``ScheduleStats``), who chose
+the offsets (``PlacedBy``) and, for the allocation-aware spill loop, each attempt (``Round``).
+This module imports nothing heavy (the allocator's types load when a problem is built), so the
+scheduler's registry and the command line can name these types for free.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-
-from allocator import Buffer, Problem
+if TYPE_CHECKING:
+    from allocator import Buffer, Problem
 
 TransferKind = Literal["load", "store", "spill", "retrieve"]
 
@@ -65,6 +70,8 @@ class Residency:
 
     def buffer(self, alignment: int = 1) -> Buffer:
         """This residency as an allocator buffer."""
+        from allocator import Buffer
+
         return Buffer(self.id, self.start, self.end, self.size, alignment)
 
 
@@ -92,6 +99,136 @@ class Transfer:
         return self.kind in ("load", "retrieve")
 
 
+#: who chose a schedule's offsets (``PlacedBy.placer``)
+Placer = Literal["nobody", "online arena", "own addresses", "allocator"]
+
+
+@dataclass(frozen=True)
+class PlacedBy:
+    """Who chose a schedule's ``offsets`` (``Schedule.placed_by``).
+
+    ``placer`` is ``"nobody"`` (no offsets, or offsets a caller set by hand), ``"online arena"``
+    (the scheduler's online first-fit arena, ``scheduler.arena``: ``scheduler.registry.BY_ONLINE_ARENA``),
+    ``"own addresses"`` (the scheduler placed its tensors itself, as COSMA's CP-SAT model does)
+    or ``"allocator"`` (an ``allocator.METHODS`` method). ``name`` is how reports name it
+    (report.json's ``allocator``): the method, the arena's registered name, or the scheduler's
+    own words (``"cosma (CP-SAT addresses)"``); empty for nobody.
+
+    >>> PlacedBy.by_allocator("best-fit")
+    PlacedBy(placer='allocator', name='best-fit')
+    """
+
+    placer: Placer = "nobody"
+    name: str = ""
+
+    @classmethod
+    def by_allocator(cls, method: str) -> PlacedBy:
+        """Placed by the ``allocator.METHODS`` method ``method``."""
+        return cls("allocator", method)
+
+
+#: nobody chose the offsets (the default of a ``Schedule``)
+NOBODY = PlacedBy()
+
+
+@dataclass
+class ScheduleStats:
+    """What a scheduler measured: one field per statistic, None where the scheduler sets none.
+
+    Counts and bytes are ints, yes/no values bools, seconds floats. ``as_report`` renders the
+    record as report.json's ``scheduler_stats`` (``accelsim.results.SimReport``) has always
+    shown it.
+    """
+
+    min_capacity: int | None = None  #: M_R, bytes (every scheduler; not a plan of the spill loop)
+    evictions: int | None = None  #: residencies ended early to make room (the online arena, the spill loop)
+    compactions: int | None = None  #: the online arena's slides of an operator's own tensors
+    peak_live_bytes: int | None = None  #: the most bytes live at one step
+    peak_address: int | None = None  #: the highest byte the offsets reach (0 without offsets)
+    #: a wall-clock limit, not a work limit, ended a search (set by ``make_schedule`` and the
+    #: solvers; a schedule that never looked at a clock leaves it None)
+    clock_stopped: bool | None = None
+    # -- the allocation-aware spill loop (``scheduler.spill_loop``) ----------------------------
+    rounds: int | None = None  #: plans tried (``Schedule.rounds`` holds each)
+    fitted: bool | None = None  #: a plan of the loop was placed within the capacity
+    #: the fitted plan's non-compulsory bytes; None when no plan fitted (the report shows -1)
+    loop_noncompulsory_bytes: int | None = None
+    online_noncompulsory_bytes: int | None = None  #: the online arena's, on the same order
+    online_kept: bool | None = None  #: the online arena's schedule moved fewer bytes and was kept
+    loop_seconds: float | None = None  #: wall time of the loop, plans and placements
+    # -- min-peak's order (``scheduler.cosma.min_peak``) ---------------------------------------
+    order_peak: int | None = None  #: the peak footprint of the order
+    order_status_optimal: bool | None = None  #: the solver proved the order's peak minimal
+    # -- the CP-SAT models (``scheduler.cosma``) -----------------------------------------------
+    objective: int | None = None  #: the solver's non-compulsory bytes
+    bound: int | None = None  #: its proven lower bound on them
+    gap: float | None = None  #: (objective - bound) / objective
+    solve_seconds: float | None = None  #: the solver's wall time
+    warm_start: bool | None = None  #: the warm start's fixed-order answer moved nothing and was kept
+    variables: int | None = None  #: the model's variables
+    constraints: int | None = None  #: the model's constraints
+    parts: int | None = None  #: the parts of ``cosma-dnc``
+
+    def as_report(self) -> dict[str, float]:
+        """The statistics as report.json's ``scheduler_stats`` shows them, unchanged since it was a
+        plain dict: the fields set, in the order the scheduler that sets them lists them (the
+        spill loop's, the CP-SAT models' or the online arena's, then min-peak's order);
+        yes/no values as 1.0 or 0.0, the model's sizes and the seconds as floats, counts and
+        bytes as ints, and the loop's ``loop_noncompulsory_bytes`` -1 when no plan fitted.
+
+        >>> ScheduleStats(min_capacity=30, evictions=0, compactions=0, peak_live_bytes=30, peak_address=30,
+        ...               clock_stopped=False).as_report()
+        {'min_capacity': 30, 'evictions': 0, 'compactions': 0, 'peak_live_bytes': 30, 'peak_address': 30, \
+'clock_stopped': 0.0}
+        """
+        names: tuple[str, ...]
+        if self.rounds is not None:
+            names = _LOOP_FIELDS
+        elif self.objective is not None:
+            names = _SOLVER_FIELDS
+        else:
+            names = _ONLINE_FIELDS
+        shown: dict[str, float] = {}
+        for name in names + _ORDER_FIELDS:
+            value = getattr(self, name)
+            if value is None and name == "loop_noncompulsory_bytes":
+                value = -1
+            if value is None:
+                continue
+            shown[name] = float(value) if isinstance(value, bool) or name in _FLOAT_FIELDS else value
+        return shown
+
+
+#: the report's order of each scheduler's statistics (``ScheduleStats.as_report``)
+_ONLINE_FIELDS = ("min_capacity", "evictions", "compactions", "peak_live_bytes", "peak_address", "clock_stopped")
+_LOOP_FIELDS = ("min_capacity", "rounds", "fitted", "loop_noncompulsory_bytes", "online_noncompulsory_bytes",
+                "online_kept", "clock_stopped", "loop_seconds", "evictions", "peak_live_bytes", "peak_address")
+_SOLVER_FIELDS = ("min_capacity", "objective", "bound", "gap", "solve_seconds", "peak_live_bytes", "peak_address",
+                  "warm_start", "variables", "constraints", "parts", "clock_stopped")
+_ORDER_FIELDS = ("order_peak", "order_status_optimal")
+#: the ints the report has always shown as floats
+_FLOAT_FIELDS = frozenset({"variables", "constraints", "parts"})
+
+
+@dataclass(frozen=True)
+class Round:
+    """One plan-and-place attempt of the allocation-aware spill loop (``scheduler.spill_loop``)."""
+
+    noncompulsory_bytes: int  #: the plan's spill and retrieve bytes
+    peak_live_bytes: int  #: the plan's most live bytes at one step
+    residencies: int
+    status: str  #: the allocator's status for the plan: solved, failed, infeasible, timeout ("no gain": not placed)
+    peak: int | None  #: the highest address of the allocator's placement, if it returned one
+    lowered: int  #: steps whose cap this round lowered for the next (0 when it fit or could not progress)
+    seconds: float
+    #: "fit": lowering caps until a plan fits; "relax": raising them back halfway towards the capacity
+    phase: str = "fit"
+    #: the placement's work limit (``allocator.METHODS[name].work_limit``: nodes, deterministic time or
+    #: runs); None: none was set
+    limit: float | None = None
+    clock_stopped: bool = False  #: the wall-clock ``timeout`` ended this placement (or the loop before it)
+
+
 @dataclass
 class Schedule:
     """Operator order, residencies, transfers and (optionally) the offsets the scheduler chose.
@@ -108,33 +245,39 @@ class Schedule:
     alignment: int = 1  #: every residency offset must be a multiple of this
     offsets: dict[str, int] | None = None  #: residency id -> offset, when the scheduler chose them
     method: str = ""  #: which scheduler made it, e.g. "program+belady"
-    stats: dict[str, float] = field(default_factory=dict)
+    stats: ScheduleStats = field(default_factory=ScheduleStats)
     #: "optimal" / "feasible" / "timeout" for the solver-based schedulers (``scheduler.cosma``),
     #: "heuristic" for the baselines
     status: str = "heuristic"
-    #: who chose ``offsets``: the allocator method, "online-first-fit" for the baseline's arena,
-    #: "" when the scheduler's own (COSMA's CP-SAT addresses) or unset
-    placed_by: str = ""
-    #: the allocation-aware loop's attempts (``scheduler.spill_loop.Round``), empty for the other schedulers
-    rounds: list[Any] = field(default_factory=list)
+    placed_by: PlacedBy = NOBODY  #: who chose ``offsets``
+    #: the allocation-aware loop's attempts, empty for the other schedulers
+    rounds: list[Round] = field(default_factory=list)
 
-    def problem(self, capacity: int | None = -1) -> Problem:
-        """The residencies as an allocation problem (default: under this schedule's capacity)."""
-        cap = self.capacity if capacity == -1 else capacity
-        # columns, checked with whole-array operations: a Buffer object per residency cost
-        # seconds on graphs of 100,000 operators, inside the allocate stage's time limit
+    def problem(self) -> Problem:
+        """The residencies as an allocation problem under this schedule's capacity."""
+        return self.problem_under(self.capacity)
+
+    def problem_under(self, capacity: int | None) -> Problem:
+        """The residencies as an allocation problem under ``capacity`` bytes, or without a
+        capacity (None: to see where an allocator's placement reaches)."""
+        import numpy as np
+
+        from allocator import Problem
+
+        # columns, checked with whole-array operations: a Buffer object per residency is slow on
+        # large graphs, and this runs inside the allocate stage's time limit
         rs = self.residencies
         count = len(rs)
         return Problem.from_arrays(
             [r.id for r in rs], np.fromiter((r.start for r in rs), np.int64, count),
             np.fromiter((r.end for r in rs), np.int64, count), np.fromiter((r.size for r in rs), np.int64, count),
-            np.full(count, self.alignment, np.int64), capacity=cap)
+            np.full(count, self.alignment, np.int64), capacity=capacity)
 
     def with_offsets(self, offsets: Mapping[str, int]) -> Schedule:
         """A copy whose residencies are placed at ``offsets`` (e.g. from another allocator)."""
         return Schedule(
             list(self.order), list(self.residencies), list(self.transfers), self.capacity,
-            self.alignment, dict(offsets), self.method, dict(self.stats), self.status, self.placed_by,
+            self.alignment, dict(offsets), self.method, dataclasses.replace(self.stats), self.status, self.placed_by,
             list(self.rounds),
         )
 

@@ -36,6 +36,7 @@ import frontend  # noqa: E402
 import scheduler  # noqa: E402
 from frontend.synthetic import nas_cells  # noqa: E402
 from scheduler import CosmaOptions  # noqa: E402
+from scheduler.order import MIN_PEAK, PROGRAM  # noqa: E402
 
 MODELS = [
     "resnet50", "densenet121", "resnext50_32x4d", "video.r2plus1d_18", "video.s3d",
@@ -43,7 +44,7 @@ MODELS = [
     "transformer", "vit_b_16",
 ]
 VIDEO_SHAPE = (1, 3, 16, 224, 224)  # COSMA Fig. 3: R2Plus1D and S3D take (1, 3, 16, 224, 224)
-BASELINES = [("program", "belady"), ("program", "greedy"), ("min-peak", "belady"), ("min-peak", "greedy")]
+BASELINES = [(PROGRAM, "belady"), (PROGRAM, "greedy"), (MIN_PEAK, "belady"), (MIN_PEAK, "greedy")]
 
 
 def load(name: str, cache: Path | None) -> nx.DiGraph:
@@ -84,12 +85,13 @@ def compare(graph: nx.DiGraph, sizes: dict[str, int] | None, options: CosmaOptio
         row: dict[str, Any] = {"budget": label, "bytes": budget, "mpmf_status": best_order.status,
                                "mpmf_seconds": mpmf_seconds}
         for order_name, replacement in BASELINES:
-            order = "program" if order_name == "program" else best_order.order
+            order = PROGRAM if order_name == PROGRAM else best_order.order
             s = checked(graph, scheduler.baseline.schedule(graph, budget, order, replacement, sizes), sizes)
             row[f"{order_name}+{replacement}"] = s.noncompulsory_bytes
         s = checked(graph, scheduler.cosma.cosma(graph, budget, sizes=sizes, options=options), sizes)
-        row.update(cosma=s.noncompulsory_bytes, status=s.status, seconds=s.stats["solve_seconds"],
-                   bound=s.stats["bound"], variables=s.stats["variables"])
+        stats = s.stats.as_report()  # the numbers as report.json shows them
+        row.update(cosma=s.noncompulsory_bytes, status=s.status, seconds=stats["solve_seconds"],
+                   bound=stats["bound"], variables=stats["variables"])
         rows.append(row)
     return rows
 
@@ -160,14 +162,15 @@ def part2(cache: Path | None, options: CosmaOptions, part_size: int) -> list[dic
         mp = max(mr, mpmf.peak)
         for label, budget in (("MR", mr), ("MH", (mr + mp) // 2)):
             baselines = {f"{o}+{r}": scheduler.baseline.schedule(
-                graph, budget, "program" if o == "program" else mpmf.order, r).noncompulsory_bytes
+                graph, budget, PROGRAM if o == PROGRAM else mpmf.order, r).noncompulsory_bytes
                 for o, r in BASELINES}
             dnc = checked(graph, scheduler.cosma.cosma_dnc(graph, budget, part_size, options=options), None)
             fs = checked(graph, scheduler.cosma.cosma(graph, budget, mpmf.order, options=options), None)
             row = {"graph": name, "operators": graph.number_of_nodes(), "budget": label, "bytes": budget,
                    "best_baseline": min(baselines.values()), "dnc": dnc.noncompulsory_bytes,
-                   "dnc_status": dnc.status, "dnc_seconds": dnc.stats["solve_seconds"], "parts": dnc.stats["parts"],
-                   "fs": fs.noncompulsory_bytes, "fs_status": fs.status, "fs_seconds": fs.stats["solve_seconds"],
+                   "dnc_status": dnc.status, "dnc_seconds": dnc.stats.solve_seconds,
+                   "parts": dnc.stats.as_report()["parts"],
+                   "fs": fs.noncompulsory_bytes, "fs_status": fs.status, "fs_seconds": fs.stats.solve_seconds,
                    "mpmf_status": mpmf.status, **baselines}
             results.append(row)
             print(f"{name:38s} {row['operators']:4d} ops {label} {budget:>10,} best baseline "

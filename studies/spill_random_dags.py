@@ -38,7 +38,8 @@ def main(methods: list[str]) -> None:
             points += 1
             for method in methods:
                 result = allocation_aware(graph, capacity, method, timeout=60)
-                loop = int(result.stats["loop_noncompulsory_bytes"])
+                fitted = result.stats.loop_noncompulsory_bytes
+                loop = -1 if fitted is None else fitted  # -1: no plan fitted
                 outcome[method, "fewer" if loop < online else "equal" if loop == online else "more"] += 1
                 loop_total[method] += loop
                 rounds[method].append(len(result.rounds))

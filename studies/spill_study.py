@@ -59,9 +59,10 @@ def points(model: str, hw_name: str) -> tuple[object, list[tuple[float, int]], i
 def run_method(graph: object, hw_name: str, sram: int, method: str, time_limit: float) -> dict[str, object]:
     """One compile and simulation; the row's measured columns."""
     from accelsim.pipeline import CompileError, compile_and_simulate
+    from scheduler.registry import ENTRIES
 
     options: dict[str, Any] = {"sram": sram}
-    if method.startswith("cosma"):
+    if method in ENTRIES:  # a scheduler of its own (the COSMA models); the others are allocator methods
         options.update(scheduler=method, time_limit=time_limit)
     else:
         options.update(allocator=method)

@@ -10,10 +10,6 @@ from typing import NoReturn
 
 from accelsim.units import SEPARATOR, parse_bytes
 
-#: ``scheduler.SCHEDULERS``, repeated so that ``accelsim --help`` does not import the solvers
-#: (``tests/accelsim/test_cosma_flow.py`` keeps the two equal)
-SCHEDULERS = ("program", "min-peak", "cosma", "cosma-fs", "cosma-dnc")
-
 
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors: ``error: accelsim run: argument --timeout: ...`` and exit 2.

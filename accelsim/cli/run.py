@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from accelsim.cli.args import (
-    SCHEDULERS,
     Parser,
     add_model_input_arguments,
     check_named_cache,
@@ -22,9 +21,12 @@ from accelsim.hw import load_hw, parse_overrides
 from accelsim.outputs import Output, check_outputs
 from accelsim.report import REPORT_FILES
 from accelsim.sources import input_files, is_saved_graph, model_label
+from scheduler.order import FIXED_ORDERS
+from scheduler.registry import DEFAULT_SCHEDULER, SCHEDULERS
+from scheduler.replacement import EVICTING
 
 #: ``accelsim run --help``'s closing words
-_EPILOG = ("Every default budget counts work (search nodes, spill-loop rounds, CP-SAT deterministic time), so the "
+_EPILOG = ("Every default limit counts work (search nodes, spill-loop rounds, CP-SAT deterministic time), so the "
            "answer is the same on every machine. Exit status: 0 ok; 1 the run failed (memory check, allocation); "
            "2 bad input; 3 valid, but a wall-clock limit (--timeout, --time-limit) ended a search: not the "
            "deterministic result.")
@@ -45,7 +47,7 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     run.add_argument("--timeout", type=positive_seconds,
                      help="a wall-clock safety net in seconds for the allocator alone, not the whole command "
                           "(tracing the model, scheduling and simulating are not bounded by it; default: none; the "
-                          "allocator's budget is search nodes): the whole allocation-aware loop, or the re-placement "
+                          "allocator's limit is search nodes): the whole allocation-aware loop, or the re-placement "
                           "of a cosma* schedule; when it fires the report says so and the exit status is 3")
     run.add_argument("--buffers", metavar="OUT.csv",
                      help="also write the placed residencies to this CSV in the MiniMalloc format "
@@ -61,12 +63,12 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
                           "(neither read nor written)")
     run.add_argument("--dtype", help="storage dtype (default: the config's, e.g. int8 on pixel6)")
     add_model_input_arguments(run)
-    run.add_argument("--scheduler", default="program", choices=SCHEDULERS,
+    run.add_argument("--scheduler", default=DEFAULT_SCHEDULER, choices=SCHEDULERS,
                      help="program (default) or min-peak order with a replacement policy, or a COSMA model: "
                           "cosma (joint), cosma-fs (fixed order), cosma-dnc (divide and conquer)")
-    run.add_argument("--replacement", choices=("belady", "greedy"),
+    run.add_argument("--replacement", choices=EVICTING,
                      help="replacement policy of the program / min-peak schedulers (default belady)")
-    run.add_argument("--fixed-order", choices=("program", "min-peak"),
+    run.add_argument("--fixed-order", choices=FIXED_ORDERS,
                      help="the order of cosma-fs: program or min-peak (default program)")
     run.add_argument("--budget", help="schedule in MR, MH, MP (COSMA's budgets) or this many bytes per PE "
                                       "instead of the whole scratchpad")
@@ -74,7 +76,7 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
                      help="--no-weights gives weights no memory and no traffic (activations only)")
     run.add_argument("--time-limit", type=positive_seconds,
                      help="a wall-clock safety net in seconds per solve of a solver-based scheduler (cosma*; "
-                          "default: none; its budget is CP-SAT deterministic time); exit status 3 when it fires")
+                          "default: none; its limit is CP-SAT deterministic time); exit status 3 when it fires")
     run.add_argument("--max-operators", type=positive_int, default=None, metavar="N",
                      help="refuse a graph of more than N operators (default 250,000; a run takes about 16 KiB "
                           "of memory per operator, and one that needs more than the machine has is refused anyway)")

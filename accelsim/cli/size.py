@@ -32,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
                                             "(default: online-first-fit and auto)")
     sizing.add_argument("--timeout", type=positive_seconds,
                         help="a wall-clock safety net in seconds for each allocation-aware loop (default: none; "
-                             "budgets count work); exit status 3 when it fires")
+                             "work limits count work); exit status 3 when it fires")
     sizing.add_argument("--time-limit", type=positive_seconds,
                         help="a wall-clock safety net in seconds for each cosma* solve (default: none); exit "
                              "status 3 when it fires")
@@ -48,20 +48,23 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """``accelsim size``: M_R and the smallest spill-free SRAM per scheduler/allocator pair; see ``accelsim.sizing``."""
-    from accelsim.sizing import DEFAULT_PAIRS, check_pairs, size
+    from accelsim.sizing import DEFAULT_PAIRS, OWN, check_pairs, size
+    from allocator.core.defaults import DEFAULT_METHOD
+    from scheduler.registry import DEFAULT_SCHEDULER, check_allocator, check_options, scheduler_entry
 
     schedulers = names(args.scheduler, "--scheduler", "scheduler") if args.scheduler is not None else None
     allocators = names(args.allocator, "--allocator", "allocator") if args.allocator is not None else None
-    if allocators is not None:  # every name checked, also those a cosma* scheduler will not use
-        check_pairs([("program", a) for a in allocators if a != "own"])
-        if schedulers is not None and all(s.startswith("cosma") for s in schedulers):
-            raise ValueError(f"--allocator {args.allocator!r} places the program / min-peak schedulers' tensors; "
-                             f"--scheduler {args.scheduler!r} places them itself (its CP-SAT addresses)")
+    if allocators is not None:  # every name checked, also those a scheduler placing its own tensors will not use
+        for allocator in allocators:
+            if allocator != OWN:
+                check_allocator(allocator)
+        if schedulers is not None and not any(scheduler_entry(s).capabilities.allocator for s in schedulers):
+            check_options(schedulers[0], allocator=allocators[0], flags={"allocator": "--allocator"})
     if schedulers is None and allocators is None:
         pairs = list(DEFAULT_PAIRS)
     else:
-        pairs = [(s, "own" if s.startswith("cosma") else a)
-                 for s in (schedulers or ["program"]) for a in (allocators or ["auto"])]
+        pairs = [(s, a if scheduler_entry(s).capabilities.allocator else OWN)
+                 for s in (schedulers or [DEFAULT_SCHEDULER]) for a in (allocators or [DEFAULT_METHOD])]
     pairs = check_pairs(pairs)
     # made absolute before the user's build() runs, which may change the working folder
     csv_path = check_outputs([Output("--csv", args.csv)], input_files(args.model, args.hw))[0] \

@@ -4,10 +4,12 @@ package that assembles it)."""
 
 from __future__ import annotations
 
+# the method of ``accelsim alloc`` when ``--method`` is not given, and the flow's default allocator:
+# the allocator's one definition (its module imports nothing), re-exported for the command modules
+from allocator.core.defaults import DEFAULT_METHOD  # noqa: F401  (re-exported)
+
 #: exit status of ``run`` and ``size`` when a wall-clock limit ended a search (see ``accelsim.cli``'s docstring)
 EXIT_NOT_DETERMINISTIC = 3
-#: the method of ``accelsim alloc`` when ``--method`` is not given (also the flow's default allocator)
-DEFAULT_METHOD = "auto"
 
 #: what a Ctrl-C can surface as: KeyboardInterrupt, or another error it caused inside a library
 Exception_or_interrupt = (KeyboardInterrupt, Exception)

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from accelsim.cli.args import (
-    SCHEDULERS,
     Parser,
     add_model_input_arguments,
     check_named_cache,
@@ -18,6 +17,7 @@ from accelsim.cli.args import (
     positive_seconds,
 )
 from accelsim.hw import parse_overrides
+from scheduler.registry import SCHEDULERS
 
 
 def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
@@ -45,7 +45,7 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     sweep.add_argument("--timeout", type=positive_seconds,
                        help="a wall-clock safety net in seconds for the allocator of every point, not for the "
                             "point or the sweep (tracing, scheduling and simulating are not bounded by it; default: "
-                            "none; budgets count work); a point it cut short says so in its report.json")
+                            "none; work limits count work); a point it cut short says so in its report.json")
     sweep.add_argument("--time-limit", type=positive_seconds,
                        help="a wall-clock safety net in seconds per cosma* solve (default: none)")
     sweep.add_argument("--dtype", help="storage dtype of every point (default: the config's)")

@@ -14,17 +14,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelsim.hw import HardwareConfig, apply_overrides, load_hw, parse_value, schema_fields
-from accelsim.pipeline import ONLINE_ALLOCATOR
 from accelsim.sources import is_saved_graph, model_label, model_labels
 from accelsim.units import format_bytes, parse_bytes
+from scheduler.registry import DEFAULT_SCHEDULER, ONLINE_ARENA, scheduler_entry
 
 #: grid keys that are run options rather than hardware fields
 RUN_KEYS = ("sram", "scheduler", "allocator", "budget", "dtype", "weights", "batch")
 #: the run options that choose how a model is built and traced (``RunOptions`` fields): a point's
 #: hash keys on the model's effective inputs instead (``model_inputs``)
 INPUT_OPTIONS = ("input_shape", "batch", "model_options")
-#: ``allocator`` grid value for the program / min-peak schedulers' online first-fit arena
-#: (short for ``online-first-fit``, which is accepted too)
+#: ``allocator`` grid value for the scheduler's own placement: the online first-fit arena of a
+#: scheduler that takes an allocator (short for ``online-first-fit``, which is accepted too), the
+#: own addresses of one that places its tensors itself
 ONLINE = "online"
 #: one field, two names: a grid key or run option -> the hardware field it sets. A sweep takes
 #: each field under one name, in one place (``--grid``, ``--set`` or a run option)
@@ -75,15 +76,14 @@ def parse_grid_value(key: str, value: Any) -> Any:
     if key == "sram":
         return _positive_bytes(key, text, shown, "must be positive")
     if key == "scheduler":
-        from scheduler import SCHEDULERS
-
-        if not isinstance(text, str) or text not in SCHEDULERS:
-            raise ValueError(f"--grid scheduler={shown}: unknown scheduler; valid: {', '.join(SCHEDULERS)}")
-        return text
+        try:
+            return scheduler_entry(text).name
+        except ValueError as exc:
+            raise ValueError(f"--grid scheduler={shown}: {exc}") from None
     if key == "allocator":
         import allocator
 
-        if not isinstance(text, str) or (text not in (ONLINE, ONLINE_ALLOCATOR) and text not in allocator.METHODS):
+        if not isinstance(text, str) or (text not in (ONLINE, ONLINE_ARENA) and text not in allocator.METHODS):
             raise ValueError(f"--grid allocator={shown}: unknown allocator method; valid: {ONLINE} (the "
                              f"scheduler's own first fit), {', '.join(sorted(allocator.METHODS))}")
         return text
@@ -298,9 +298,10 @@ def effective(point: Point, base: Base) -> tuple[HardwareConfig, dict[str, Any]]
         config = config.with_sram(run.pop("sram"))
     if "allocator" in run:
         chosen = run.pop("allocator")
-        options["allocator"] = ONLINE_ALLOCATOR if chosen == ONLINE else chosen
+        options["allocator"] = ONLINE_ARENA if chosen == ONLINE else chosen
     options.update(run)
-    if options.get("allocator") == ONLINE_ALLOCATOR and str(options.get("scheduler", "program")).startswith("cosma"):
+    if (options.get("allocator") == ONLINE_ARENA
+            and not scheduler_entry(options.get("scheduler", DEFAULT_SCHEDULER)).capabilities.allocator):
         options["allocator"] = None  # "online" = the scheduler's own placement: a COSMA schedule's is its addresses
     options.setdefault("dtype", None)
     if options["dtype"] is None:

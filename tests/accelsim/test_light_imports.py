@@ -61,3 +61,20 @@ print("IMPORTED=")
     assert imported_by(code) == []
     fresh = "import frontend; print('IMPORTED=' + ','.join(frontend.zoo.SUPPORTED_MODELS[:1]))"
     assert imported_by(fresh) == ["resnet18"]  # submodules are attributes after `import frontend` alone
+
+
+def test_the_scheduler_registry_and_the_command_line_load_neither_a_solver_nor_numpy():
+    """``--scheduler``'s choices and every rule of the scheduler registry cost no heavy import:
+    the registry names each scheduler's function as ``"module:function"``, imported on first use."""
+    code = f"""
+import sys
+import scheduler
+from scheduler.registry import ENTRIES, SCHEDULERS, check_options
+assert scheduler.SCHEDULERS == SCHEDULERS and set(ENTRIES) == set(SCHEDULERS)
+check_options("cosma-fs", fixed_order="min-peak", time_limit=5.0)
+from accelsim.cli import build_parser
+parser = build_parser()
+parser.parse_args(["run", "resnet18", "--scheduler", "cosma-fs", "--fixed-order", "min-peak"]).handler
+print("IMPORTED=" + ",".join(m for m in {HEAVY!r} + ("networkx", "numpy") if m in sys.modules))
+"""
+    assert imported_by(code) == []

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import accelsim.pipeline as pipeline
+import allocator
 import scheduler
 from accelsim import (
     AllocationFailedError,
@@ -81,7 +82,7 @@ def test_chain_on_pixel6_uses_per_pe_sizes(chain_graph):
     assert report.ok and report.memory_check == "ok"
     assert report.capacity_bytes == 2 * 2**20
     assert report.capacity_scope == "per PE (16 PEs)"
-    assert report.allocator == pipeline.DEFAULT_ALLOCATOR  # the chain fits: the loop's first plan is placed
+    assert report.allocator == allocator.DEFAULT_METHOD  # the chain fits: the loop's first plan is placed
     assert report.scheduler == "program+belady"
     # 1 KiB activations split over 16 PEs are 64 B per PE; conv0 holds x, w0 and a0
     assert report.min_capacity_bytes == 3 * 64
@@ -180,7 +181,7 @@ def test_the_allocator_decides_the_spills_and_never_moves_more_than_the_online_a
         assert report.noncompulsory_bytes <= online.noncompulsory_bytes
         assert report.compulsory_bytes == online.compulsory_bytes
         assert report.scheduler_stats["online_noncompulsory_bytes"] == online.schedule.noncompulsory_bytes
-        assert report.allocator in (method or pipeline.DEFAULT_ALLOCATOR, "online-first-fit")
+        assert report.allocator in (method or allocator.DEFAULT_METHOD, "online-first-fit")
         assert scheduler.check_schedule(report.graph, report.schedule, tensor_shares(report.graph, report.hardware)) \
             == []
 

@@ -54,7 +54,7 @@ def test_skip_tensor_is_spilled_and_retrieved_at_the_tightest_budget(skip_chain,
     s = schedule(skip_chain, 30)
     assert events(s) == [("load", "x", 0), ("spill", "y", 2), ("retrieve", "y", 3), ("store", "out", 4)]
     assert spans(s)["y"] == (0, 2, 20) and spans(s)["y#1"] == (3, 4, 0)
-    assert s.noncompulsory_bytes == 20 and s.stats["evictions"] == 1
+    assert s.noncompulsory_bytes == 20 and s.stats.evictions == 1
     check_schedule(skip_chain, s)
 
 
@@ -78,7 +78,7 @@ def test_fragmentation_is_resolved_by_compaction_at_exactly_min_capacity(fragmen
     s = schedule(fragmenting_graph, 40)
     # f is evicted (furthest next use), leaving holes [10, 20) and [30, 40); c needs 20 bytes, so
     # b slides from 20 down to 10 through DRAM and c goes at 20.
-    assert s.stats["compactions"] == 1
+    assert s.stats.compactions == 1
     assert spans(s)["b"] == (2, 3, 20) and spans(s)["b#1"] == (3, 4, 10)
     assert spans(s)["c"] == (3, 4, 20)
     assert events(s) == [
@@ -101,7 +101,7 @@ def test_fragmentation_while_placing_inputs_is_resolved_too(check_schedule):
     g.graph["tensors"]["c"]["kind"] = g.graph["tensors"]["out"]["kind"] = "output"
     assert min_capacity(g) == (50, "join")
     s = schedule(g, 50)
-    assert s.stats["compactions"] == 1
+    assert s.stats.compactions == 1
     assert spans(s)["b#1"] == (3, 4, 10) and spans(s)["w"] == (3, 4, 20) and spans(s)["c"] == (3, 4, 40)
     assert ("load", "w", 3) in events(s)
     check_schedule(g, s)
@@ -122,7 +122,7 @@ def test_operator_tensors_filled_at_this_step_move_without_traffic(check_schedul
     g.graph["tensors"]["c"]["kind"] = g.graph["tensors"]["out"]["kind"] = "output"
     assert min_capacity(g) == (40, "use")
     s = schedule(g, 40)
-    assert s.stats["compactions"] == 1
+    assert s.stats.compactions == 1
     assert spans(s)["a"] == (0, 5, 0) and spans(s)["w"] == (4, 5, 10) and spans(s)["c"] == (4, 5, 20)
     assert [e for e in events(s) if e[2] == 4] == [("load", "w", 4), ("spill", "e", 4), ("spill", "f", 4)]
     check_schedule(g, s)
@@ -253,7 +253,7 @@ def test_explicit_topological_order_is_followed(check_schedule):
         ({"order": ["a", "b", "c"]}, "leaves out 1 operator.*'d'"),
         ({"order": ["a", "a", "b", "c", "d"]}, "operator 'a' twice"),
         ({"order": ["a", "b", "c", "d", "zz"]}, "'zz', which is not an operator"),
-        ({"replacement": "lru"}, "unknown replacement 'lru'; valid values: 'belady', 'greedy', 'none'"),
+        ({"replacement": "fifo-ish"}, "unknown replacement 'fifo-ish'; valid values: 'belady', 'greedy'"),
         ({"alignment": 0}, "alignment must be a positive integer"),
         ({"sizes": {"nope": 3}}, "sizes names tensor 'nope'"),
         ({"sizes": {"y": -1}}, r"sizes\['y'\] = -1"),
@@ -283,14 +283,14 @@ def test_live_bytes_and_peaks(skip_chain):
     assert live_bytes_over_time(s) == [30, 30, 40, 30]
     assert peak_live_bytes(s) == 40 and peak_address(s) == 40
     assert bytes_by_kind(s) == {"load": 20, "store": 10, "spill": 0, "retrieve": 0}
-    assert s.stats["peak_live_bytes"] == 40 and s.stats["peak_address"] == 40
+    assert s.stats.peak_live_bytes == 40 and s.stats.peak_address == 40
 
 
 def test_no_spill_capacity_is_the_unbounded_peak_address(skip_chain):
     assert no_spill_capacity(skip_chain) == 40
     assert schedule(skip_chain, 40).noncompulsory_bytes == 0
     tighter = schedule(skip_chain, 39)
-    assert tighter.stats["evictions"] + tighter.stats["compactions"] > 0
+    assert tighter.stats.evictions + tighter.stats.compactions > 0
 
 
 # -- properties over random DAGs --------------------------------------------------------------------
@@ -330,7 +330,7 @@ def test_random_dags_at_the_extreme_budgets(random_graph, check_schedule, seed):
         s = schedule(graph, capacity)
         check_schedule(graph, s)
         if capacity >= no_spill_capacity(graph):
-            assert s.noncompulsory_bytes == 0 and s.stats["evictions"] == 0
+            assert s.noncompulsory_bytes == 0 and s.stats.evictions == 0
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -420,7 +420,7 @@ def test_work_per_operator_does_not_grow_with_the_graph(check_schedule):
     s_small, work_small = lines_run_by_the_scheduler(small, min_capacity(small)[0])
     s_large, work_large = lines_run_by_the_scheduler(large, min_capacity(large)[0])
     check_schedule(large, s_large)
-    assert s_small.noncompulsory_bytes > 0 and s_large.stats["evictions"] > 0
+    assert s_small.noncompulsory_bytes > 0 and s_large.stats.evictions > 0
     assert work_small >= 250, "the tracer must see the scheduler run"
     assert work_large / 1000 <= 650, f"{work_large / 1000:.0f} lines per operator (measured: 324)"
     growth = work_large / work_small

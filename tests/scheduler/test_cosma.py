@@ -69,8 +69,8 @@ def _ok(graph: nx.DiGraph, s: scheduler.Schedule, sizes=None) -> None:
     """The independent checker finds nothing and the reported objective is the schedule's traffic."""
     assert independent_check(graph, s, sizes) == []
     if s.status in ("optimal", "feasible"):
-        assert s.stats["objective"] == s.noncompulsory_bytes
-        assert s.stats["bound"] <= s.stats["objective"]
+        assert s.stats.objective == s.noncompulsory_bytes
+        assert s.stats.bound <= s.stats.objective
 
 
 def _extra(s: scheduler.Schedule) -> list[tuple[str, str, int]]:
@@ -278,19 +278,19 @@ def test_divide_and_conquer_gives_valid_schedules():
     assert parts and all(p in g for p in parts)
     dnc = cosma_dnc(g, budget, part_size=6, options=PATIENT)
     _ok(g, dnc)
-    assert dnc.status == "optimal" and dnc.stats["parts"] == len(parts) + 1
+    assert dnc.status == "optimal" and dnc.stats.parts == len(parts) + 1
     whole = cosma(g, budget, options=PATIENT)
     _ok(g, whole)
     assert whole.status == "optimal" and whole.noncompulsory_bytes <= dnc.noncompulsory_bytes
     one_part = cosma_dnc(g, budget, part_size=g.number_of_nodes(), options=PATIENT)
-    assert one_part.stats["parts"] == 1 and one_part.status == "optimal"
+    assert one_part.stats.parts == 1 and one_part.status == "optimal"
     assert one_part.noncompulsory_bytes == whole.noncompulsory_bytes
 
 
 def test_divide_and_conquer_with_explicit_breaks(skip_spill):
     s = cosma_dnc(skip_spill, 30, breaks=["b"], options=PATIENT)
     _ok(skip_spill, s)
-    assert s.noncompulsory_bytes == 20 and s.stats["parts"] == 2
+    assert s.noncompulsory_bytes == 20 and s.stats.parts == 2
     with pytest.raises(scheduler.ScheduleError, match="'nope' is not an operator"):
         cosma_dnc(skip_spill, 30, breaks=["nope"])
 
@@ -313,7 +313,7 @@ def test_a_search_stopped_early_keeps_the_best_schedule_it_has(cp_sat):
     assert [verdict for *_, verdict in cp_sat.solves] == ["UNKNOWN"] * len(cp_sat.solves)
     assert s.status == "timeout" and f"{best_baseline.method} kept" in s.method
     assert s.noncompulsory_bytes == best_baseline.noncompulsory_bytes
-    assert 0 <= s.stats["bound"] <= joint.noncompulsory_bytes
+    assert 0 <= s.stats.bound <= joint.noncompulsory_bytes
 
     cp_sat.cap, cp_sat.solves = 0.01, []  # enough for the warm start's model only
     s = cosma(g, budget, options=PATIENT)
@@ -322,7 +322,7 @@ def test_a_search_stopped_early_keeps_the_best_schedule_it_has(cp_sat):
     assert s.status == "feasible" and s.method == "cosma"
     assert s.noncompulsory_bytes == fixed.noncompulsory_bytes
     assert joint.noncompulsory_bytes < fixed.noncompulsory_bytes < best_baseline.noncompulsory_bytes
-    assert s.stats["bound"] <= joint.noncompulsory_bytes
+    assert s.stats.bound <= joint.noncompulsory_bytes
 
 
 def test_same_input_same_answer(random_graph):

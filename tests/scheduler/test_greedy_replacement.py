@@ -8,7 +8,8 @@ from allocator import Solution, validate
 from frontend.graph import add_operator, add_tensor, new_graph
 from frontend.synthetic import random_dag
 from scheduler import Schedule, ScheduleError, min_capacity, no_spill_capacity
-from scheduler.baseline import REPLACEMENTS, schedule
+from scheduler.baseline import schedule
+from scheduler.replacement import POLICIES, REPLACEMENTS
 
 
 def events(s):
@@ -84,7 +85,7 @@ def test_greedy_evicts_the_cheap_window_where_belady_evicts_the_furthest_tensor(
     assert spans(greedy)["s#1"] == (5, 6, 40) and spans(greedy)["big"] == (0, 7, 10)
     assert greedy.noncompulsory_bytes == 20 < belady.noncompulsory_bytes
     assert greedy.compulsory_bytes == belady.compulsory_bytes == 20
-    assert greedy.stats["evictions"] == 1 and greedy.stats["compactions"] == 0
+    assert greedy.stats.evictions == 1 and greedy.stats.compactions == 0
     check_schedule(g, greedy)
 
 
@@ -98,7 +99,7 @@ def test_a_copy_in_dram_makes_a_bigger_tensor_cheaper_to_evict(check_schedule):
         ("retrieve", "A", 4), ("store", "out", 5),
     ]
     assert spans(s)["q"] == (2, 4, 0) and spans(s)["w#1"] == (3, 4, 35) and spans(s)["r"] == (3, 5, 20)
-    assert s.noncompulsory_bytes == 35 and s.stats["evictions"] == 2
+    assert s.noncompulsory_bytes == 35 and s.stats.evictions == 2
     # Belady evicts A only (next use 4 > 3) and moves less here: greedy is not globally optimal.
     assert schedule(g, 55).noncompulsory_bytes == 20
     check_schedule(g, s)
@@ -144,7 +145,7 @@ def test_no_valid_window_falls_back_to_compaction_as_belady_does(fragmenting_gra
     # At join, a [0, 10) and b [20, 30) are join's inputs: no 20-byte window avoids them.
     belady = schedule(fragmenting_graph, 40)
     greedy = schedule(fragmenting_graph, 40, replacement="greedy")
-    assert greedy.stats["compactions"] == 1 and greedy.stats["evictions"] == 1
+    assert greedy.stats.compactions == 1 and greedy.stats.evictions == 1
     assert events(greedy) == events(belady) == [
         ("spill", "f", 3), ("spill", "b", 3), ("retrieve", "b", 3),
         ("store", "c", 4), ("retrieve", "f", 4), ("store", "out", 5),
@@ -158,7 +159,7 @@ def test_at_the_no_spill_budget_greedy_and_belady_agree():
     budget = no_spill_capacity(g)
     greedy = schedule(g, budget, replacement="greedy")
     belady = schedule(g, budget)
-    assert greedy.noncompulsory_bytes == 0 and greedy.stats["evictions"] == 0
+    assert greedy.noncompulsory_bytes == 0 and greedy.stats.evictions == 0
     assert events(greedy) == events(belady) and spans(greedy) == spans(belady)
 
 
@@ -222,12 +223,13 @@ def test_greedy_with_a_custom_order_and_per_tensor_sizes(check_schedule):
 
 
 def test_greedy_is_a_listed_replacement():
-    assert REPLACEMENTS == ("belady", "greedy", "none")
+    assert {"belady", "greedy", "none"} <= set(REPLACEMENTS) and REPLACEMENTS == tuple(POLICIES)
 
 
 def test_unknown_replacement_names_every_valid_value(tiny_graph):
-    with pytest.raises(ScheduleError, match="unknown replacement 'lru'; valid values: 'belady', 'greedy', 'none'"):
-        schedule(tiny_graph, 120, replacement="lru")
+    valid = ", ".join(map(repr, REPLACEMENTS))
+    with pytest.raises(ScheduleError, match=f"unknown replacement 'fifo-ish'; valid values: {valid}$"):
+        schedule(tiny_graph, 120, replacement="fifo-ish")
     with pytest.raises(ScheduleError, match="unknown replacement 'Greedy'"):
         schedule(tiny_graph, 120, replacement="Greedy")
 

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from frontend.synthetic import chain, random_dag
-from scheduler.baseline import DEADLINE_STRIDE, DeadlineReached, Planner, plan_residencies
+from scheduler.planner import Planner, plan_residencies
+from scheduler.residents import DEADLINE_STRIDE, DeadlineReached
 
 
 def _plan_key(plan):
@@ -22,15 +23,15 @@ def test_a_planner_plans_what_plan_residencies_plans(seed):
     graph = random_dag(40, seed=seed)
     planner = Planner(graph, "program", rng.choice(["belady", "greedy"]), None, 4)
     for _ in range(4):  # the same planner, many budgets: its shared tables are never changed by a plan
-        budgets = [rng.randrange(1, 20_000) for _ in planner.names]
-        expected = plan_residencies(graph, budgets, "program", planner.replacement, None, 4)
-        assert _plan_key(planner.plan(budgets)) == _plan_key(expected)
+        caps = [rng.randrange(1, 20_000) for _ in planner.names]
+        expected = plan_residencies(graph, caps, "program", planner.replacement, None, 4)
+        assert _plan_key(planner.plan(caps)) == _plan_key(expected)
 
 
 def test_a_plan_past_its_deadline_raises_and_one_without_completes():
     graph = chain(3 * DEADLINE_STRIDE, size=64)
     planner = Planner(graph)
-    budgets = [1 << 20] * len(planner.names)
+    caps = [1 << 20] * len(planner.names)
     with pytest.raises(DeadlineReached, match="deadline at step 0 of 768"):
-        planner.plan(budgets, deadline=time.perf_counter() - 1)
-    assert len(planner.plan(budgets, deadline=time.perf_counter() + 3600).residencies) > 0
+        planner.plan(caps, deadline=time.perf_counter() - 1)
+    assert len(planner.plan(caps, deadline=time.perf_counter() + 3600).residencies) > 0
