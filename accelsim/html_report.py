@@ -1,4 +1,4 @@
-"""``report.html``: one self-contained page to explore a run (issue 25, part 2).
+"""``report.html``: one self-contained page to explore a run.
 
 Written by every ``accelsim run`` next to ``report.json``. Everything is inlined: the run's data
 as one JSON object and a small renderer in plain JavaScript that draws SVG, so the file opens

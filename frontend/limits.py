@@ -5,7 +5,7 @@ read ``MAX_OPERATORS`` without networkx. ``frontend.load_graph`` counts a file's
 before parsing it and calls ``check_operator_count``; the pipeline and ``size`` call it again
 on the exact count.
 
-Decision (issue 22): a run's memory grows with its operators, and on graphs of a million
+Why a limit: a run's memory grows with its operators, and on graphs of a million
 operators it takes minutes and many GiB, so there is a limit (``MAX_OPERATORS``, raised with
 ``--max-operators`` or ``RunOptions.max_operators``) and, whatever the limit, a graph whose run
 would need more memory than the machine has available is refused up front, with a line that

@@ -16,6 +16,7 @@ that breaks one fails here, naming the modules:
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,3 +150,86 @@ def test_no_function_is_longer_than_a_reader_holds():
                 if lines > MAX_FUNCTION_LINES and f"{module}.{node.name}" not in LONG_FUNCTIONS_ALLOWED:
                     long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines} lines)")
     assert not long, "; ".join(long)
+
+
+# ---- each concept in one room: names are compared only where they are registered
+
+#: the scheduler names; a literal spelling one of them may be compared only in the scheduler's
+#: registry (and its operator orders, whose names "program" and "min-peak" coincide, in scheduler/order.py)
+SCHEDULER_NAMES = {"program", "min-peak", "cosma", "cosma-fs", "cosma-dnc"}
+NAME_ROOMS = {"scheduler.registry", "scheduler.order"}
+
+
+def _compared_literals(node: ast.AST) -> list[str]:
+    """String literals ``node`` compares something with: ``x == "a"``, ``x in ("a", "b")``, ``x.startswith("a")``."""
+    found: list[str] = []
+    if isinstance(node, ast.Compare):
+        for part in [node.left, *node.comparators]:
+            if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                found.append(part.value)
+            elif isinstance(part, ast.Tuple | ast.List | ast.Set):
+                found += [e.value for e in part.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("startswith",
+                                                                                                    "endswith"):
+        for arg in node.args:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                found.append(arg.value)
+            elif isinstance(arg, ast.Tuple):
+                found += [e.value for e in arg.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return found
+
+
+def test_no_scheduler_name_is_compared_outside_the_scheduler_registry():
+    assert {"scheduler.registry", "scheduler.order"} <= set(MODULES)
+    offenders = []
+    for module, path in MODULES.items():
+        if module in NAME_ROOMS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            named = [text for text in _compared_literals(node) if text in SCHEDULER_NAMES]
+            if named:
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} compares {named[0]!r}")
+    assert not offenders, ("ask scheduler.registry what a scheduler can do instead of comparing its name: "
+                           + "; ".join(offenders))
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the docstring nodes of ``tree``'s module, classes and functions."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def test_the_scheduler_names_no_allocator_method():
+    import allocator
+
+    methods = set(allocator.METHODS)
+    assert {"auto", "best-fit", "minimalloc"} <= methods
+    offenders = []
+    for module, path in MODULES.items():
+        if not module.startswith("scheduler"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in methods and id(node) not in docs:
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} names {node.value!r}")
+    assert not offenders, ("the allocator owns what its methods are (allocator.core.defaults, a method's "
+                           "METHODS entry): " + "; ".join(offenders))
+
+
+#: an issue number in code, a comment or a docstring: history lives in git, not in the code
+ISSUE_NUMBER = re.compile(r"\bissues?\s*#?\s*\d+\b", re.IGNORECASE)
+
+
+def test_package_code_carries_no_issue_number():
+    offenders = []
+    for path in MODULES.values():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if ISSUE_NUMBER.search(line):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}")
+    assert not offenders, "history lives in git: " + "; ".join(offenders)

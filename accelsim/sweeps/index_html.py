@@ -1,4 +1,4 @@
-"""``DIR/index.html``: a sweep's results table and plots on one self-contained page (issue 25, part 3).
+"""``DIR/index.html``: a sweep's results table and plots on one self-contained page.
 
 Written by every ``accelsim sweep`` with an output folder, next to ``results.csv``: the table
 of every point (sortable by any column, filtered by a text box on the model and status
