@@ -104,7 +104,7 @@ def format_summary(report: SimReport) -> str:
             "(in the DRAM traffic; host time not simulated)")] if r.host_ops else []),
         ("memory check", "ok" if r.ok else "FAILED", "" if r.ok else r.memory_check),
         ("deterministic", "yes" if r.deterministic else "NO",
-         "budgets in work units, no wall-clock limit fired" if r.deterministic else
+         "work limits only, no wall-clock limit fired" if r.deterministic else
          f"the wall-clock limit fired in {', '.join(r.clock_stopped)}: the answer depends on the machine"),
         ("wall time", _seconds(sum(r.stage_seconds.values())),
          ", ".join(f"{k} {v:.2f}s" for k, v in r.stage_seconds.items())),

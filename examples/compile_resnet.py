@@ -5,7 +5,7 @@
 Same as ``accelsim run resnet50 --hw pixel6``: traces torchvision's ResNet-50 in int8, splits
 every tensor over the 16 PEs, schedules it in program order with Belady replacement under each
 PE's 2 MiB scratchpad, places every buffer with the ``auto`` allocator, which also decides the
-spills (``accelsim.pipeline.DEFAULT_ALLOCATOR``, ``scheduler.spill_loop``), checks the
+spills (``allocator.core.defaults.DEFAULT_METHOD``, ``scheduler.spill_loop``), checks the
 placement, and simulates it.
 """
 

@@ -18,10 +18,10 @@ Exit status: 0 success; 1 the run or allocation did not succeed (memory check fa
 allocator could not fit, a search timed out or was infeasible); 2 bad input (unknown model,
 bad hardware field, malformed CSV, capacity below M_R, ...), reported as one ``error:`` line
 on stderr; 3 (``run`` and ``size``) the result is valid but not the deterministic one: a
-wall-clock safety net (``--timeout``, ``--time-limit``) ended a search before its work budget
+wall-clock safety net (``--timeout``, ``--time-limit``) ended a search before its work limit
 did, so another machine, or this one under another load, may answer differently (``run``:
 the summary's ``deterministic`` line and ``report.json``'s ``deterministic`` and
-``clock_stopped`` say where). Without those options every budget counts work, and the answer
+``clock_stopped`` say where). Without those options every work limit counts work, and the answer
 is the same everywhere. 130: interrupted (Ctrl-C), keeping what was done.
 
 One module per command (``run``, ``sweep``, ``size``, ``alloc``, ``bench_command``, ``gen``,
