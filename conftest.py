@@ -76,14 +76,17 @@ def csv_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 STUDIES = Path(__file__).resolve().parent / "studies"
 
 
-@pytest.fixture(scope="session")
-def study() -> Callable[[str], ModuleType]:
-    """``study("readme_tables")`` loads ``studies/readme_tables.py`` as a module (once a session)."""
+#: the docs generators (the reference pages, the tables rendered from CSV)
+DOCS_GEN = Path(__file__).resolve().parent / "docs" / "gen"
+
+
+def _script_loader(folder: Path) -> Callable[[str], ModuleType]:
+    """A loader of ``folder/NAME.py`` as a module, each loaded once."""
     loaded: dict[str, ModuleType] = {}
 
     def load(name: str) -> ModuleType:
         if name not in loaded:
-            spec = importlib.util.spec_from_file_location(name, STUDIES / f"{name}.py")
+            spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
             assert spec is not None and spec.loader is not None
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
@@ -91,6 +94,18 @@ def study() -> Callable[[str], ModuleType]:
         return loaded[name]
 
     return load
+
+
+@pytest.fixture(scope="session")
+def study() -> Callable[[str], ModuleType]:
+    """``study("capacity_schedule")`` loads ``studies/capacity_schedule.py`` as a module (once a session)."""
+    return _script_loader(STUDIES)
+
+
+@pytest.fixture(scope="session")
+def generator() -> Callable[[str], ModuleType]:
+    """``generator("readme_tables")`` loads ``docs/gen/readme_tables.py`` as a module (once a session)."""
+    return _script_loader(DOCS_GEN)
 
 
 @pytest.fixture(scope="session")

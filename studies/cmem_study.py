@@ -18,7 +18,7 @@ For every zoo model on ``tpuv4`` (CMEM managed as one chip-wide scratchpad):
 Each model is one ``accelsim.sweep`` (its two sizes differ per model) over
 ``sram × dram_bandwidth_bytes_per_s``; the points' results and reports stay in ``--out``
 (re-running resumes from there) and the summary goes to ``--docs``: ``cmem_study.csv`` (the
-README's table is rendered from it by ``studies/readme_tables.py``) and ``cmem_study.png``.
+README's table is rendered from it by ``docs/gen/readme_tables.py``) and ``cmem_study.png``.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def main() -> None:
     table.to_csv(docs / "cmem_study.csv", index=False)
     plot(table, docs / "cmem_study.png")
     print(f"wrote {docs / 'cmem_study.csv'} and {docs / 'cmem_study.png'} (the README's table is rendered from "
-          "the CSV by studies/readme_tables.py)")
+          "the CSV by docs/gen/readme_tables.py)")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ writes one CSV row per run: a cold trace cache (every model traced), a warm cach
 cache without plots, the Dask executor (a LocalCluster) with a warm cache, and a re-run in a
 finished folder (everything resumed). With the cold run's folder it also gives the per-point
 overhead (``studies/sweep_overhead.py``: a point's wall time minus its compile stages). The
-README's sweep table is rendered from the CSV by ``studies/readme_tables.py``.
+README's sweep table is rendered from the CSV by ``docs/gen/readme_tables.py``.
 """
 
 from __future__ import annotations

@@ -53,7 +53,6 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from readme_tables import learned_counts  # noqa: E402  (studies/ is on sys.path when run as a script)
 
 from allocator import Problem, lower_bound  # noqa: E402
 from allocator.core.generators import generate  # noqa: E402
@@ -74,6 +73,34 @@ CAPACITY_FACTORS = (1.0, 1.01, 1.02, 1.04)
 #: buffers per generated instance
 SIZES = (40, 60, 80, 100, 120)
 
+
+
+def learned_counts(rows: list[dict]) -> dict[str, int]:
+    """TelaMalloc §7.3's counts over the per-run rows of the learned-backtracking evaluation
+    (``docs/bench/learned_backtracking.csv``, or the same rows before they are written: values
+    may be strings or integers): this script prints its summary from them, and
+    ``docs/gen/readme_tables.py`` renders the results page's row from them."""
+    def solved(row: dict, key: str) -> bool:
+        return row[f"{key}_status"] == "solved"
+
+    def backtracks(row: dict, key: str) -> int:
+        return int(row[f"{key}_backtracks"])
+
+    rescued = sum(1 for r in rows if solved(r, "learned") and not solved(r, "default"))
+    fewer = sum(1 for r in rows if solved(r, "learned") and solved(r, "default")
+                and backtracks(r, "learned") < backtracks(r, "default"))
+    return {
+        "runs": len(rows), "improved": rescued + fewer, "rescued": rescued,
+        "tenfold": sum(1 for r in rows if solved(r, "learned")
+                       and 10 * backtracks(r, "learned") <= backtracks(r, "default")),
+        "lost": sum(1 for r in rows if solved(r, "default") and not solved(r, "learned")),
+        "worse": sum(1 for r in rows if solved(r, "default") and solved(r, "learned")
+                     and backtracks(r, "learned") > backtracks(r, "default")),
+        "unsolved_default": sum(1 for r in rows if not solved(r, "default")),
+        "unsolved_learned": sum(1 for r in rows if not solved(r, "learned")),
+        "steps_default": sum(int(r["default_steps"]) for r in rows),
+        "steps_learned": sum(int(r["learned_steps"]) for r in rows),
+    }
 
 def instances(seeds: range) -> list[tuple[str, Problem, int]]:
     """(name, problem, capacity) of every generated instance and capacity."""

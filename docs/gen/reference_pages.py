@@ -1,4 +1,4 @@
-"""The reference pages' generated blocks: filled in by ``studies/readme_tables.py``.
+"""The reference pages' generated blocks: filled in by ``docs/gen/readme_tables.py``.
 
 Each block is a function returning the Markdown lines between ``<!-- table:NAME -->`` and
 ``<!-- /table:NAME -->`` in a page under docs/reference/:
@@ -355,7 +355,7 @@ def key_table(keys: Iterable[str], meanings: dict[str, str], what: str) -> list[
     lines = ["| key | meaning |", "|---|---|"]
     for key in keys:
         if key not in meanings:
-            raise ValueError(f"{what}: key {key!r} has no meaning in studies/reference_pages.py")
+            raise ValueError(f"{what}: key {key!r} has no meaning in docs/gen/reference_pages.py")
         lines.append(f"| {code(key)} | {cell(meanings[key])} |")
     return lines
 

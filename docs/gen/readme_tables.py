@@ -6,10 +6,13 @@ Every timing and quality figure of those tables comes from a CSV file that a mea
 never typed by hand. Figures measured elsewhere (the C++ MiniMalloc reference, the best results
 other tools published) are in docs/bench/references.csv with their source. The reference
 blocks (the command line from its parser, the hardware fields from the schema, the report.json
-fields from ``SimReport``) come from ``studies/reference_pages.py``.
+fields from ``SimReport``) come from ``docs/gen/reference_pages.py``.
 
-    python studies/readme_tables.py           # rewrite the generated blocks in README.md and docs/
-    python studies/readme_tables.py --check   # exit 1 when a page differs from what its sources give
+    python docs/gen/readme_tables.py           # rewrite the generated blocks in README.md and docs/
+    python docs/gen/readme_tables.py --check   # exit 1 when a page differs from what its sources give
+
+The generators live in ``docs/gen/``, apart from ``studies/``, which holds the measurements and
+research scripts whose CSV files the tables read.
 
 A generated block sits between ``<!-- table:NAME -->`` and ``<!-- /table:NAME -->``; each name
 appears in exactly one page. The test suite checks that no page drifts from its sources.
@@ -26,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "docs" / "bench"
 CHALLENGING = "ABCDEFGHIJK"
 
@@ -36,9 +39,11 @@ def read(name: str, folder: Path = BENCH) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def neighbour(name: str) -> Any:
-    """The study script ``studies/NAME.py`` as a module (imported once: studies are not a package)."""
-    sys.path.insert(0, str(REPO / "studies"))
+def neighbour(name: str, folder: str = "studies") -> Any:
+    """The script ``FOLDER/NAME.py`` as a module (imported once: neither folder is a package): a
+    study script of ``studies/`` that renders its own table, or a generator beside this one
+    (``folder="docs/gen"``)."""
+    sys.path.insert(0, str(REPO / folder))
     try:
         return importlib.import_module(name)
     finally:
@@ -332,38 +337,10 @@ def table_spill_points() -> list[str]:
     return lines
 
 
-def learned_counts(rows: list[dict]) -> dict[str, int]:
-    """TelaMalloc §7.3's counts over the per-run rows of the learned-backtracking evaluation
-    (``docs/bench/learned_backtracking.csv``, or the same rows before they are written: values
-    may be strings or integers). ``studies/train_backtracking.py`` prints its summary from
-    these counts too."""
-    def solved(row: dict, key: str) -> bool:
-        return row[f"{key}_status"] == "solved"
-
-    def backtracks(row: dict, key: str) -> int:
-        return int(row[f"{key}_backtracks"])
-
-    rescued = sum(1 for r in rows if solved(r, "learned") and not solved(r, "default"))
-    fewer = sum(1 for r in rows if solved(r, "learned") and solved(r, "default")
-                and backtracks(r, "learned") < backtracks(r, "default"))
-    return {
-        "runs": len(rows), "improved": rescued + fewer, "rescued": rescued,
-        "tenfold": sum(1 for r in rows if solved(r, "learned")
-                       and 10 * backtracks(r, "learned") <= backtracks(r, "default")),
-        "lost": sum(1 for r in rows if solved(r, "default") and not solved(r, "learned")),
-        "worse": sum(1 for r in rows if solved(r, "default") and solved(r, "learned")
-                     and backtracks(r, "learned") > backtracks(r, "default")),
-        "unsolved_default": sum(1 for r in rows if not solved(r, "default")),
-        "unsolved_learned": sum(1 for r in rows if not solved(r, "learned")),
-        "steps_default": sum(int(r["default_steps"]) for r in rows),
-        "steps_learned": sum(int(r["learned_steps"]) for r in rows),
-    }
-
-
 def table_learned() -> list[str]:
     """TelaMalloc §7.3's counts, re-derived from the per-run rows of the held-out set: learned
     backtracking against the default rule, same step limit."""
-    c = learned_counts(read("learned_backtracking.csv"))
+    c = neighbour("train_backtracking").learned_counts(read("learned_backtracking.csv"))
     refs = references()
 
     def paper(key: str) -> str:
@@ -518,7 +495,7 @@ TABLES: dict[str, Callable[[], list[str]]] = {
 
 def reference_blocks() -> dict[str, Callable[[], list[str]]]:
     """The reference pages' generated blocks (``studies/reference_pages.py``), by name."""
-    return dict(neighbour("reference_pages").BLOCKS)
+    return dict(neighbour("reference_pages", "docs/gen").BLOCKS)
 
 
 def generators() -> dict[str, Callable[[], list[str]]]:

@@ -20,11 +20,11 @@ def block(page: str, name: str) -> str:
     return text.split(start, 1)[1].split(end, 1)[0]
 
 
-def test_every_page_is_what_its_generator_gives(study):
-    tables = study("readme_tables")
+def test_every_page_is_what_its_generator_gives(generator):
+    tables = generator("readme_tables")
     for page in ("cli.md", "hardware.md", "report-json.md"):
         text = (REFERENCE / page).read_text()
-        assert tables.render(text, page) == text, f"run python studies/readme_tables.py ({page})"
+        assert tables.render(text, page) == text, f"run python docs/gen/readme_tables.py ({page})"
 
 
 def test_every_command_and_option_is_on_the_cli_page():
@@ -98,8 +98,8 @@ def test_every_key_of_a_real_report_is_on_the_report_page(tmp_path):
     assert set(report["scheduler_stats"]) <= keys, set(report["scheduler_stats"]) - keys
 
 
-def test_a_report_field_without_a_comment_stops_the_rendering(study):
-    pages = study("reference_pages")
+def test_a_report_field_without_a_comment_stops_the_rendering(generator):
+    pages = generator("reference_pages")
 
     @dataclass
     class Documented:
@@ -122,7 +122,7 @@ def test_a_report_field_without_a_comment_stops_the_rendering(study):
         pages.report_fields(Undocumented)
 
 
-def test_a_nested_key_without_a_meaning_stops_the_rendering(study):
-    pages = study("reference_pages")
+def test_a_nested_key_without_a_meaning_stops_the_rendering(generator):
+    pages = generator("reference_pages")
     with pytest.raises(ValueError, match="key 'new' has no meaning"):
         pages.key_table(["name", "new"], {"name": "its name"}, "ops")

@@ -5,15 +5,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_every_page_matches_its_sources(study):
-    module = study("readme_tables")
+def test_every_page_matches_its_sources(generator):
+    module = generator("readme_tables")
     for page in module.pages():
         text = page.read_text()
-        assert module.render(text, page.name) == text, f"{page}: run python studies/readme_tables.py"
+        assert module.render(text, page.name) == text, f"{page}: run python docs/gen/readme_tables.py"
 
 
-def test_every_generated_block_is_in_exactly_one_page_and_not_empty(study):
-    module = study("readme_tables")
+def test_every_generated_block_is_in_exactly_one_page_and_not_empty(generator):
+    module = generator("readme_tables")
     texts = {page: page.read_text() for page in module.pages()}
     for name in module.generators():
         start, end = f"<!-- table:{name} -->\n", f"<!-- /table:{name} -->"

@@ -1,6 +1,6 @@
 """Take the screenshots of the docs (docs/img/) from real runs, in headless Chromium.
 
-    python studies/screenshots.py            # writes docs/img/*.png (needs chromium)
+    python docs/gen/screenshots.py            # writes docs/img/*.png (needs chromium)
 
 * ``report-layout.png``: resnet50 on pixel6, ``report.html``'s layout with the mouse over the
   largest residency, so the tooltip shows;
@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def headless():
