@@ -43,8 +43,9 @@ kernels of the input checks, the validator and the CSV reader load on first use 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from allocator.core.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from allocator.core.csv_io import CSVFormatError, read_csv, write_csv
@@ -85,20 +86,7 @@ _HOMES = {
 _SUBMODULES = ("core", "methods", "search")
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name's module on first use and keep the name here (later lookups are plain)."""
-    if name in _SUBMODULES:
-        return importlib.import_module(f"allocator.{name}")
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'allocator' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"allocator.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOMES) | set(_SUBMODULES))
+__getattr__, __dir__ = lazy_attributes('allocator', globals(), _HOMES, _SUBMODULES)
 
 
 __all__ = [

@@ -36,8 +36,9 @@ the registry loads neither networkx, numpy nor OR-Tools.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from allocator.core.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from scheduler.baseline import no_spill_capacity
@@ -67,17 +68,4 @@ _SUBMODULES = ("arena", "baseline", "budget", "check", "cosma", "methods", "opti
                "registry", "replacement", "residents", "schedule", "spill_loop")
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name's module (or a module) on first use; keep a name here (later lookups are plain)."""
-    if name in _SUBMODULES:
-        return importlib.import_module(f"scheduler.{name}")
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'scheduler' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"scheduler.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOMES) | set(_SUBMODULES))
+__getattr__, __dir__ = lazy_attributes('scheduler', globals(), _HOMES, _SUBMODULES)
