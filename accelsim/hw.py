@@ -731,16 +731,26 @@ def load_hw(
     """
     if isinstance(name_or_path, HardwareConfig):
         return apply_overrides(name_or_path, overrides or {})
-    text = str(name_or_path)
-    path = Path(text)
-    looks_like_path = path.suffix in (".yaml", ".yml") or "/" in text or path.exists()
-    if not looks_like_path:
-        bundled = _bundled_dir() / f"{text}.yaml"
-        if not bundled.is_file():
-            raise HardwareConfigError(
-                f"unknown hardware config {text!r}; bundled: {', '.join(list_configs())} "
-                "(or give the path of a .yaml file)"
-            )
-        path = bundled
+    path = config_path(name_or_path)
     config = config_from_dict(read_yaml(path), str(path))
     return apply_overrides(config, overrides or {})
+
+
+def config_path(name_or_path: str | Path) -> Path:
+    """The YAML file ``load_hw`` reads for ``name_or_path``: the file itself when it looks like a
+    path (a ``.yaml``/``.yml`` suffix, a ``/``, or a file of that name here), else the bundled
+    config of that name. Raises ``HardwareConfigError`` for an unknown bundled name. The command
+    line keeps every output off this file (``accelsim.outputs.check_outputs``): a bundled config
+    is an input too.
+    """
+    text = str(name_or_path)
+    path = Path(text)
+    if path.suffix in (".yaml", ".yml") or "/" in text or path.exists():
+        return path
+    bundled = _bundled_dir() / f"{text}.yaml"
+    if not bundled.is_file():
+        raise HardwareConfigError(
+            f"unknown hardware config {text!r}; bundled: {', '.join(list_configs())} "
+            "(or give the path of a .yaml file)"
+        )
+    return bundled

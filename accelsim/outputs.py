@@ -10,9 +10,11 @@ An output must never replace an input: ``accelsim run m/net.py:build --buffers m
 would put a CSV where the user's model was. ``check_outputs`` takes every path a command will
 write (``Output``: a file, or a folder with the names the command writes in it) and every file
 it reads, and refuses, with one line naming the option, an output that is an input (the same
-file by any path: a symbolic or hard link counts), a file that one of the folders writes
-(``--buffers r/report.json`` beside ``--out r``), an input that a folder would replace
-(``run r/report.json --out r``), or two outputs at one path. It returns the paths made
+file by any path: a symbolic or hard link counts; a bundled hardware config is an input too), a
+file that one of the folders writes (``--buffers r/report.json`` beside ``--out r``), an input
+that a folder would replace (``run r/report.json --out r``), two outputs at one path, or an
+existing file of another kind than the output holds (``--buffers blocks.py``: the command cannot
+know every file a model imports, so a CSV output replaces only a ``.csv`` file). It returns the paths made
 absolute, so a model whose ``build()`` changes the working folder cannot move the outputs.
 
 ``staged_folder`` writes a report folder under a temporary name next to its destination and
@@ -143,6 +145,10 @@ class Output:
     path: str | Path
     folder: bool = False
     files: tuple[str, ...] = ()
+    #: for a file: the suffix of what it holds (``".csv"``); an existing file of another suffix is
+    #: refused, since inputs the command cannot name (a module the model imports, a notebook)
+    #: must not be replaced by a typo
+    suffix: str | None = None
 
     def owns(self, path: Path) -> bool:
         """Whether the folder writes ``path`` (absolute): one of its ``files``, or inside one of its subfolders."""
@@ -212,6 +218,10 @@ give another folder
             check_output_folder(output.path, output.option)
         else:
             check_output_file(output.path, output.option)
+            target = Path(output.path)
+            if output.suffix is not None and target.is_file() and target.suffix.lower() != output.suffix:
+                raise OutputPathError(f"{output.option} {where!r} is an existing file that is not a {output.suffix} "
+                                      f"file: writing it would replace it; give a new file or a {output.suffix} one")
     return [Path(os.path.abspath(output.path)) for output in outputs]
 
 

@@ -106,12 +106,14 @@ def _folders(model: str) -> tuple[str, ...]:
 
 
 def input_files(model: Any, hw: Any = None) -> dict[str, Path]:
-    """The files a run reads, by what they are: a saved graph, a user model's file, a hardware
-    config given as a path (a bundled name or a ``HardwareConfig`` reads none of the user's).
-    The command line keeps every output off them (``accelsim.outputs.check_outputs``).
+    """The files a run reads, by what they are: a saved graph, a user model's file, the hardware
+    config's YAML (a bundled one's file too; a ``HardwareConfig`` object reads none). The command
+    line keeps every output off them (``accelsim.outputs.check_outputs``).
 
-    >>> input_files("graphs/chain6.json", "pixel6"), input_files("resnet18", "pixel6")
-    ({'the graph': PosixPath('graphs/chain6.json')}, {})
+    >>> sorted(input_files("graphs/chain6.json", "pixel6"))
+    ['the graph', 'the hardware config']
+    >>> input_files("resnet18", "pixel6")["the hardware config"].name
+    'pixel6.yaml'
     """
     found: dict[str, Path] = {}
     if is_saved_graph(model):
@@ -120,6 +122,11 @@ def input_files(model: Any, hw: Any = None) -> dict[str, Path]:
         from frontend.user_model import parse_spec
 
         found["the model file"] = parse_spec(model).path
-    if isinstance(hw, str | Path) and Path(hw).is_file():  # as ``accelsim.hw.load_hw`` reads it
-        found["the hardware config"] = Path(hw)
+    if isinstance(hw, str | Path):
+        from accelsim.hw import HardwareConfigError, config_path
+
+        try:
+            found["the hardware config"] = config_path(hw)  # a bundled one too: it is a file of the installation
+        except HardwareConfigError:
+            pass  # an unknown name: load_hw says so, naming it
     return found

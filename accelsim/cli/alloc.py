@@ -113,7 +113,8 @@ def _read_problem(args: argparse.Namespace) -> tuple[allocator.Problem, int | No
         raise ValueError("--capacity must be positive")
     # the input is read whole before anything is written, but a file written over its own input
     # loses the input: refused, as are two outputs at one path
-    check_outputs([Output(option, path) for option, path in (("--output", args.output), ("--explain", args.explain))
+    check_outputs([Output(option, path, suffix=".csv")
+                   for option, path in (("--output", args.output), ("--explain", args.explain))
                    if path is not None], {"the input CSV": args.file})
     if args.method is not None:
         from allocator.search.bench import parse_method

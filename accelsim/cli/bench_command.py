@@ -50,7 +50,8 @@ def handle(args: argparse.Namespace) -> int:
     if args.plot is not None:
         check_output_file(args.plot, "--plot", PLOT_SUFFIXES)
     files = bench.instance_files(args.paths)
-    check_outputs([Output(option, path) for option, path in (("--csv", args.csv), ("--plot", args.plot))
+    check_outputs([Output(option, path, suffix=".csv" if option == "--csv" else None)
+                   for option, path in (("--csv", args.csv), ("--plot", args.plot))
                    if path is not None], [("the input instance", f) for f in files])
     capacity = parse_bytes(args.capacity, "--capacity") if args.capacity is not None else None
     if capacity == 0:

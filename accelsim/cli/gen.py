@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from accelsim.cli.args import Parser, count, positive_int
-from accelsim.outputs import check_output_file
+from accelsim.outputs import Output, check_outputs
 
 
 def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
@@ -25,7 +25,7 @@ def handle(args: argparse.Namespace) -> int:
     import allocator
     from allocator.core.generators import generate
 
-    check_output_file(args.output, "output")
+    check_outputs([Output("output", args.output, suffix=".csv")], {})
     problem = generate(args.kind, args.n, seed=args.seed, max_size=args.max_size, alignment=args.alignment)
     allocator.write_csv(args.output, problem)
     print(f"{args.output}: {args.kind}, {len(problem)} buffers, LOAD {allocator.lower_bound(problem):,} B")

@@ -113,7 +113,7 @@ def handle(args: argparse.Namespace) -> int:
     # (compile_and_simulate does the same with --out, and reports it as given)
     outputs = [Output("--out", out, folder=True, files=REPORT_FILES)]
     if args.buffers is not None:
-        outputs.append(Output("--buffers", args.buffers))
+        outputs.append(Output("--buffers", args.buffers, suffix=".csv"))
     written = check_outputs(outputs, input_files(args.model, args.hw))
     report = compile_and_simulate(args.model, hw, options, out_dir=out, plots=not args.no_plots)
     print(format_summary(report))

@@ -67,7 +67,7 @@ def handle(args: argparse.Namespace) -> int:
                  for s in (schedulers or [DEFAULT_SCHEDULER]) for a in (allocators or [DEFAULT_METHOD])]
     pairs = check_pairs(pairs)
     # made absolute before the user's build() runs, which may change the working folder
-    csv_path = check_outputs([Output("--csv", args.csv)], input_files(args.model, args.hw))[0] \
+    csv_path = check_outputs([Output("--csv", args.csv, suffix=".csv")], input_files(args.model, args.hw))[0] \
         if args.csv is not None else None
     report = size(args.model, args.hw, pairs, overrides=parse_overrides(args.set or []), timeout=args.timeout,
                   time_limit=args.time_limit, weights=args.weights, input_shape=parse_shapes(args.input_shape),

@@ -169,3 +169,28 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_run_buffers_never_replaces_a_bundled_hardware_config(graph_file, tmp_path, capsys):
+    from accelsim.hw import config_path
+
+    bundled = config_path("pixel6")
+    before = bundled.read_bytes()
+    _refused(["run", str(graph_file), "--hw", "pixel6", "--out", str(tmp_path / "r"), "--buffers", str(bundled)],
+             capsys, "--buffers", "the hardware config")
+    assert bundled.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ["blocks.py", "notes.txt", "graph.json"])
+def test_a_csv_output_never_replaces_an_existing_file_of_another_kind(graph_file, tmp_path, capsys, name):
+    # a module the model imports is an input no command can list: a CSV output replaces only a .csv file
+    other = tmp_path / name
+    other.write_text("keep me\n")
+    _refused(["run", str(graph_file), "--out", str(tmp_path / "r"), "--buffers", str(other)], capsys,
+             "--buffers", "is an existing file that is not a .csv file")
+    csv = tmp_path / "in.csv"
+    csv.write_text("id,lower,upper,size\na,0,2,10\n")
+    _refused(["alloc", str(csv), "--capacity", "16", "--output", str(other)], capsys, "--output")
+    _refused(["gen", "random", "4", str(other)], capsys, "output")
+    assert other.read_text() == "keep me\n"
+    assert main(["run", str(graph_file), "--out", str(tmp_path / "r"), "--buffers", str(tmp_path / "new.txt")]) == 0
