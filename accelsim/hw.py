@@ -247,7 +247,8 @@ class DmaConfig:
 
     channels: int = spec("int", "transfers in flight at once; they share the DRAM bandwidth", low=1, high=1024)
     prefetch_depth: int = spec(
-        "int", "a load may be issued this many steps before its operator, once its range is free", low=0, high=64)
+        "int", "the load-timing planner issues a load at most this many steps before the operator that needs it "
+        "(0: at its operator's boundary, no overlap with compute)", low=0, high=1 << 20)
 
 
 @dataclass(frozen=True)

@@ -472,6 +472,7 @@ def compile_and_simulate(
     check_dram(dram_footprint_bytes(graph, None, config, opts.weights), config,
                "the model's inputs, outputs" + (" and weights" if opts.weights else ""))
     sched, allocator_name, offsets, capacity = _schedule_stage(graph, sizes, config, opts, run, clock)
+    sched, offsets = _load_timing_stage(graph, sched, offsets, allocator_name, config, opts, run)
     dram_need = dram_footprint_bytes(graph, sched, config, opts.weights)
     check_dram(dram_need, config, "every tensor it loads, stores, spills or retrieves")
     placed = _validate_stage(sched, offsets, allocator_name, run)
@@ -592,6 +593,65 @@ def _schedule_stage(graph: nx.DiGraph, sizes: dict[str, int] | None, config: Har
     if placement_stopped:
         run.stopped.append("allocate")
     return sched, allocator_name, offsets, capacity
+
+
+#: the load-timing planner's placements share 1/LOAD_TIMING_WORK of the allocator's work limit
+#: (``allocator.METHODS[name].work_limit``): 1/16 of the spill loop's, since a plan that does not place
+#: only costs prefetch, never correctness (its schedule keeps the offsets it had)
+LOAD_TIMING_WORK = 16
+
+
+def _load_timing_stage(graph: nx.DiGraph, sched: Schedule, offsets: dict[str, int], allocator_name: str,
+                       config: HardwareConfig, opts: RunOptions, run: _Run) -> tuple[Schedule, dict[str, int]]:
+    """The load-timing stage (``time_loads``): ``(schedule, offsets)``, its wall time recorded."""
+    clock = time.perf_counter()
+    planned = time_loads(graph, sched.with_offsets(offsets), config, allocator_name, opts.timeout)
+    run.stage["load timing"] = time.perf_counter() - clock
+    assert planned.offsets is not None
+    return planned, dict(planned.offsets)
+
+
+def time_loads(graph: nx.DiGraph, schedule: Schedule, hw: HardwareConfig, placed_by: str,
+               timeout: float | None = None) -> Schedule:
+    """``schedule`` (with offsets) with the step each load and retrieve is issued at planned
+    (``scheduler.load_timing``) with the simulator's own operator cycles and DMA figures, as
+    ``compile_and_simulate`` plans it.
+
+    ``placed_by`` names who chose the offsets (``SimReport.allocator``). Offsets an
+    ``allocator.METHODS`` method chose are chosen again by it for the prefetch windows, with
+    1/``LOAD_TIMING_WORK`` of its work limit (``timeout``: its wall-clock safety net); offsets the
+    scheduler chose itself (COSMA's addresses, the online arena's) stay, and prefetches grow only
+    into the room they leave. ``hw.dma.prefetch_depth`` bounds how far ahead a load goes.
+    """
+    import allocator
+    from accelsim.sim.compute_array import graph_operator_cost
+    from frontend.graph import dtype_bytes
+    from scheduler.load_timing import DmaModel, plan_load_timing
+
+    element_bytes = dtype_bytes(str(graph.graph.get("dtype", "int8")))
+    op_cycles = [graph_operator_cost(graph, name, hw, element_bytes).cycles for name in schedule.order]
+    dma = DmaModel(hw.dram_bytes_per_cycle, hw.dram_latency_cycles, hw.chip_bytes(1))
+    place = None
+    if placed_by in allocator.METHODS:
+        work = allocator.METHODS[placed_by].work_limit
+        # a shared work limit: the planner's placements share 1/LOAD_TIMING_WORK of the method's, each
+        # taking half of what is left, and a failed one spends its share (as in the spill loop)
+        left = math.inf if work is None else work.total / LOAD_TIMING_WORK
+
+        def place(planned: Schedule) -> dict[str, int] | None:
+            nonlocal left
+            extra: dict[str, float] = {}
+            if work is not None:
+                share = left / 2 if work.shared else work.total
+                extra[work.option] = max(int(share), 1) if isinstance(work.total, int) else share
+            result = allocator.solve(planned.problem(), placed_by, timeout, **extra)
+            if result.solved and result.solution is not None:
+                return dict(result.solution.offsets)
+            if work is not None and work.shared:
+                left -= extra[work.option]
+            return None
+
+    return plan_load_timing(schedule, op_cycles, dma, lookahead=hw.dma.prefetch_depth, place=place)
 
 
 def _validate_stage(sched: Schedule, offsets: dict[str, int], allocator_name: str, run: _Run) -> Any:

@@ -74,6 +74,12 @@ class SimReport:
     weights_on_chip: bool = True  #: False when the run considered activations only
     peak_macs_per_cycle: int = 0  #: MACs per cycle with every cell or lane busy
     ideal_cycles: int = 0  #: sum over operators of MACs / peak (elements / vector rate without MACs)
+    #: the cycles no run of these operators and DRAM bytes can beat: cycles, its compute and dram terms,
+    #: and the bound that sets it (``accelsim.sim.results`` defines them)
+    floor_cycles: dict[str, Any] = field(default_factory=dict)
+    #: ``cycles`` / the floor's cycles: 1.0 is a run as fast as its operators or its DRAM traffic allow
+    #: (0.0 when the floor is 0: nothing ran)
+    cycles_over_floor: float = 0.0
     utilization: float = 0.0  #: MACs / (cycles x peak MACs per cycle), the whole run
     stall_cycles: dict[str, int] = field(default_factory=dict)  #: by cause: dma_wait, sram_bandwidth
     energy: dict[str, float] = field(default_factory=dict)  #: joules: compute, sram, dram, total
@@ -144,6 +150,9 @@ class SimReport:
                 for o in result.ops
             ],
             peak_macs_per_cycle=config.peak_macs_per_cycle, ideal_cycles=result.ideal_cycles,
+            floor_cycles={"cycles": result.floor_cycles, "compute": result.floor_compute_cycles,
+                          "dram": result.floor_dram_cycles, "bound": result.floor_bound},
+            cycles_over_floor=int(result.cycles) / result.floor_cycles if result.floor_cycles else 0.0,
             utilization=result.utilization, stall_cycles={k: int(v) for k, v in result.stall_cycles.items()},
             energy=result.energy, sim_events=result.events, deterministic=not clock_stopped,
             clock_stopped=clock_stopped,

@@ -16,7 +16,8 @@ rules of their options) and calls the scheduler's function with one ``ScheduleOp
 orders (``scheduler.order``), the online runs' bookkeeping (``scheduler.residents``), the
 first-fit address arena (``scheduler.arena``), the live-byte planner (``scheduler.planner``),
 the replacement policies (``scheduler.replacement``), the program-order baseline built on them
-(``scheduler.baseline``), the allocation-aware spill loop (``scheduler.spill_loop``) and the
+(``scheduler.baseline``), the allocation-aware spill loop (``scheduler.spill_loop``), the
+load-timing planner that decides when each load is issued (``scheduler.load_timing``) and the
 COSMA models (``scheduler.cosma``: joint, fixed order, minimum peak, divide and conquer).
 ``min_capacity`` and ``no_spill_capacity`` span a capacity sweep, ``budgets`` gives COSMA's
 memory budgets M_R / M_H / M_P, ``CosmaOptions`` is the solvers' options record; the types every
@@ -64,8 +65,8 @@ __all__ = [
 ]
 
 #: the modules, reachable as attributes after ``import scheduler`` alone
-_SUBMODULES = ("arena", "baseline", "budget", "check", "cosma", "methods", "options", "order", "overlap", "planner",
-               "registry", "replacement", "residents", "schedule", "spill_loop")
+_SUBMODULES = ("arena", "baseline", "budget", "check", "cosma", "load_timing", "methods", "options", "order", "overlap",
+               "planner", "registry", "replacement", "residents", "schedule", "spill_loop")
 
 
 __getattr__, __dir__ = lazy_attributes('scheduler', globals(), _HOMES, _SUBMODULES)

@@ -6,7 +6,8 @@ that
 * the order runs every operator once, producers before readers;
 * every operator finds its inputs and outputs resident at its step;
 * a residency starts either where the tensor is made (the producer's step, first stay only)
-  or with a ``load``/``retrieve`` at its first step, and a fill reads a DRAM copy that exists:
+  or with a ``load``/``retrieve`` issued at its first step (a prefetch needed at a later step
+  of the stay, and used by no operator before that step), and a fill reads a DRAM copy that exists:
   a graph input or weight (``load`` the first time, ``retrieve`` afterwards) or a tensor
   written out (``spill``/``store``) when an earlier stay ended;
 * stays of one tensor do not overlap in time, drains happen where stays end, transfers move
@@ -54,7 +55,7 @@ def check_schedule(
     finals = set(graph.graph.get("outputs", ())) | {n for n, r in tensors.items() if r["kind"] == "output"}
     for name, rs in stays.items():
         _check_stays(name, rs, tensors[name]["producer"], name in finals, step_of, fills, drains, problems)
-    _check_operands(graph, onchip, schedule, problems)
+    _check_operands(graph, onchip, schedule, fills, problems)
     if schedule.offsets is not None:
         # The placement: the allocator's independent validator on the schedule's own problem.
         try:
@@ -120,8 +121,13 @@ def _check_transfers(data: Mapping[str, int], schedule: Schedule, problems: list
         if t.nbytes != data[t.tensor]:
             problems.append(f"{t.kind} of {t.tensor!r} moves {t.nbytes} bytes, the tensor has {data[t.tensor]}")
         if t.kind in ("load", "retrieve"):
-            if t.step != r.start:
-                problems.append(f"{t.kind} of {r.id!r} at step {t.step}, but it starts at {r.start}")
+            issued = t.step if t.issue_step is None else t.issue_step
+            if issued != r.start:
+                problems.append(f"{t.kind} of {r.id!r} at step {t.step}, but it starts at {r.start}"
+                                if t.issue_step is None else
+                                f"{t.kind} of {r.id!r} issued at step {issued}, but it starts at {r.start}")
+            elif not r.start <= t.step < r.end:
+                problems.append(f"{t.kind} of {r.id!r} needed at step {t.step}, outside its stay [{r.start}, {r.end})")
             fills[r.id].append(t)
         else:
             if t.step != r.end:
@@ -172,12 +178,16 @@ def _check_stays(name: str, rs: list[Residency], producer: str | None, final: bo
         problems.append(f"final output {name!r} is stored {stores} times")
 
 
-def _check_operands(graph: nx.DiGraph, onchip: Mapping[str, int], schedule: Schedule, problems: list[str]) -> None:
-    """Every operator's inputs and outputs (those with on-chip bytes) are resident at its step."""
+def _check_operands(graph: nx.DiGraph, onchip: Mapping[str, int], schedule: Schedule,
+                    fills: Mapping[str, list[Transfer]], problems: list[str]) -> None:
+    """Every operator's inputs and outputs (those with on-chip bytes) are resident at its step, and a
+    prefetched tensor is not used before the step its fill is needed at (it is still on its way)."""
     n = len(schedule.order)
     live_at: dict[int, set[str]] = defaultdict(set)
     for r in schedule.residencies:
-        for s in range(max(r.start, 0), min(r.end, n)):
+        fill = fills.get(r.id)
+        usable = max(r.start, fill[0].step) if fill else r.start
+        for s in range(max(usable, 0), min(r.end, n)):
             live_at[s].add(r.tensor)
     for s, op in enumerate(schedule.order):
         if op not in graph:

@@ -6,8 +6,11 @@ when each tensor is on chip. Each stay of a tensor in on-chip memory is one ``Re
 
 Transfer timing convention (shared with the simulator):
 
-* ``load`` / ``retrieve`` at step ``s`` fill a residency that starts at ``s``; they must finish
-  before operator ``order[s]`` starts.
+* ``load`` / ``retrieve`` at step ``s`` must finish before operator ``order[s]`` starts. They
+  are issued at their ``issue_step`` ``i <= s`` (``s`` when None), at the boundary before
+  operator ``order[i]``, and the residency they fill starts at ``i``: its range is reserved
+  from the issue on. ``i < s`` is a prefetch, overlapping the compute of steps ``i .. s - 1``
+  (``scheduler.load_timing`` plans it); no operator before ``s`` may use the tensor.
 * ``store`` / ``spill`` at step ``e`` drain a residency that ends at ``e`` (its last step is
   ``e - 1``); they start after operator ``order[e - 1]`` finishes and must finish before the
   residency's address range is reused.
@@ -82,12 +85,18 @@ class Transfer:
     kind: TransferKind
     tensor: str  #: tensor name
     residency: str  #: id of the residency filled (load/retrieve) or drained (store/spill)
-    step: int  #: step boundary at which it happens
+    #: a drain: the step boundary at which it starts; a fill: the step whose operator needs it
+    step: int
     nbytes: int  #: bytes moved (per PE where the hardware splits tensors over PEs)
-    #: a load or retrieve: the step at whose operator's start it may be issued, at most ``step``
-    #: (earlier is a prefetch: it overlaps the compute of the steps before); None: not planned, the
-    #: simulator plans it with its prefetch policy (``accelsim.sim``)
+    #: a load or retrieve: the step at whose boundary it is issued, at most ``step``, where its
+    #: residency starts (earlier is a prefetch: it overlaps the compute of the steps before); None:
+    #: at ``step``. A drain: None or ``step``
     issue_step: int | None = None
+
+    @property
+    def issued_at(self) -> int:
+        """The step at whose boundary the transfer is issued: ``issue_step``, or ``step`` when None."""
+        return self.step if self.issue_step is None else self.issue_step
 
     @property
     def compulsory(self) -> bool:
@@ -168,6 +177,8 @@ class ScheduleStats:
     variables: int | None = None  #: the model's variables
     constraints: int | None = None  #: the model's constraints
     parts: int | None = None  #: the parts of ``cosma-dnc``
+    # -- load timing (``scheduler.load_timing``) ------------------------------------------------
+    load_timing_rounds: int | None = None  #: placements the load-timing planner tried (0: it kept the offsets)
 
     def as_report(self) -> dict[str, float]:
         """The statistics as report.json's ``scheduler_stats`` shows them, unchanged since it was a
@@ -189,7 +200,7 @@ class ScheduleStats:
         else:
             names = _ONLINE_FIELDS
         shown: dict[str, float] = {}
-        for name in names + _ORDER_FIELDS:
+        for name in names + _ORDER_FIELDS + _TIMING_FIELDS:
             value = getattr(self, name)
             if value is None and name == "loop_noncompulsory_bytes":
                 value = -1
@@ -206,6 +217,7 @@ _LOOP_FIELDS = ("min_capacity", "rounds", "fitted", "loop_noncompulsory_bytes", 
 _SOLVER_FIELDS = ("min_capacity", "objective", "bound", "gap", "solve_seconds", "peak_live_bytes", "peak_address",
                   "warm_start", "variables", "constraints", "parts", "clock_stopped")
 _ORDER_FIELDS = ("order_peak", "order_status_optimal")
+_TIMING_FIELDS = ("load_timing_rounds",)
 #: the ints the report has always shown as floats
 _FLOAT_FIELDS = frozenset({"variables", "constraints", "parts"})
 

@@ -13,11 +13,11 @@ one clock cycle; every event happens on a whole cycle):
   cycles ``accelsim.compute`` gives it;
 * **driver** (``driver.Driver``) -- walks the schedule step by step: drains, fills, hands each
   operator to the compute array. It issues each load/retrieve at the step the schedule planned
-  (``Transfer.issue_step``) as soon as its range is free; it does not decide prefetching itself.
+  (``Transfer.issue_step``, where its residency starts); when loads go is the scheduler's
+  decision (``scheduler.load_timing``), never the simulator's.
 
 Around them: ``inputs.check_inputs`` checks that the graph, schedule and offsets fit together
-before anything is built (``SimulationError``); ``prefetch`` is the policy that plans the issue
-steps a schedule left unplanned, from ``dma.prefetch_depth``; ``results`` holds the records and
+before anything is built (``SimulationError``); ``results`` holds the records and
 the energy accounting; ``simulation.simulate`` builds the agents, runs them and measures.
 
 A memory violation (``MemoryViolation``) names both residencies, both ranges, the step and the
@@ -37,13 +37,12 @@ from accelsim.sim.dma import DmaEngines
 from accelsim.sim.dram import DramLink
 from accelsim.sim.driver import Driver
 from accelsim.sim.inputs import ScheduleIndex, SimulationError, check_inputs
-from accelsim.sim.prefetch import issue_step, issue_steps, with_issue_steps
 from accelsim.sim.results import PJ, OpRecord, SimResult, TransferRecord, with_energy
 from accelsim.sim.scratchpad import MemoryViolation, Scratchpad
 from accelsim.sim.simulation import simulate
 
 __all__ = [
     "PJ", "ComputeArray", "DmaEngines", "DramLink", "Driver", "MemoryViolation", "OpRecord", "ScheduleIndex",
-    "Scratchpad", "SimResult", "SimulationError", "TransferRecord", "check_inputs", "issue_step", "issue_steps",
-    "simulate", "with_energy", "with_issue_steps",
+    "Scratchpad", "SimResult", "SimulationError", "TransferRecord", "check_inputs", "simulate",
+    "with_energy",
 ]

@@ -42,16 +42,8 @@ class ComputeArray:
         env.process(self._serve())
 
     def cost(self, graph: nx.DiGraph, name: str) -> OpCost:
-        """What operator ``name`` of ``graph`` costs on this array (``accelsim.compute``)."""
-        node = graph.nodes[name]
-        tensors = graph.graph["tensors"]
-        names = list(node.get("in_tensors", ())) + list(node.get("out_tensors", ()))
-        io = sum(int(tensors[t]["nbytes"]) for t in names)
-        return operator_cost(
-            macs=int(node.get("macs", 0)), elements=int(node.get("elements", 0)), gemm=node.get("gemm"),
-            compute=self.hw.compute, element_bytes=self.element_bytes, io_bytes=io,
-            sram_bytes_per_cycle=self.hw.sram_bytes_per_cycle_total,
-        )
+        """What operator ``name`` of ``graph`` costs on this array (``graph_operator_cost``)."""
+        return graph_operator_cost(graph, name, self.hw, self.element_bytes)
 
     def run(self, cycles: int) -> Generator[simpy.Event, Any, None]:
         """Hand the array an operator of ``cycles`` and wait until it has run (``yield from`` it)."""
@@ -64,3 +56,17 @@ class ComputeArray:
             job = yield self._jobs.get()
             yield self.env.timeout(job.cycles)
             job.done.succeed()
+
+
+def graph_operator_cost(graph: nx.DiGraph, name: str, hw: HardwareConfig, element_bytes: int) -> OpCost:
+    """What operator ``name`` of ``graph`` costs on ``hw``'s compute block (``accelsim.compute``): the
+    cycles the compute array runs it for, which the load-timing planner also plans with."""
+    node = graph.nodes[name]
+    tensors = graph.graph["tensors"]
+    names = list(node.get("in_tensors", ())) + list(node.get("out_tensors", ()))
+    io = sum(int(tensors[t]["nbytes"]) for t in names)
+    return operator_cost(
+        macs=int(node.get("macs", 0)), elements=int(node.get("elements", 0)), gemm=node.get("gemm"),
+        compute=hw.compute, element_bytes=element_bytes, io_bytes=io,
+        sram_bytes_per_cycle=hw.sram_bytes_per_cycle_total,
+    )

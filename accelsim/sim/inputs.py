@@ -9,8 +9,9 @@ What it checks:
 * residency ids are unique, each has an offset, and each lives on ``[start, end)`` inside the
   steps ``[0, len(order)]`` with ``start < end``;
 * each transfer names a known residency and sits at the step the timing convention of
-  ``scheduler/schedule.py`` gives it: a load/retrieve (a fill) at its residency's start, a
-  store/spill (a drain) at its end; a residency has at most one fill and one drain;
+  ``scheduler/schedule.py`` gives it: a load/retrieve (a fill) is issued at its residency's
+  start and needed at a step of the residency, a store/spill (a drain) at its end; a residency
+  has at most one fill and one drain;
 * issue steps: a fill's ``issue_step`` is None or an integer in ``[0, step]``; a drain is
   issued at its step (``issue_step`` None or equal to ``step``);
 * every scheduled operator is a node of the graph.
@@ -46,6 +47,7 @@ class ScheduleIndex:
     ending: dict[int, list[Residency]]  #: step -> residencies ending there, in schedule order
     fill: dict[str, Transfer]  #: residency id -> its load/retrieve (residencies made on chip have none)
     drain: dict[str, Transfer]  #: residency id -> its store/spill (residencies that just die have none)
+    needed: dict[int, list[str]]  #: step -> ids of the residencies whose fill that step's operator waits for
 
 
 def check_inputs(graph: Container[str], schedule: Schedule, offsets: Mapping[str, int]) -> ScheduleIndex:
@@ -70,24 +72,32 @@ def check_inputs(graph: Container[str], schedule: Schedule, offsets: Mapping[str
         if t.residency not in residency:
             raise SimulationError(f"{t.kind} of {t.tensor!r} at step {t.step} names unknown residency {t.residency!r}")
         r = residency[t.residency]
-        table, expected = (fill, r.start) if t.to_chip else (drain, r.end)
-        if t.step != expected:
-            raise SimulationError(
-                f"{t.kind} of residency {r.id!r} at step {t.step}, but the residency lives on [{r.start}, {r.end}) "
-                f"(a {t.kind} happens at step {expected})"
-            )
         _check_issue_step(t)
+        table, expected = (fill, r.start) if t.to_chip else (drain, r.end)
+        if (t.issued_at if t.to_chip else t.step) != expected:
+            raise SimulationError(
+                f"{t.kind} of residency {r.id!r} at step {t.step}"
+                + (f" issued at step {t.issued_at}" if t.issue_step is not None and t.to_chip else "")
+                + f", but the residency lives on [{r.start}, {r.end}) "
+                f"(a {t.kind} {'is issued' if t.to_chip else 'happens'} at step {expected})"
+            )
+        if t.to_chip and not t.step < r.end:
+            raise SimulationError(
+                f"{t.kind} of residency {r.id!r} is needed at step {t.step}, after the residency [{r.start}, {r.end})")
         if r.id in table:
             raise SimulationError(f"residency {r.id!r} has two {'fills' if t.to_chip else 'drains'}")
         table[r.id] = t
     for name in schedule.order:
         if name not in graph:
             raise SimulationError(f"scheduled operator {name!r} is not in the graph")
-    return ScheduleIndex(residency, starting, ending, fill, drain)
+    needed: dict[int, list[str]] = {}
+    for rid, t in fill.items():
+        needed.setdefault(t.step, []).append(rid)
+    return ScheduleIndex(residency, starting, ending, fill, drain, needed)
 
 
 def _check_issue_step(t: Transfer) -> None:
-    """A fill is issued at a step in ``[0, t.step]`` (or left to the prefetch policy); a drain at its step."""
+    """A fill is issued at a step in ``[0, t.step]`` (None: at ``t.step``); a drain at its step."""
     issue = t.issue_step
     if issue is None:
         return

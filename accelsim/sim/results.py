@@ -6,6 +6,22 @@ its SRAM energy is the bytes it streams (``OpCost.sram_bytes``) plus the bytes i
 write into or read out of the scratchpad, x ``pj_per_sram_byte``; its DRAM energy is the DRAM
 bytes of its transfers x ``pj_per_dram_byte``. A transfer belongs to the operator of its step
 (a drain after the last operator to the last one). Totals are the sums over operators.
+
+**The floor** (``SimResult.floor_cycles``): no run of the same operators moving the same DRAM
+bytes on the same hardware can be faster, whatever its schedule's timing. It is the larger of
+two terms, each a bound on its own:
+
+* the compute term, ``floor_compute_cycles``: the sum over the operators that ran of their
+  stall-free cycles, ``OpCost.cycles`` (``accelsim.compute``: the mapped compute cycles, or the
+  scratchpad streaming when that is longer; per operator record, ``compute_cycles +
+  sram_stall_cycles``). The compute array runs one operator at a time, so the run takes at least
+  their sum; the DMA waits between them are what a run adds on top;
+* the DRAM term, ``floor_dram_cycles``: ``ceil((dram_read_bytes + dram_write_bytes) /
+  hw.dram_bytes_per_cycle)``, the chip bytes the run moved at the DRAM link's full bandwidth
+  (``accelsim.sim.dram``: the transfers in flight share ``dram_bytes_per_cycle``, never more).
+  The DMA set-up latency is left out: channels pay it side by side.
+
+A run stopped by a memory violation has the floor of what it ran and moved before it stopped.
 """
 
 from __future__ import annotations
@@ -91,6 +107,8 @@ class SimResult:
     violation: MemoryViolation | None = None
     macs: int = 0
     ideal_cycles: int = 0  #: sum of the operators' ideal-bound cycles
+    floor_compute_cycles: int = 0  #: the floor's compute term: the operators' stall-free cycles (module docstring)
+    floor_dram_cycles: int = 0  #: the floor's DRAM term: the DRAM bytes at full bandwidth (module docstring)
     utilization: float = 0.0  #: MACs / (cycles x peak MACs per cycle), over the whole run
     stall_cycles: dict[str, float] = field(default_factory=dict)  #: by cause: dma_wait, sram_bandwidth
     energy: dict[str, float] = field(default_factory=dict)  #: joules: compute, sram, dram, total
@@ -99,6 +117,16 @@ class SimResult:
     @property
     def ok(self) -> bool:
         return self.violation is None
+
+    @property
+    def floor_cycles(self) -> int:
+        """The cycles no run of these operators and DRAM bytes can beat: the larger term (module docstring)."""
+        return max(self.floor_compute_cycles, self.floor_dram_cycles)
+
+    @property
+    def floor_bound(self) -> str:
+        """Which term sets the floor: ``"compute"`` (also on a tie) or ``"dram"``."""
+        return "compute" if self.floor_compute_cycles >= self.floor_dram_cycles else "dram"
 
 
 def with_energy(

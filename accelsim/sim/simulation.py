@@ -20,7 +20,6 @@ from accelsim.sim.dma import DmaEngines
 from accelsim.sim.dram import DramLink
 from accelsim.sim.driver import Driver
 from accelsim.sim.inputs import SimulationError, check_inputs
-from accelsim.sim.prefetch import issue_steps
 from accelsim.sim.results import SimResult, with_energy
 from accelsim.sim.scratchpad import MemoryViolation, Scratchpad
 
@@ -38,9 +37,9 @@ def simulate(
     """Run ``schedule`` with residencies at ``offsets`` on ``hw`` and measure it.
 
     ``offsets`` defaults to ``schedule.offsets``; ``capacity`` (bytes of the scratchpad, per PE
-    on ``per_pe`` targets) defaults to ``schedule.capacity``. Each load/retrieve is issued no
-    earlier than its ``Transfer.issue_step``; those left ``None`` take the prefetch policy's
-    step for ``hw.dma.prefetch_depth`` (``accelsim.sim.prefetch``). A memory violation stops the
+    on ``per_pe`` targets) defaults to ``schedule.capacity``. Each load/retrieve is issued at its
+    ``Transfer.issue_step`` (its residency's start), as the scheduler planned it
+    (``scheduler.load_timing``); the simulator never moves one. A memory violation stops the
     run and is reported in ``memory_check`` (or raised with ``raise_on_violation=True``); inputs
     that do not fit together raise ``SimulationError``.
     """
@@ -49,14 +48,13 @@ def simulate(
             raise SimulationError("no offsets given and the schedule has none")
         offsets = schedule.offsets
     index = check_inputs(graph, schedule, offsets)
-    issue = issue_steps(index.fill.values(), hw.dma.prefetch_depth)
     from frontend.graph import dtype_bytes  # the format module only: no torch
 
     env = simpy.Environment()
     dma = DmaEngines(env, DramLink(env, hw.dram_bytes_per_cycle), hw)
     array = ComputeArray(env, hw, dtype_bytes(str(graph.graph.get("dtype", "int8"))))
     pad = Scratchpad(schedule.capacity if capacity is None else capacity, schedule.alignment)
-    driver = Driver(env, graph, schedule.order, index, issue, offsets, pad, dma, array)
+    driver = Driver(env, graph, schedule.order, index, offsets, pad, dma, array)
     events, violation = _run(env, driver, raise_on_violation)
     return _result(graph, hw, env, driver, violation, events)
 
@@ -88,7 +86,7 @@ def _result(
     graph: nx.DiGraph, hw: HardwareConfig, env: simpy.Environment, driver: Driver, violation: MemoryViolation | None,
     events: int,
 ) -> SimResult:
-    """The measurements of a finished (or stopped) run."""
+    """The measurements of a finished (or stopped) run, with its floor (``accelsim.sim.results``)."""
     transfers = sorted(driver.dma.records, key=lambda t: (t.start_cycle, t.end_cycle))
     read = sum(t.chip_bytes for t in transfers if t.to_chip)
     write = sum(t.chip_bytes for t in transfers if not t.to_chip)
@@ -119,6 +117,8 @@ def _result(
         violation=violation,
         macs=macs,
         ideal_cycles=sum(o.ideal_cycles for o in ops),
+        floor_compute_cycles=sum(cost.cycles for cost in driver.costs),
+        floor_dram_cycles=math.ceil((read + write) / hw.dram_bytes_per_cycle),
         utilization=macs / (cycles * hw.peak_macs_per_cycle) if cycles else 0.0,
         stall_cycles={"dma_wait": sum(o.dma_stall_cycles for o in ops),
                       "sram_bandwidth": sum(o.sram_stall_cycles for o in ops)},

@@ -270,6 +270,14 @@ SUBKEYS: dict[str, dict[str, str]] = {
         "folds": "folds (systolic) or passes (lanes)",
         "energy": "joules: compute, sram, dram (the transfers of its step), total",
     },
+    "floor_cycles": {
+        "cycles": "the floor: the larger of the two terms below; no run of these operators and DRAM bytes is faster",
+        "compute": "the operators' stall-free cycles (compute_cycles + sram_bandwidth stall each), summed: the "
+                   "compute array runs one at a time",
+        "dram": "ceil(DRAM bytes read and written / the config's DRAM bytes per cycle): the traffic at the link's "
+                "full bandwidth",
+        "bound": "the term that sets the floor: compute (also on a tie) or dram",
+    },
     "buffers": {
         "id": "the residency: the tensor's name, or TENSOR#K for its k-th stay on chip",
         "start": "the step it is placed (the operator index in schedule order)",
@@ -299,6 +307,7 @@ SUBKEYS: dict[str, dict[str, str]] = {
 #: where each nested entry is built: (module, a key only that dictionary literal has)
 ENTRY_SOURCES = {
     "ops": ("accelsim.results", "start_cycle"),
+    "floor_cycles": ("accelsim.results", "bound"),
     "buffers": ("accelsim.results", "offset"),
     "host_ops": ("frontend.host", "waits_for"),
     "host_ops tensors": ("frontend.host", "side"),
@@ -312,11 +321,15 @@ STAGES = {
     "schedule": "ordering the operators and planning the transfers",
     "allocate": "placing the residencies: the allocation-aware loop of program / min-peak with its plans, or "
                 "the re-placement of a cosma* schedule",
+    "load timing": "choosing when each load and retrieve is issued, and re-placing the prefetch windows "
+                   "(scheduler.load_timing)",
     "validate": "checking the placement independently of the method that made it",
     "simulate": "the event-driven simulation",
     "report": "writing the report folder (absent when none is written)",
 }
 SCHEDULER_STATS = {
+    "load_timing_rounds": "placements the load-timing planner tried; 0: it kept the offsets as they were "
+                          "(every scheduler)",
     "min_capacity": "M_R, bytes (every scheduler)",
     "peak_live_bytes": "most bytes allocated at once (every scheduler)",
     "peak_address": "highest address in use (every scheduler)",
@@ -366,6 +379,7 @@ def report_schema() -> list[str]:
     for name, type_text, meaning in [*report_fields(), *EXTRA_KEYS]:
         lines.append(f"| {code(name)} | {code(type_text)} | {cell(meaning.replace('``', '`'))} |")
     titles = {"ops": "Each entry of `ops` (one per operator, in schedule order)",
+              "floor_cycles": "The keys of `floor_cycles` (cycles; defined in `accelsim/sim/results.py`)",
               "buffers": "Each entry of `buffers` (one per residency, the MiniMalloc CSV's rows)",
               "host_ops": "Each entry of `host_ops` (one per host operator, in program order)",
               "host_ops tensors": "Each entry of a host operator's `inputs` and `outputs`"}

@@ -88,7 +88,8 @@ def test_one_default_allocator_across_the_cli_the_flow_and_the_scheduler(dag_jso
     report = compile_and_simulate(str(dag_json), "tpuv4", sram=SRAM)
     graph, sizes, _ = pipeline.on_chip_graph(load_graph(dag_json), report.hardware)
     direct = scheduler.make_schedule(graph, SRAM, sizes=sizes, alignment=report.hardware.alignment)
-    assert report.allocator == direct.placed_by.name == "auto" and report.offsets == direct.offsets
+    timed = pipeline.time_loads(graph, direct, report.hardware, direct.placed_by.name)
+    assert report.allocator == direct.placed_by.name == "auto" and report.offsets == timed.offsets
 
 
 def test_buffers_round_trip_through_accelsim_alloc(dag_json, tmp_path, capsys):

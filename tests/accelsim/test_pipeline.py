@@ -26,6 +26,7 @@ REPORT_KEYS = {
     "dram_read_bytes", "dram_write_bytes", "compulsory_bytes", "noncompulsory_bytes", "memory_check", "ops",
     "min_capacity_bytes", "weight_bytes", "input_bytes", "n_ops", "n_residencies", "spills", "retrieves",
     "stage_seconds", "utilization", "ideal_cycles", "stall_cycles", "energy", "hw_config", "peak_macs_per_cycle",
+    "floor_cycles", "cycles_over_floor",
 }
 OP_KEYS = {"name", "op", "start_cycle", "end_cycle", "macs", "compute_cycles", "ideal_cycles", "utilization",
            "stall_cycles", "sram_bytes", "mapping", "folds", "energy"}
@@ -258,8 +259,10 @@ def test_report_json_carries_per_operator_fidelity_and_energy(chain_graph, tmp_p
     assert data["utilization"] == pytest.approx(report.macs / (report.cycles * 131072))
     assert data["hw_config"]["compute"]["rows"] == 128
     text = format_summary(report)
-    for label in ("utilization", "stalls", "energy", "ideal bound"):
+    for label in ("utilization", "stalls", "energy", "× the floor"):
         assert label in text
+    floor = data["floor_cycles"]
+    assert f"{floor['cycles']:,} ({'compute' if floor['bound'] == 'compute' else 'DRAM'}-bound" in text
 
 
 def test_overrides_change_the_hardware_and_are_recorded(chain_graph):

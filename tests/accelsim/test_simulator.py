@@ -1,12 +1,12 @@
 """The SimPy model: the scratchpad's checks, exact cycle counts, prefetch, drains, corrupted offsets.
 
-The prefetch policy and planned issue steps are pinned in ``tests/accelsim/sim/test_prefetch.py``,
-input validation in ``tests/accelsim/sim/test_inputs.py``.
+Fills issued at planned steps are pinned in ``tests/accelsim/sim/test_driver.py`` (the planner that
+chooses them in ``tests/scheduler/test_load_timing.py``), input validation in
+``tests/accelsim/sim/test_inputs.py``.
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import replace
 
 import pytest
@@ -118,35 +118,44 @@ def test_per_pe_transfers_move_every_pes_share(toy_hw):
     assert result.dram_read_bytes == 16 * 4160
 
 
-def test_next_operators_load_overlaps_compute_when_its_range_is_free(toy_hw):
+@pytest.mark.parametrize("planned", [True, False])
+def test_a_load_issued_a_step_early_overlaps_compute(toy_hw, planned):
     g = new_graph("two_fc", dtype="int8")
     add_tensor(g, "x", (1, 64), kind="input")
     add_tensor(g, "w0", (64, 64), kind="weight")
     add_tensor(g, "w1", (64, 64), kind="weight")
     add_operator(g, "fc0", "linear", inputs=["x", "w0"], outputs={"y": (1, 64)}, macs=102400)
     add_operator(g, "fc1", "linear", inputs=["y", "w1"], outputs={"z": (1, 64)}, macs=4096)
+    issue = 0 if planned else 1
     residencies = [
         Residency("x", "x", 0, 1, 64), Residency("w0", "w0", 0, 1, 4096), Residency("y", "y", 0, 2, 64),
-        Residency("w1", "w1", 1, 2, 4096), Residency("z", "z", 1, 2, 64),
+        Residency("w1", "w1", issue, 2, 4096), Residency("z", "z", 1, 2, 64),
     ]
     transfers = [
         Transfer("load", "x", "x", 0, 64), Transfer("load", "w0", "w0", 0, 4096),
-        Transfer("load", "w1", "w1", 1, 4096), Transfer("store", "z", "z", 2, 64),
+        Transfer("load", "w1", "w1", 1, 4096, issue_step=issue), Transfer("store", "z", "z", 2, 64),
     ]
     offsets = {"x": 0, "w0": 64, "y": 4160, "w1": 4224, "z": 0}
     schedule = Schedule(["fc0", "fc1"], residencies, transfers, capacity=1 << 14, alignment=64, offsets=offsets)
     result = simulate(g, schedule, None, toy_hw())
-    # fc0 runs [85, 185); w1's range is free, so its load runs during fc0: [85, 159);
-    # fc1 starts right after fc0 [185, 189); store z [189, 200)
     w1 = next(t for t in result.transfers if t.tensor == "w1")
-    assert (w1.prefetched, w1.start_cycle, w1.end_cycle) == (True, 85, 159)
-    assert [(o.start_cycle, o.end_cycle) for o in result.ops] == [(85, 185), (185, 189)]
-    assert result.cycles == 200
-    # live bytes peak while w1 is prefetched: x + w0 + y + w1
-    assert result.peak_live_bytes == 64 + 4096 + 64 + 4096
+    if planned:
+        # issued at boundary 0 behind x and w0, w1 loads during fc0 [85, 185): [85, 159);
+        # fc1 starts right after fc0 [185, 189); store z [189, 200)
+        assert (w1.prefetched, w1.start_cycle, w1.end_cycle) == (True, 85, 159)
+        assert [(o.start_cycle, o.end_cycle) for o in result.ops] == [(85, 185), (185, 189)]
+        assert result.cycles == 200
+        # live bytes peak while w1 is prefetched: x + w0 + y + w1
+        assert result.peak_live_bytes == 64 + 4096 + 64 + 4096
+    else:  # at its own boundary: fc1 waits the whole load [185, 259) and runs [259, 263)
+        assert (w1.prefetched, w1.start_cycle, w1.end_cycle) == (False, 185, 259)
+        assert [(o.start_cycle, o.end_cycle) for o in result.ops] == [(85, 185), (259, 263)]
+        assert result.ops[1].dma_stall_cycles == 74 and result.cycles == 274
 
 
-def _spill_and_retrieve():
+def _spill_and_retrieve(planned: bool = True):
+    """y is spilled at step 1 and retrieved for c at step 2; ``planned``: the retrieval is issued at step 1,
+    into x's range, free from then on."""
     g = new_graph("spill", dtype="int8")
     add_tensor(g, "x", (1, 64), kind="input")
     add_tensor(g, "v", (1, 64), kind="input")
@@ -157,11 +166,13 @@ def _spill_and_retrieve():
     g.graph["tensors"]["out"]["kind"] = "output"
     residencies = [
         Residency("x", "x", 0, 1, 64), Residency("y", "y", 0, 1, 64), Residency("v", "v", 1, 2, 64),
-        Residency("u", "u", 1, 3, 64), Residency("y#1", "y", 2, 3, 64), Residency("out", "out", 2, 3, 64),
+        Residency("u", "u", 1, 3, 64), Residency("y#1", "y", 1 if planned else 2, 3, 64),
+        Residency("out", "out", 2, 3, 64),
     ]
     transfers = [
         Transfer("load", "x", "x", 0, 64), Transfer("spill", "y", "y", 1, 64), Transfer("load", "v", "v", 1, 64),
-        Transfer("retrieve", "y", "y#1", 2, 64), Transfer("store", "out", "out", 3, 64),
+        Transfer("retrieve", "y", "y#1", 2, 64, issue_step=1 if planned else None),
+        Transfer("store", "out", "out", 3, 64),
     ]
     # v reuses y's range, y#1 reuses x's
     offsets = {"x": 0, "y": 64, "v": 64, "u": 128, "y#1": 0, "out": 192}
@@ -173,8 +184,9 @@ def test_a_range_is_reused_only_after_its_spill_completes(toy_hw):
     assert validate(schedule.problem(), Solution(schedule.offsets)).ok
     result = simulate(graph, schedule, None, toy_hw())
     timing = {t.kind + " " + t.residency: (t.start_cycle, t.end_cycle, t.prefetched) for t in result.transfers}
-    # load x [0, 11); a [11, 15); spill y [15, 26); v waits for the spill: load v [26, 37);
-    # b [37, 41); y#1 prefetched into x's freed range during b: [37, 48); c [48, 52); store out [52, 63)
+    # load x [0, 11); a [11, 15); spill y [15, 26); v waits for the spill: load v [26, 37); y#1,
+    # issued at boundary 1 into x's freed range, waits for y's write-back and then for v (needed
+    # first): [37, 48) during b [37, 41); c [48, 52); store out [52, 63)
     assert timing == {
         "load x": (0, 11, False), "spill y": (15, 26, False), "load v": (26, 37, False),
         "retrieve y#1": (37, 48, True), "store out": (52, 63, False),
@@ -184,6 +196,10 @@ def test_a_range_is_reused_only_after_its_spill_completes(toy_hw):
     assert (result.dram_read_bytes, result.dram_write_bytes) == (192, 128)
     assert (result.compulsory_bytes, result.noncompulsory_bytes) == (192, 128)
     assert result.bytes_by_kind == {"load": 128, "store": 64, "spill": 64, "retrieve": 64}
+    late = simulate(*_spill_and_retrieve(planned=False), None, toy_hw())
+    # issued at its own boundary: after b [37, 41), y#1 [41, 52); c [52, 56); store out [56, 67)
+    assert {t.residency: (t.start_cycle, t.end_cycle, t.prefetched) for t in late.transfers}["y#1"] == (41, 52, False)
+    assert late.cycles == 67
 
 
 def test_a_retrieve_waits_for_the_write_back_of_the_same_tensor(toy_hw):
@@ -367,18 +383,20 @@ def _three_steps():
                        offsets=offsets)
 
 
-def test_prefetch_depth_issues_loads_further_ahead(toy_hw):
+def test_an_earlier_issue_step_loads_further_ahead(toy_hw):
     graph, schedule = _three_steps()
     timings = {}
-    for depth in (0, 1, 2):
-        result = simulate(graph, schedule, None, toy_hw(dma={"prefetch_depth": depth}))
+    for depth in (0, 1, 2):  # w2 (needed at step 2) issued ``depth`` steps early
+        early = [replace(r, start=2 - depth) if r.id == "w2" else r for r in schedule.residencies]
+        fills = [replace(t, issue_step=2 - depth) if t.residency == "w2" else t for t in schedule.transfers]
+        result = simulate(graph, replace(schedule, residencies=early, transfers=fills), None, toy_hw())
         assert result.ok
         w2 = next(t for t in result.transfers if t.tensor == "w2")
         timings[depth] = (w2.prefetched, w2.start_cycle, result.ops[2].start_cycle, result.cycles)
     # fc0 runs [85, 285), relu1 [285, 289); w2 takes 74 cycles
     assert timings[0] == (False, 289, 363, 378)  # loaded at its own boundary
-    assert timings[1] == (True, 285, 359, 374)  # issued when relu1 starts
-    assert timings[2] == (True, 85, 289, 304)  # issued when fc0 starts: hidden behind its compute
+    assert timings[1] == (True, 285, 359, 374)  # issued at the boundary before relu1
+    assert timings[2] == (True, 85, 289, 304)  # issued with fc0's loads: hidden behind its compute
 
 
 def test_prefetch_waits_for_the_range_to_be_freed(toy_hw):
@@ -475,11 +493,13 @@ def test_utilization_and_ideal_cycles(toy_hw):
        sram_bandwidth=st.sampled_from([8, 64, 1 << 20]))
 def test_valid_placements_never_violate_memory_with_any_dma_setting(n_ops, seed, slack, channels, depth, method,
                                                                     sram_bandwidth, toy_hw):
-    """Deeper prefetch and parallel channels only move transfers earlier: every placement that
-    ``allocator.core.validate`` accepts must simulate without a memory violation, move exactly the
-    schedule's bytes, and never finish before the operators' own cycles allow."""
+    """Every placement that ``allocator.core.validate`` accepts, with the load timing planned over it
+    (prefetch windows grown into the room it leaves, up to ``depth`` steps), must simulate without a
+    memory violation, move exactly the schedule's bytes, and never finish before the operators' own
+    cycles allow."""
     import allocator
     from frontend.synthetic import random_dag
+    from scheduler.load_timing import DmaModel, plan_load_timing
 
     graph = random_dag(n_ops, seed=seed, max_size=512)
     need, _ = scheduler.min_capacity(graph, alignment=64)
@@ -493,6 +513,10 @@ def test_valid_placements_never_violate_memory_with_any_dma_setting(n_ops, seed,
     assert validate(schedule.problem(), Solution(offsets)).ok
     hw = toy_hw(sram_bytes_per_pe=schedule.capacity, sram_bandwidth_bytes_per_cycle=sram_bandwidth,
                 dma={"channels": channels, "prefetch_depth": depth})
+    schedule = plan_load_timing(schedule.with_offsets(offsets), [1] * len(schedule.order), DmaModel(0.5),
+                                lookahead=depth)
+    offsets = dict(schedule.offsets)
+    assert validate(schedule.problem(), Solution(offsets)).ok
     result = simulate(graph, schedule, offsets, hw)
     assert result.memory_check == "ok", result.memory_check
     assert result.dram_read_bytes == schedule.read_bytes and result.dram_write_bytes == schedule.write_bytes
@@ -503,34 +527,32 @@ def test_valid_placements_never_violate_memory_with_any_dma_setting(n_ops, seed,
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(n_ops=st.integers(3, 18), seed=st.integers(0, 10_000), slack=st.floats(1.0, 2.0),
-       channels=st.integers(1, 3), plan_seed=st.integers(0, 10_000))
-def test_fills_are_issued_no_earlier_than_their_planned_steps(n_ops, seed, slack, channels, plan_seed, toy_hw):
-    """Whatever issue steps a schedule plans, a valid placement simulates cleanly, and each fill
-    starts no earlier than its issue operator starts (at its boundary when it is planned there)."""
+@given(n_ops=st.integers(3, 18), seed=st.integers(0, 10_000), slack=st.floats(1.0, 4.0),
+       channels=st.integers(1, 3), bytes_per_cycle=st.sampled_from([0.25, 2.0, 64.0]), lookahead=st.integers(0, 6))
+def test_fills_are_issued_exactly_at_their_planned_steps(n_ops, seed, slack, channels, bytes_per_cycle, lookahead,
+                                                        toy_hw):
+    """Whatever issue steps the planner chooses, the placement simulates cleanly, and each fill is
+    queued at its issue step's boundary: after the operator before it ends, before its issue operator starts."""
     from frontend.synthetic import random_dag
+    from scheduler.load_timing import DmaModel, plan_load_timing
 
     graph = random_dag(n_ops, seed=seed, max_size=512)
     need, _ = scheduler.min_capacity(graph, alignment=64)
     schedule = scheduler.baseline.schedule(graph, int(need * slack) // 64 * 64 + 64, alignment=64)
-    pick = random.Random(plan_seed)
-    planned = schedule.with_offsets(schedule.offsets)
-    planned.transfers = [replace(t, issue_step=pick.randint(0, t.step)) if t.to_chip else t
-                         for t in schedule.transfers]
-    hw = toy_hw(sram_bytes_per_pe=schedule.capacity, dma={"channels": channels, "prefetch_depth": 0})
+    planned = plan_load_timing(schedule, [7] * len(schedule.order), DmaModel(bytes_per_cycle), lookahead=lookahead)
+    assert scheduler.check_schedule(graph, planned) == []
+    hw = toy_hw(sram_bytes_per_pe=schedule.capacity, dma={"channels": channels})
     result = simulate(graph, planned, None, hw)
     assert result.memory_check == "ok", result.memory_check
     assert result.dram_read_bytes == schedule.read_bytes
-    issue = {t.residency: t.issue_step for t in planned.transfers if t.to_chip}
+    issue = {t.residency: t.issued_at for t in planned.transfers if t.to_chip}
     for t in result.transfers:
         if not t.to_chip:
             continue
         step = issue[t.residency]
-        if step < t.step:  # from the start of operator ``step``
-            assert t.queued_cycle >= result.ops[step].start_cycle
-        else:  # at its boundary, after the operator before it
-            assert not t.prefetched
-            assert t.step == 0 or t.queued_cycle >= result.ops[t.step - 1].end_cycle
+        assert t.prefetched == (step < t.step)
+        assert step == 0 or t.queued_cycle >= result.ops[step - 1].end_cycle
+        assert t.queued_cycle <= result.ops[step].start_cycle
 
 
 def test_the_package_exports_the_names_the_repository_imports():

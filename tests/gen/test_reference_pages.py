@@ -95,6 +95,7 @@ def test_every_key_of_a_real_report_is_on_the_report_page(tmp_path):
     keys = {line.split(" | ")[0].strip("| `") for line in body.splitlines() if line.startswith("| `")}
     assert set(report) <= keys, set(report) - keys
     assert set(report["ops"][0]) | set(report["buffers"][0]) | set(report["stage_seconds"]) <= keys
+    assert set(report["floor_cycles"]) <= keys, set(report["floor_cycles"]) - keys
     assert set(report["scheduler_stats"]) <= keys, set(report["scheduler_stats"]) - keys
 
 

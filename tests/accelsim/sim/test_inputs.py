@@ -67,11 +67,15 @@ def test_an_issue_step_outside_its_transfer_s_window_is_refused(transfer, messag
     assert "\n" not in str(info.value)
 
 
-def test_issue_steps_inside_their_windows_are_accepted():
+def test_a_fill_issued_where_its_residency_starts_is_accepted_and_waited_for_at_its_step():
     schedule = _schedule()
+    # w's window opens at step 0 (a prefetch), op1 needs it at step 1; w moves off x's range
+    schedule.residencies[2] = Residency("w", "w", 0, 2, 64)
     schedule.transfers = [replace(schedule.transfers[0], issue_step=0), replace(schedule.transfers[1], issue_step=0),
                           replace(schedule.transfers[2], issue_step=2)]
-    assert set(check_inputs(OPS, schedule, OFFSETS).fill) == {"x", "w"}
+    index = check_inputs(OPS, schedule, {**OFFSETS, "w": 128})
+    assert set(index.fill) == {"x", "w"}
+    assert index.needed == {0: ["x"], 1: ["w"]}
 
 
 def test_simulate_refuses_bad_inputs_before_building_any_simpy_object(monkeypatch, toy_hw):
