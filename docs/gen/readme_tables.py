@@ -483,6 +483,45 @@ def table_headline() -> list[str]:
     ]
 
 
+LOAD_TIMING = REPO / "docs" / "load_timing"
+
+
+def _ratio_cell(rows: dict[str, dict[str, str]], label: str) -> str:
+    row = rows.get(label)
+    return "" if row is None or not row.get("cycles") else f"{int(row['cycles']):,} ({row['cycles_over_floor']}×)"
+
+
+def table_load_timing_models() -> list[str]:
+    """Cycles against the floor before and after the load-timing planner (studies/load_timing_study.py)."""
+    by_key: dict[tuple[str, str], dict[str, dict[str, str]]] = {}
+    for r in read("models.csv", LOAD_TIMING):
+        by_key.setdefault((r["hw"], r["model"]), {})[r["label"]] = r
+    lines = ["| config | model | floor (bound) | DRAM alone | before: cycles (× floor) | after: cycles (× floor) | "
+             "after: DMA wait | memory check |", "|---|---|---:|---:|---:|---:|---:|---|"]
+    for (hw, model), rows in by_key.items():
+        after = rows.get("after") or next(iter(rows.values()))
+        lines.append(f"| {hw} | {model} | {int(after['floor_cycles']):,} ({after['bound']}) | "
+                     f"{int(after['floor_dram']):,} | {_ratio_cell(rows, 'before')} | {_ratio_cell(rows, 'after')} | "
+                     f"{int(after['dma_wait_cycles']):,} | {after['memory_check']} |")
+    return lines
+
+
+def table_sram_curve() -> list[str]:
+    """resnet50 on pixel6 against SRAM per PE, before and after (studies/load_timing_study.py)."""
+    by_size: dict[int, dict[str, dict[str, str]]] = {}
+    for r in read("sram_curve.csv", LOAD_TIMING):
+        by_size.setdefault(int(r["sram_bytes"]), {})[r["label"]] = r
+    lines = ["| SRAM per PE | before: cycles (× floor) | after: cycles (× floor) | after: DRAM bytes | "
+             "after: peak address |", "|---:|---:|---:|---:|---:|"]
+    for size, rows in sorted(by_size.items()):
+        after = rows.get("after", {})
+        cells = [_ratio_cell(rows, label) or rows.get(label, {}).get("status", "") for label in ("before", "after")]
+        dram = f"{int(after['dram_bytes']):,}" if after.get("dram_bytes") else ""
+        peak = f"{int(after['peak_bytes']) / 1024:,.1f} KiB" if after.get("peak_bytes") else ""
+        lines.append(f"| {size // 1024:,} KiB | {cells[0]} | {cells[1]} | {dram} | {peak} |")
+    return lines
+
+
 TABLES: dict[str, Callable[[], list[str]]] = {
     "fit": table_fit, "minimize": table_minimize, "traces": table_traces, "large": table_large,
     "limits": table_limits, "telamalloc": table_telamalloc, "sweep": table_sweep, "cmem": table_cmem,
@@ -490,6 +529,7 @@ TABLES: dict[str, Callable[[], list[str]]] = {
     "spill-points": table_spill_points, "learned": table_learned, "huge": table_huge,
     "minimize10": table_minimize10, "first-contact": table_first_contact, "limit-cases": table_limit_cases,
     "zoo-coverage": table_zoo_coverage, "export-vs-fx": table_export_vs_fx, "headline": table_headline,
+    "load-timing-models": table_load_timing_models, "sram-curve": table_sram_curve,
 }
 
 
