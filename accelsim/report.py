@@ -87,7 +87,9 @@ def format_summary(report: SimReport) -> str:
          f"DMA busy {_percent(r.dma_cycles, r.cycles)}"),
         ("utilization", f"{100 * r.utilization:.1f} %", f"of {r.peak_macs_per_cycle:,} MACs per cycle"),
         ("stalls", f"{sum(r.stall_cycles.values()):,} cycles",
-         f"DMA wait {r.stall_cycles.get('dma_wait', 0):,}, SRAM bandwidth {r.stall_cycles.get('sram_bandwidth', 0):,}"),
+         f"DMA wait {r.stall_cycles.get('dma_wait', 0):,} (bandwidth {r.dma_wait_split.get('bandwidth', 0):,}, "
+         f"late loads {r.dma_wait_split.get('late', 0):,}), "
+         f"SRAM bandwidth {r.stall_cycles.get('sram_bandwidth', 0):,}"),
         ("energy", format_joules(r.energy.get("total", 0.0)),
          f"compute {format_joules(r.energy.get('compute', 0.0))}, SRAM {format_joules(r.energy.get('sram', 0.0))}, "
          f"DRAM {format_joules(r.energy.get('dram', 0.0))}"),

@@ -59,8 +59,8 @@ class SimReport:
     dma_cycles: int  #: cycles at least one DMA channel was busy
     memory_check: str  #: "ok" or the memory violation
     #: per operator in schedule order: name, op, start_cycle, end_cycle, macs, compute_cycles, ideal_cycles,
-    #: utilization, stall_cycles {dma_wait, sram_bandwidth}, sram_bytes, mapping, folds, energy {compute, sram,
-    #: dram, total} (joules)
+    #: utilization, stall_cycles {dma_wait, sram_bandwidth}, dma_wait_split {bandwidth, late}, sram_bytes,
+    #: mapping, folds, energy {compute, sram, dram, total} (joules)
     ops: list[dict[str, Any]]
     #: wall time of compile (loading or compiling the allocator's code, before the other clocks
     #: start), trace, schedule, allocate, validate, simulate, report (writing the folder; the
@@ -82,6 +82,9 @@ class SimReport:
     cycles_over_floor: float = 0.0
     utilization: float = 0.0  #: MACs / (cycles x peak MACs per cycle), the whole run
     stall_cycles: dict[str, int] = field(default_factory=dict)  #: by cause: dma_wait, sram_bandwidth
+    #: the DMA wait split: bandwidth (what the DRAM link alone forced) and late (what loads issued later
+    #: than that cost: scratchpad room, lookahead, write-backs, latencies; ``accelsim.sim.results``)
+    dma_wait_split: dict[str, int] = field(default_factory=dict)
     energy: dict[str, float] = field(default_factory=dict)  #: joules: compute, sram, dram, total
     sim_events: int = 0  #: SimPy events the simulation processed
     #: False when a wall-clock limit (``timeout``, ``time_limit``) ended a search before its work
@@ -146,6 +149,8 @@ class SimReport:
                  "macs": o.macs, "compute_cycles": o.compute_cycles, "ideal_cycles": o.ideal_cycles,
                  "utilization": o.utilization,
                  "stall_cycles": {"dma_wait": int(o.dma_stall_cycles), "sram_bandwidth": int(o.sram_stall_cycles)},
+                 "dma_wait_split": {"bandwidth": int(o.dma_bandwidth_stall_cycles),
+                                    "late": int(o.dma_late_stall_cycles)},
                  "sram_bytes": o.sram_bytes, "mapping": o.mapping, "folds": o.folds, "energy": o.energy}
                 for o in result.ops
             ],
@@ -154,6 +159,7 @@ class SimReport:
                           "dram": result.floor_dram_cycles, "bound": result.floor_bound},
             cycles_over_floor=int(result.cycles) / result.floor_cycles if result.floor_cycles else 0.0,
             utilization=result.utilization, stall_cycles={k: int(v) for k, v in result.stall_cycles.items()},
+            dma_wait_split={k: int(v) for k, v in result.dma_wait_split.items()},
             energy=result.energy, sim_events=result.events, deterministic=not clock_stopped,
             clock_stopped=clock_stopped,
             buffers=[{"id": b.id, "start": b.start, "end": b.end, "size": b.size, "alignment": b.alignment,

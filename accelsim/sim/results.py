@@ -22,10 +22,24 @@ two terms, each a bound on its own:
   The DMA set-up latency is left out: channels pay it side by side.
 
 A run stopped by a memory violation has the floor of what it ran and moved before it stopped.
+
+**What a DMA wait is made of** (``with_wait_split``). An operator's DMA wait is split in two:
+
+* *bandwidth*: what the DRAM link alone forces. Operator ``s`` cannot start before the bytes of
+  every fill needed at steps up to ``s`` have crossed the link, ``latency + ceil(bytes /
+  dram_bytes_per_cycle)`` from cycle 0, nor before the operator before it ends. Walking the
+  operators with those two rules and their own cycles gives the earliest start any issue
+  timing could reach (each transfer issued at cycle 0, the scratchpad unlimited, write-backs
+  left out); the bandwidth part of an operator's wait is the wait those rules force on it, at
+  most its actual wait;
+* *late*: the rest, what loads issued later than that cost: the room in the scratchpad the
+  load-timing planner had (``scheduler.load_timing``), ``dma.prefetch_depth``, a range still
+  being written back, and set-up latencies paid one after another.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -60,10 +74,17 @@ class OpRecord:
     mapping: str  #: how it was mapped: systolic-ws, systolic-os, lanes, vector, ideal
     folds: int  #: folds (systolic) or passes (lanes)
     energy: dict[str, float] = field(default_factory=dict)  #: joules: compute, sram, dram, total
+    #: the part of ``dma_stall_cycles`` the DRAM bandwidth forced (module docstring); the rest is late loads
+    dma_bandwidth_stall_cycles: float = 0.0
 
     @property
     def stall_cycles(self) -> float:
         return self.dma_stall_cycles + self.sram_stall_cycles
+
+    @property
+    def dma_late_stall_cycles(self) -> float:
+        """The part of ``dma_stall_cycles`` that loads issued late cost (module docstring)."""
+        return self.dma_stall_cycles - self.dma_bandwidth_stall_cycles
 
 
 @dataclass(frozen=True)
@@ -111,6 +132,8 @@ class SimResult:
     floor_dram_cycles: int = 0  #: the floor's DRAM term: the DRAM bytes at full bandwidth (module docstring)
     utilization: float = 0.0  #: MACs / (cycles x peak MACs per cycle), over the whole run
     stall_cycles: dict[str, float] = field(default_factory=dict)  #: by cause: dma_wait, sram_bandwidth
+    #: the DMA waits split into what bandwidth forced and what late loads cost (``with_wait_split``)
+    dma_wait_split: dict[str, float] = field(default_factory=dict)
     energy: dict[str, float] = field(default_factory=dict)  #: joules: compute, sram, dram, total
     events: int = 0  #: SimPy events processed
 
@@ -151,4 +174,37 @@ def with_energy(
         parts = {"compute": compute * PJ, "sram": sram * PJ, "dram": dram_j * PJ}
         parts["total"] = parts["compute"] + parts["sram"] + parts["dram"]
         out.append(replace(op, energy=parts))
+    return out
+
+
+def with_wait_split(ops: list[OpRecord], transfers: Sequence[TransferRecord], bytes_per_cycle: float,
+                    latency: int) -> list[OpRecord]:
+    """The operator records with their DMA waits split into bandwidth and late loads (module docstring).
+
+    >>> ops = [OpRecord(0, "a", "relu", 74, 84, 0, 10, 10, 1.0, 74, 0, 0, "ideal", 1),
+    ...        OpRecord(1, "b", "relu", 164, 174, 0, 10, 10, 1.0, 80, 0, 0, "ideal", 1)]
+    >>> fills = [TransferRecord("load", "x", "x", 0, 64, 64, 0, 0, 74, True, True, False),
+    ...          TransferRecord("load", "w", "w", 1, 64, 64, 84, 84, 164, True, True, False)]
+    >>> [(o.dma_bandwidth_stall_cycles, o.dma_late_stall_cycles) for o in with_wait_split(ops, fills, 1.0, 10)]
+    [(74, 0), (54, 26)]
+
+    ``x`` (64 bytes at 1 byte a cycle after 10 of latency) forces ``a``'s whole wait (74). Both
+    loads cross the link by cycle 10 + 128 = 138 at the earliest, while ``a`` could end at 84:
+    bandwidth forces 54 cycles of ``b``'s 80; the other 26 are what issuing ``w`` only after ``a``
+    (and paying its latency again) cost.
+    """
+    needed = [0] * len(ops)
+    for t in transfers:
+        if t.to_chip and t.step < len(ops):
+            needed[t.step] += t.chip_bytes
+    out = []
+    moved = 0
+    free_at = 0.0  # when the operator before may have ended at the earliest
+    for op, nbytes in zip(ops, needed, strict=True):
+        moved += nbytes
+        ready = latency + math.ceil(moved / bytes_per_cycle) if moved else 0
+        earliest = max(free_at, ready)
+        forced = min(op.dma_stall_cycles, earliest - free_at)
+        out.append(replace(op, dma_bandwidth_stall_cycles=forced))
+        free_at = earliest + (op.end_cycle - op.start_cycle)
     return out

@@ -20,7 +20,7 @@ from accelsim.sim.dma import DmaEngines
 from accelsim.sim.dram import DramLink
 from accelsim.sim.driver import Driver
 from accelsim.sim.inputs import SimulationError, check_inputs
-from accelsim.sim.results import SimResult, with_energy
+from accelsim.sim.results import SimResult, with_energy, with_wait_split
 from accelsim.sim.scratchpad import MemoryViolation, Scratchpad
 
 if TYPE_CHECKING:
@@ -91,7 +91,8 @@ def _result(
     read = sum(t.chip_bytes for t in transfers if t.to_chip)
     write = sum(t.chip_bytes for t in transfers if not t.to_chip)
     compulsory = sum(t.chip_bytes for t in transfers if t.compulsory)
-    ops = with_energy(graph, driver.ops, driver.costs, transfers, hw.energy)
+    ops = with_wait_split(with_energy(graph, driver.ops, driver.costs, transfers, hw.energy), transfers,
+                          hw.dram_bytes_per_cycle, hw.dram_latency_cycles)
     cycles = max([env.now] + [t.end_cycle for t in transfers])
     macs = sum(o.macs for o in ops)
     energy = {k: sum(o.energy.get(k, 0.0) for o in ops) for k in ("compute", "sram", "dram")}
@@ -122,6 +123,8 @@ def _result(
         utilization=macs / (cycles * hw.peak_macs_per_cycle) if cycles else 0.0,
         stall_cycles={"dma_wait": sum(o.dma_stall_cycles for o in ops),
                       "sram_bandwidth": sum(o.sram_stall_cycles for o in ops)},
+        dma_wait_split={"bandwidth": sum(o.dma_bandwidth_stall_cycles for o in ops),
+                        "late": sum(o.dma_late_stall_cycles for o in ops)},
         energy=energy,
         events=events,
     )

@@ -265,10 +265,18 @@ SUBKEYS: dict[str, dict[str, str]] = {
         "utilization": "MACs / (compute_cycles x peak MACs per cycle)",
         "stall_cycles": "dma_wait: cycles between the previous operator's end and its start (waiting for "
                         "transfers); sram_bandwidth: cycles beyond compute spent streaming operands (memory-bound)",
+        "dma_wait_split": "its dma_wait split: bandwidth, what the DRAM link alone forced; late, what loads issued "
+                          "later than that cost (accelsim.sim.results)",
         "sram_bytes": "operand and result bytes streamed to and from the scratchpad",
         "mapping": "how it was mapped: systolic-ws, systolic-os, lanes, vector, ideal",
         "folds": "folds (systolic) or passes (lanes)",
         "energy": "joules: compute, sram, dram (the transfers of its step), total",
+    },
+    "dma_wait_split": {
+        "bandwidth": "the operators' DMA waits that the DRAM link alone forced: their loads could not have crossed "
+                     "it sooner, however early they were issued",
+        "late": "the rest of the DMA waits: loads issued later than that (scratchpad room, dma.prefetch_depth, a "
+                "range still being written back, latencies paid one after another)",
     },
     "floor_cycles": {
         "cycles": "the floor: the larger of the two terms below; no run of these operators and DRAM bytes is faster",

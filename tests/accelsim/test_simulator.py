@@ -524,6 +524,9 @@ def test_valid_placements_never_violate_memory_with_any_dma_setting(n_ops, seed,
     assert [o.name for o in result.ops] == schedule.order
     starts = [o.start_cycle for o in result.ops]
     assert starts == sorted(starts)
+    for o in result.ops:  # the split of each DMA wait: two parts, neither negative
+        assert 0 <= o.dma_bandwidth_stall_cycles <= o.dma_stall_cycles
+        assert o.dma_bandwidth_stall_cycles + o.dma_late_stall_cycles == o.dma_stall_cycles
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -88,3 +88,22 @@ def test_a_fill_issued_away_from_its_residency_start_is_refused(toy_hw, issue, s
     schedule.transfers[2] = Transfer("load", "w3", "w3", 3, 4096, issue_step=issue)
     with pytest.raises(SimulationError, match=message.replace("[", r"\[").replace(")", r"\)")):
         simulate(graph, schedule, None, toy_hw())
+
+
+def test_a_dma_wait_splits_into_what_bandwidth_forced_and_what_a_late_load_cost(toy_hw):
+    hw = toy_hw()  # 64 bytes a cycle, 10 cycles of latency, one channel
+    own = simulate(*_four_steps(3), None, hw)
+    split = [(o.dma_bandwidth_stall_cycles, o.dma_late_stall_cycles) for o in own.ops]
+    # fc0 needs x and w0 (4,160 bytes): no issue timing gets them across before 10 + 65 = 75; the
+    # second latency (x [0, 11), w0 [11, 85)) costs the other 10. w3 could have crossed by
+    # 10 + 129 = 139, long before fc3 may start (283): its 74 cycles are all a late load's.
+    assert split == [(75, 10), (0, 0), (0, 0), (0, 74)]
+    assert own.dma_wait_split == {"bandwidth": 75, "late": 84}
+    early = simulate(*_four_steps(0), None, hw)
+    assert [(o.dma_bandwidth_stall_cycles, o.dma_late_stall_cycles) for o in early.ops][3] == (0, 0)
+    slow = simulate(*_four_steps(0), None, toy_hw(dram_bandwidth_bytes_per_s=8e9))
+    # at 8 bytes a cycle all three loads (8,256 bytes) cross by 10 + 1,032 = 1,042 at the earliest,
+    # while fc3 could start at 10 + 520 + 200 + 4 + 4 = 738: bandwidth forces 304 of its 314; the
+    # other 10 are w3's own latency, paid after w0's on the one channel
+    fc3 = slow.ops[3]
+    assert (fc3.dma_bandwidth_stall_cycles, fc3.dma_late_stall_cycles) == (304, 10)
