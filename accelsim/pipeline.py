@@ -58,6 +58,7 @@ from accelsim.hw import HardwareConfig, load_hw
 from accelsim.results import SimReport
 from accelsim.sim import simulate
 from accelsim.sources import input_files, is_saved_graph, is_traced
+from accelsim.tiling import DEFAULT_TILING, check_tiling
 from accelsim.units import format_bytes
 from allocator.core.defaults import DEFAULT_METHOD, UNBOUNDED_METHOD
 from frontend.limits import MAX_OPERATORS
@@ -163,19 +164,23 @@ def tensor_shares(graph: nx.DiGraph, hw: HardwareConfig) -> dict[str, int] | Non
 
 
 def on_chip_graph(
-    graph: nx.DiGraph, hw: HardwareConfig, weights: bool = True,
+    graph: nx.DiGraph, hw: HardwareConfig, weights: bool = True, tiling: str = "weights",
 ) -> tuple[nx.DiGraph, dict[str, int] | None, list[str]]:
     """The graph as the scheduler sees it on ``hw``: weights tiled, and every tensor's on-chip bytes.
 
-    Operators whose weights exceed ``hw.weight_tile_bytes`` (per PE on a per-PE target) are
+    Operators whose weights exceed the limit ``tiling`` gives (``accelsim.tiling``: ``weights``,
+    the default here, is ``hw.weight_tile_bytes`` per PE on a per-PE target) are
     split (``frontend.tiling.tile_weights``); sizes are per PE on a per-PE target (``tensor_shares``,
     ``None`` on a chip-scope target: the graph's own bytes), and with ``weights=False`` every
     weight takes 0 bytes (activations only). Returns ``(graph, sizes, tiled operators)``.
     """
+    from accelsim.tiling import weight_tile_limit
     from frontend.tiling import tile_weights
 
-    tile_limit = hw.weight_tile_bytes * (hw.n_pe if hw.capacity_scope == "per_pe" else 1)
-    graph, tiled = tile_weights(graph, tile_limit)
+    tile_limit = weight_tile_limit(tiling, hw)
+    tiled: list[str] = []
+    if tile_limit is not None:
+        graph, tiled = tile_weights(graph, tile_limit)
     sizes = tensor_shares(graph, hw)
     if not weights:
         sizes = dict(sizes or {name: rec["nbytes"] for name, rec in graph.graph["tensors"].items()})
@@ -302,6 +307,8 @@ class RunOptions:
     fixed_order: str | None = None  #: the order of cosma-fs: program or min-peak (None: program)
     budget: int | str | None = None  #: MR, MH, MP or bytes (per PE) to schedule in instead of the scratchpad
     weights: bool = True  #: False gives weights no memory and no traffic (activations only)
+    #: how operators tile (``--tiling``): auto, weights or none (``accelsim.tiling``)
+    tiling: str = DEFAULT_TILING
     #: a wall-clock safety net in seconds for the allocator (default None: none; its limit is work,
     #: ``allocator.METHODS[name].work_limit``): the allocation-aware loop of program / min-peak, or the
     #: re-placement of a cosma* schedule (needs ``allocator``). When it fires the report says so
@@ -353,6 +360,7 @@ scheduler='cosma'
         if self.max_operators is not None and (isinstance(self.max_operators, bool)
                                                or not isinstance(self.max_operators, int) or self.max_operators < 1):
             raise ValueError(f"max_operators={self.max_operators!r} must be a positive integer (or None)")
+        check_tiling(self.tiling)
         if self.input_shape is not None and not _is_shape_or_shapes(self.input_shape):
             raise ValueError(f"input_shape={self.input_shape!r} must be a non-empty tuple of positive integers, "
                              "or one such tuple per input")
@@ -468,7 +476,7 @@ def compile_and_simulate(
     run.stage["compile"] = compile_kernels(opts.scheduler, opts.allocator)
     graph = _trace_stage(model_or_name, run_dtype, example_inputs, name, opts, run)
     clock = time.perf_counter()
-    graph, sizes, tiled = on_chip_graph(graph, config, opts.weights)
+    graph, sizes, tiled = on_chip_graph(graph, config, opts.weights, opts.tiling)
     check_dram(dram_footprint_bytes(graph, None, config, opts.weights), config,
                "the model's inputs, outputs" + (" and weights" if opts.weights else ""))
     sched, allocator_name, offsets, capacity = _schedule_stage(graph, sizes, config, opts, run, clock)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.hw import HardwareConfig
-from accelsim.sim import SimResult
+from accelsim.sim import OpRecord, SimResult
 
 
 @dataclass
@@ -58,9 +58,10 @@ class SimReport:
     compute_cycles: int  #: cycles the compute array was busy
     dma_cycles: int  #: cycles at least one DMA channel was busy
     memory_check: str  #: "ok" or the memory violation
-    #: per operator in schedule order: name, op, start_cycle, end_cycle, macs, compute_cycles, ideal_cycles,
-    #: utilization, stall_cycles {dma_wait, sram_bandwidth}, dma_wait_split {bandwidth, late}, sram_bytes,
-    #: mapping, folds, energy {compute, sram, dram, total} (joules)
+    #: per operator of the traced graph, in schedule order of its first part: name, op, start_cycle,
+    #: end_cycle, macs, compute_cycles, ideal_cycles, utilization, stall_cycles {dma_wait, sram_bandwidth},
+    #: dma_wait_split {bandwidth, late}, sram_bytes, mapping, folds, energy {compute, sram, dram, total}
+    #: (joules), and tiles: the records of its tiles and concat when it was tiled (their sums are above)
     ops: list[dict[str, Any]]
     #: wall time of compile (loading or compiling the allocator's code, before the other clocks
     #: start), trace, schedule, allocate, validate, simulate, report (writing the folder; the
@@ -144,16 +145,7 @@ class SimReport:
             retrieves=sum(1 for t in sched.transfers if t.kind == "retrieve"),
             compute_cycles=int(result.compute_cycles), dma_cycles=int(result.dma_cycles),
             memory_check=result.memory_check,
-            ops=[
-                {"name": o.name, "op": o.op, "start_cycle": int(o.start_cycle), "end_cycle": int(o.end_cycle),
-                 "macs": o.macs, "compute_cycles": o.compute_cycles, "ideal_cycles": o.ideal_cycles,
-                 "utilization": o.utilization,
-                 "stall_cycles": {"dma_wait": int(o.dma_stall_cycles), "sram_bandwidth": int(o.sram_stall_cycles)},
-                 "dma_wait_split": {"bandwidth": int(o.dma_bandwidth_stall_cycles),
-                                    "late": int(o.dma_late_stall_cycles)},
-                 "sram_bytes": o.sram_bytes, "mapping": o.mapping, "folds": o.folds, "energy": o.energy}
-                for o in result.ops
-            ],
+            ops=traced_operator_records(result.ops, tiled, config.peak_macs_per_cycle),
             peak_macs_per_cycle=config.peak_macs_per_cycle, ideal_cycles=result.ideal_cycles,
             floor_cycles={"cycles": result.floor_cycles, "compute": result.floor_compute_cycles,
                           "dram": result.floor_dram_cycles, "bound": result.floor_bound},
@@ -194,3 +186,45 @@ class SimReport:
         problem = allocator.Problem([allocator.Buffer(b["id"], b["start"], b["end"], b["size"], b["alignment"])
                                      for b in self.buffers])
         allocator.write_csv(path, problem, allocator.Solution({b["id"]: b["offset"] for b in self.buffers}))
+
+
+
+def _op_record(o: OpRecord) -> dict[str, Any]:
+    """One simulated operator as report.json's ``ops`` shows it (``tiles`` empty: ``traced_operator_records``)."""
+    return {"name": o.name, "op": o.op, "start_cycle": int(o.start_cycle), "end_cycle": int(o.end_cycle),
+            "macs": o.macs, "compute_cycles": o.compute_cycles, "ideal_cycles": o.ideal_cycles,
+            "utilization": o.utilization,
+            "stall_cycles": {"dma_wait": int(o.dma_stall_cycles), "sram_bandwidth": int(o.sram_stall_cycles)},
+            "dma_wait_split": {"bandwidth": int(o.dma_bandwidth_stall_cycles), "late": int(o.dma_late_stall_cycles)},
+            "sram_bytes": o.sram_bytes, "mapping": o.mapping, "folds": o.folds, "energy": o.energy, "tiles": []}
+
+
+def traced_operator_records(ops: list[OpRecord], tiled: list[str], peak_macs_per_cycle: int) -> list[dict[str, Any]]:
+    """report.json's ``ops``: one record per operator of the traced graph, so per-layer tables line up by
+    name whatever the tiling. A tiled operator's record sums its tiles and concat (``frontend.tiling``)
+    and lists them under ``tiles`` (each without a ``tiles`` key): its start is the first part's, its
+    end the last's, its kind and mapping its first tile's, its utilization MACs / (compute cycles x
+    peak). An operator left whole has ``tiles`` empty."""
+    from frontend.tiling import traced_operator
+
+    groups: dict[str, list[OpRecord]] = {}
+    for o in ops:
+        groups.setdefault(traced_operator(o.name, tiled), []).append(o)
+    records = []
+    for name, parts in groups.items():
+        if len(parts) == 1 and parts[0].name == name:
+            records.append(_op_record(parts[0]))
+            continue
+        shown = [_op_record(p) for p in parts]
+        for part in shown:
+            del part["tiles"]
+        first = shown[0]
+        record = dict(first, name=name, end_cycle=shown[-1]["end_cycle"], tiles=shown)
+        for key in ("macs", "compute_cycles", "ideal_cycles", "sram_bytes", "folds"):
+            record[key] = sum(p[key] for p in shown)
+        record["utilization"] = (record["macs"] / (record["compute_cycles"] * peak_macs_per_cycle)
+                                 if record["macs"] and record["compute_cycles"] else first["utilization"])
+        for key in ("stall_cycles", "dma_wait_split", "energy"):
+            record[key] = {k: sum(p[key][k] for p in shown) for k in first[key]}
+        records.append(record)
+    return records

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Collection
 from typing import Any
 
 import networkx as nx
@@ -164,3 +165,17 @@ def tile_weights(graph: nx.DiGraph, max_weight_bytes: int) -> tuple[nx.DiGraph, 
     out.graph["outputs"] = list(graph.graph["outputs"])
     check_graph(out)
     return out, split
+
+
+def traced_operator(name: str, tiled: Collection[str]) -> str:
+    """The operator of the traced graph that operator ``name`` of a tiled graph computes part of: a tile
+    ``<op>.tile<t>`` or the concat ``<op>.concat`` of an ``op`` in ``tiled`` (``tile_weights``'s
+    list), else ``name`` itself.
+
+    >>> traced_operator("fc.tile2", ["fc"]), traced_operator("fc.concat", ["fc"]), traced_operator("fc.tile2", [])
+    ('fc', 'fc', 'fc.tile2')
+    """
+    base, dot, part = name.rpartition(".")
+    if dot and base in tiled and (part == "concat" or (part.startswith("tile") and part[4:].isdigit())):
+        return base
+    return name

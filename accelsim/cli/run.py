@@ -21,6 +21,7 @@ from accelsim.hw import load_hw, parse_overrides
 from accelsim.outputs import Output, check_outputs
 from accelsim.report import REPORT_FILES
 from accelsim.sources import input_files, is_saved_graph, model_label
+from accelsim.tiling import DEFAULT_TILING, TILINGS
 from scheduler.order import FIXED_ORDERS
 from scheduler.registry import DEFAULT_SCHEDULER, SCHEDULERS
 from scheduler.replacement import EVICTING
@@ -74,6 +75,10 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
                                       "instead of the whole scratchpad")
     run.add_argument("--weights", action=argparse.BooleanOptionalAction, default=True,
                      help="--no-weights gives weights no memory and no traffic (activations only)")
+    run.add_argument("--tiling", default=DEFAULT_TILING, choices=tuple(TILINGS),
+                     help="auto (default): weights tile to at most a quarter of the scratchpad, never above the "
+                          "config's weight_tile_bytes; weights: to weight_tile_bytes whatever the scratchpad; "
+                          "none: no tiling")
     run.add_argument("--time-limit", type=positive_seconds,
                      help="a wall-clock safety net in seconds per solve of a solver-based scheduler (cosma*; "
                           "default: none; its limit is CP-SAT deterministic time); exit status 3 when it fires")
@@ -99,6 +104,7 @@ def handle(args: argparse.Namespace) -> int:
         model_options=parse_model_options(args.model_option),
         timeout=args.timeout, scheduler=args.scheduler, replacement=args.replacement,
         budget=parse_budget(args.budget) if args.budget is not None else None, weights=args.weights,
+        tiling=args.tiling,
         time_limit=args.time_limit, fixed_order=args.fixed_order, cache=args.cache_traces, cache_dir=args.cache,
         overrides=overrides,  # applied below already; the pipeline checks them against the options and the graph
         **({"max_operators": args.max_operators} if args.max_operators is not None else {}),

@@ -17,6 +17,7 @@ from accelsim.cli.args import (
     positive_seconds,
 )
 from accelsim.hw import parse_overrides
+from accelsim.tiling import TILINGS
 from scheduler.registry import SCHEDULERS
 
 
@@ -29,7 +30,7 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     sweep.add_argument("--hw", default="pixel6", help="bundled config name or a .yaml path (default: pixel6)")
     sweep.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...",
                        help="a hardware field (as for --set) or one of sram, scheduler, allocator, budget, dtype, "
-                            "weights, batch, with its values; repeat for more keys: the grid is their product")
+                            "weights, batch, tiling, with its values; repeat for more keys: the grid is their product")
     sweep.add_argument("--out", required=True, help="results folder: results.csv, points/HASH.json, plots; "
                                                     "re-running the command there resumes")
     sweep.add_argument("--executor", choices=("local", "dask"), default="local",
@@ -52,6 +53,9 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     sweep.add_argument("--budget", help="MR, MH, MP or bytes per PE to schedule in (default: the scratchpad)")
     sweep.add_argument("--weights", action=argparse.BooleanOptionalAction, default=True,
                        help="give weights memory and traffic (default) or consider activations only")
+    sweep.add_argument("--tiling", choices=tuple(TILINGS),
+                       help="how every point tiles its operators (default auto: weights to at most a quarter of "
+                            "the point's scratchpad; see accelsim run --tiling)")
     add_model_input_arguments(sweep)
     sweep.add_argument("--no-plots", action="store_true", help="write results.csv and the reports only")
     sweep.add_argument("--max-points", type=positive_int,
@@ -67,7 +71,7 @@ def handle(args: argparse.Namespace) -> int:
 
     overrides = parse_overrides(args.set or [])
     options: dict[str, object] = {}
-    for name in ("scheduler", "allocator", "timeout", "time_limit", "dtype"):
+    for name in ("scheduler", "allocator", "timeout", "time_limit", "dtype", "tiling"):
         value = getattr(args, name)
         if value is not None:
             options[name] = value

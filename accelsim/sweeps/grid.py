@@ -19,7 +19,7 @@ from accelsim.units import format_bytes, parse_bytes
 from scheduler.registry import DEFAULT_SCHEDULER, ONLINE_ARENA, scheduler_entry
 
 #: grid keys that are run options rather than hardware fields
-RUN_KEYS = ("sram", "scheduler", "allocator", "budget", "dtype", "weights", "batch")
+RUN_KEYS = ("sram", "scheduler", "allocator", "budget", "dtype", "weights", "batch", "tiling")
 #: the run options that choose how a model is built and traced (``RunOptions`` fields): a point's
 #: hash keys on the model's effective inputs instead (``model_inputs``)
 INPUT_OPTIONS = ("input_shape", "batch", "model_options")
@@ -36,7 +36,12 @@ MAX_POINTS = 100_000
 #: the run options ``accelsim sweep`` sets with a flag, for messages
 OPTION_FLAGS = {"scheduler": "--scheduler", "allocator": "--allocator", "timeout": "--timeout",
                 "time_limit": "--time-limit", "dtype": "--dtype", "budget": "--budget", "weights": "--no-weights",
-                "batch": "--batch", "input_shape": "--input-shape", "model_options": "--model-option"}
+                "batch": "--batch", "input_shape": "--input-shape", "model_options": "--model-option",
+                "tiling": "--tiling"}
+#: what a point measures beyond its inputs: raised whenever the flow's answer for the same inputs changes
+#: (2: loads issued at the steps the scheduler plans, ``scheduler.load_timing``), so that a resumed sweep
+#: never mixes points of two engines
+ENGINE = 2
 
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
@@ -91,6 +96,13 @@ def parse_grid_value(key: str, value: Any) -> Any:
         if isinstance(text, str) and text.upper() in ("MR", "MH", "MP"):
             return text.upper()
         return _positive_bytes(key, text, shown, "must be MR, MH, MP or a positive number of bytes")
+    if key == "tiling":
+        from accelsim.tiling import check_tiling
+
+        try:
+            return check_tiling(text)
+        except ValueError as exc:
+            raise ValueError(f"--grid tiling={shown}: {exc}") from None
     if key == "dtype":
         from frontend import DTYPE_BYTES
 
@@ -319,7 +331,7 @@ def config_hash(point: Point, config: HardwareConfig, options: Mapping[str, Any]
     hardware config, the run options, and the model's effective inputs (``model_inputs``) in
     place of the options that choose them."""
     payload: dict[str, Any] = {
-        "model": point.model, "hw": config.to_dict(),
+        "engine": ENGINE, "model": point.model, "hw": config.to_dict(),
         "options": {k: options[k] for k in sorted(options) if k not in INPUT_OPTIONS},
     }
     inputs = model_inputs(point.model, options)

@@ -271,6 +271,8 @@ SUBKEYS: dict[str, dict[str, str]] = {
         "mapping": "how it was mapped: systolic-ws, systolic-os, lanes, vector, ideal",
         "folds": "folds (systolic) or passes (lanes)",
         "energy": "joules: compute, sram, dram (the transfers of its step), total",
+        "tiles": "when the operator was tiled (tiled_operators): the records of its tiles and concat, each with "
+                 "the keys above but tiles; the operator's record sums them (empty for an operator left whole)",
     },
     "dma_wait_split": {
         "bandwidth": "the operators' DMA waits that the DRAM link alone forced: their loads could not have crossed "

@@ -25,7 +25,8 @@ def check_report(report) -> None:
     assert report.dram_read_bytes >= report.weight_bytes + report.input_bytes
     assert report.dram_write_bytes >= report.output_bytes
     assert report.peak_bytes <= report.capacity_bytes
-    assert report.n_ops == len(report.ops) > 0
+    # one record per traced operator; a tiled one lists its tiles and concat, which n_ops counts
+    assert report.n_ops == sum(max(1, len(o["tiles"])) for o in report.ops) > 0
     assert report.cycles >= report.ops[-1]["end_cycle"]
     # every MAC-carrying operator of a traced model is mapped from its GEMM shape, never the bound
     mapped = {o["mapping"] for o in report.ops if o["macs"] > 0}
@@ -74,7 +75,8 @@ def test_shrinking_sram_increases_noncompulsory_traffic(model, hw_name):
     need, no_spill = budgets(graph, hw)
     assert need < no_spill <= hw.sram_bytes_per_pe
     sizes = [hw.sram_bytes_per_pe, no_spill, (need + no_spill) // 2, need]
-    reports = [compile_and_simulate(graph, hw=hw, sram=size) for size in sizes]
+    # the config's weight tiles at every size: the budgets above are the graph's as that rule tiles it
+    reports = [compile_and_simulate(graph, hw=hw, sram=size, tiling="weights") for size in sizes]
     for r in reports:
         check_report(r)
     traffic = [r.noncompulsory_bytes for r in reports]
@@ -90,8 +92,9 @@ def test_below_min_capacity_fails_with_the_capacity_error(capsys, tmp_path):
     graph = traced("resnet18", hw.dtype)
     need, op = scheduler.min_capacity(graph, sizes=tensor_shares(graph, hw), alignment=hw.alignment)
     with pytest.raises(scheduler.CapacityError, match=f"below M_R = {need} bytes: operator '{op}'"):
-        compile_and_simulate(graph, hw=hw, sram=need - 1)
-    assert main(["run", "resnet18", "--hw", "pixel6", "--sram", str(need - 1), "--out", str(tmp_path)]) == 2
+        compile_and_simulate(graph, hw=hw, sram=need - 1, tiling="weights")
+    assert main(["run", "resnet18", "--hw", "pixel6", "--sram", str(need - 1), "--tiling", "weights",
+                 "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: capacity {need - 1} bytes is below M_R = {need} bytes: operator '{op}'")
 
@@ -100,7 +103,7 @@ def test_allocator_option_on_a_spilling_schedule():
     hw = load_hw("tpuv4")
     graph = traced("resnet18", hw.dtype)
     need, _ = budgets(graph, hw)
-    report = compile_and_simulate(graph, hw=hw, sram=need, allocator="best-fit")
+    report = compile_and_simulate(graph, hw=hw, sram=need, allocator="best-fit", tiling="weights")
     assert report.allocator == "best-fit"
     check_report(report)
     assert report.noncompulsory_bytes > 0

@@ -31,7 +31,7 @@ def test_every_run_writes_a_self_contained_report_html(run):
     assert data["summary"].splitlines()[:-2] == expected["summary"].splitlines()[:-2]  # not the report's own time
     assert {k: v for k, v in data.items() if k != "summary"} == {k: v for k, v in expected.items() if k != "summary"}
     assert len(data["residencies"]) == len(report.schedule.residencies) > 0
-    assert len(data["ops"]) == report.n_ops
+    assert len(data["ops"]) == len(report.ops)  # one row per traced operator
     assert data["peak"] == report.peak_bytes and data["capacity"] == report.capacity_bytes
 
 
@@ -41,7 +41,7 @@ def test_report_html_in_headless_chromium(run):
         assert page.errors == []
         rects = page.evaluate("document.querySelectorAll('#residencies rect').length")
         assert rects == len(report.schedule.residencies)
-        assert page.evaluate("document.querySelectorAll('#ops tr').length") == report.n_ops + 1  # and the header
+        assert page.evaluate("document.querySelectorAll('#ops tr').length") == len(report.ops) + 1  # and the header
         # hover the largest residency, as a person would, and read the tooltip
         tensor = page.evaluate("""(() => {
             let best = null, area = 0;
@@ -144,7 +144,7 @@ def test_pages_built_from_hostile_names_draw_and_run_no_injected_script(tmp_path
         assert page.errors == []
         assert page.evaluate("typeof pwned") == "undefined"
         assert page.evaluate("document.querySelectorAll('#residencies rect').length") == len(report["buffers"]) > 0
-        assert page.evaluate("document.querySelectorAll('#ops tr').length") == report["n_ops"] + 1
+        assert page.evaluate("document.querySelectorAll('#ops tr').length") == len(report["ops"]) + 1
         tensors = page.evaluate("[...document.querySelectorAll('#residencies rect')].map(r => r.dataset.tensor)")
         assert f"{HOSTILE_NAMES[0]}.weight" in tensors and f"{HOSTILE_NAMES[2]}.weight" in tensors, tensors
         assert page.evaluate("document.getElementById('title').textContent").startswith("accelsim: <!--<script>x.build")

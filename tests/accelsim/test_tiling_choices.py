@@ -1,0 +1,102 @@
+"""``--tiling``: auto tiles weights to the run's scratchpad, weights keeps the config's rule, none tiles nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from accelsim.cli import main
+from accelsim.pipeline import compile_and_simulate, on_chip_graph
+from accelsim.sweeps.grid import parse_grid_value
+from accelsim.tiling import TILINGS, weight_tile_limit
+from frontend.graph import add_operator, add_tensor, new_graph
+
+
+def _heavy():
+    """Eight linear layers of 64 KiB weights and 8 KiB activations: 2,048 cycles of compute each on the toy
+    config, against 1,034 to load a weight."""
+    g = new_graph("heavy", dtype="int8")
+    add_tensor(g, "x", (32, 256), kind="input")
+    prev = "x"
+    for i in range(8):
+        add_tensor(g, f"w{i}", (256, 256), kind="weight")
+        add_operator(g, f"fc{i}", "linear", inputs=[prev, f"w{i}"], outputs={f"y{i}": (32, 256)},
+                     macs=32 * 256 * 256, gemm=[[32, 256, 256, 1]])
+        prev = f"y{i}"
+    g.graph["outputs"] = [prev]
+    g.graph["tensors"][prev]["kind"] = "output"
+    return g
+
+
+def test_the_choices_and_their_limits(toy_hw):
+    hw = toy_hw(sram_bytes_per_pe=1 << 20, weight_tile_bytes=1 << 16)
+    assert tuple(TILINGS) == ("auto", "weights", "none")
+    assert weight_tile_limit("weights", hw) == weight_tile_limit("auto", hw) == 1 << 16  # a quarter is 256 KiB
+    small = hw.with_sram("64KiB")
+    assert (weight_tile_limit("weights", small), weight_tile_limit("auto", small)) == (1 << 16, 1 << 14)
+    assert weight_tile_limit("none", small) is None
+    with pytest.raises(ValueError, match="tiling='rows' is not one of auto, weights, none"):
+        weight_tile_limit("rows", hw)
+
+
+def test_auto_tiles_to_the_scratchpad_and_streams_where_weights_would_not(toy_hw):
+    hw = toy_hw(weight_tile_bytes=1 << 17)
+    fixed = compile_and_simulate(_heavy(), hw, sram="96KiB", tiling="weights")
+    auto = compile_and_simulate(_heavy(), hw, sram="96KiB", tiling="auto")
+    none = compile_and_simulate(_heavy(), hw, sram="96KiB", tiling="none")
+    assert fixed.tiled_operators == none.tiled_operators == []  # 64 KiB weights are under 128 KiB
+    assert len(auto.tiled_operators) == 8  # and over a quarter of 96 KiB: each streams in 3 tiles
+    # a whole layer needs 80 KiB: no room to load the next weight while it runs
+    assert (fixed.min_capacity_bytes, auto.min_capacity_bytes) == (81920, 32960)
+    assert all(r.memory_check == "ok" for r in (fixed, auto, none))
+    assert (auto.cycles, fixed.cycles, none.cycles) == (21106, 24932, 24932)
+    assert auto.dma_wait_split["late"] < fixed.dma_wait_split["late"]
+
+
+def test_where_whole_weights_double_buffer_auto_pays_the_concats(toy_hw):
+    # the figures accelsim.tiling's docstring quotes: 64 KiB + 16 KiB + the next 64 KiB fit in 160 KiB
+    hw = toy_hw(weight_tile_bytes=1 << 17)
+    fixed = compile_and_simulate(_heavy(), hw, sram="160KiB", tiling="weights")
+    auto = compile_and_simulate(_heavy(), hw, sram="160KiB", tiling="auto")
+    assert (auto.cycles, fixed.cycles) == (21348, 17694)
+    assert auto.floor_cycles["compute"] - fixed.floor_cycles["compute"] == 8 * 512  # eight 8 KiB concats
+
+
+def test_weights_keeps_every_operators_compute_cycles_whatever_the_sram(chain_graph, toy_hw):
+    hw = toy_hw(weight_tile_bytes=256)
+    at = {sram: compile_and_simulate(chain_graph(), hw, sram=sram, tiling="weights") for sram in ("8KiB", "64KiB")}
+    assert [o["compute_cycles"] for o in at["8KiB"].ops] == [o["compute_cycles"] for o in at["64KiB"].ops]
+    graph, _, tiled = on_chip_graph(chain_graph(), hw.with_sram("8KiB"), tiling="weights")
+    assert tiled == at["8KiB"].tiled_operators
+
+
+def test_a_bad_tiling_is_one_line_and_exit_2(chain_graph, tmp_path, capsys):
+    assert main(["run", "resnet18", "--hw", "pixel6", "--tiling", "rows", "--out", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: accelsim run: argument --tiling: invalid choice: 'rows' (choose from 'auto', 'weights', 'none')"]
+    assert not (tmp_path / "r").exists()
+    with pytest.raises(ValueError, match="tiling='rows' is not one of"):
+        compile_and_simulate(chain_graph(), "pixel6", tiling="rows")
+
+
+def test_the_sweep_grid_takes_tiling():
+    assert parse_grid_value("tiling", " none ") == "none"
+    with pytest.raises(ValueError, match=r"--grid tiling=rows: tiling='rows' is not one of auto, weights, none"):
+        parse_grid_value("tiling", "rows")
+
+
+def test_report_ops_keep_one_record_per_traced_operator_with_its_tiles_inside(toy_hw):
+    hw = toy_hw(weight_tile_bytes=1 << 17)
+    graph = _heavy()
+    auto = compile_and_simulate(graph, hw, sram="96KiB", tiling="auto")
+    whole = compile_and_simulate(graph, hw, sram="96KiB", tiling="none")
+    assert [o["name"] for o in auto.ops] == [o["name"] for o in whole.ops] == [f"fc{i}" for i in range(8)]
+    for o in auto.ops:
+        parts = o["tiles"]
+        assert [p["name"] for p in parts] == [f"{o['name']}.tile{t}" for t in range(3)] + [f"{o['name']}.concat"]
+        assert o["macs"] == sum(p["macs"] for p in parts) == 32 * 256 * 256
+        assert o["compute_cycles"] == sum(p["compute_cycles"] for p in parts)
+        assert o["stall_cycles"]["dma_wait"] == sum(p["stall_cycles"]["dma_wait"] for p in parts)
+        assert (o["start_cycle"], o["end_cycle"]) == (parts[0]["start_cycle"], parts[-1]["end_cycle"])
+        assert o["op"] == "linear" and o["energy"]["total"] == pytest.approx(sum(p["energy"]["total"] for p in parts))
+    assert all(o["tiles"] == [] for o in whole.ops)
+    assert sum(o["energy"]["total"] for o in auto.ops) == pytest.approx(auto.energy["total"])
