@@ -4,7 +4,11 @@
 reused for every probe):
 
 * **M_R**, the smallest scratchpad that runs at all: the largest footprint of one operator's
-  inputs and outputs (``scheduler.min_capacity``); it does not depend on the scheduler;
+  inputs and outputs (``scheduler.min_capacity``); it does not depend on the scheduler. It is
+  given twice: with the config's weight tiles (``--tiling weights``, the graph every other figure
+  here is measured on), and with ``--tiling auto``, which tiles for the scratchpad it runs in
+  (``auto_min_capacity``: the smallest scratchpad whose own tiling fits in it, the least
+  ``accelsim run`` can be given);
 * for each scheduler/allocator pair, the **smallest SRAM with zero non-compulsory traffic**
   (no spill, no retrieve), found by bisection over multiples of the config's alignment;
 * for each pair, the **peak address and the non-compulsory bytes at the config's own SRAM**.
@@ -87,15 +91,19 @@ class SizeReport:
     hw: str
     scope: str  #: "per PE (16 PEs)" or "chip"
     sram_bytes: int  #: the config's own SRAM
-    min_capacity_bytes: int  #: M_R
+    min_capacity_bytes: int  #: M_R, with the config's weight tiles (``--tiling weights``)
     min_capacity_op: str  #: the operator that sets M_R
+    #: the smallest scratchpad ``--tiling auto`` runs in (``auto_min_capacity``), and the operator that sets it
+    auto_min_capacity_bytes: int
+    auto_min_capacity_op: str
     alignment: int
     pairs: list[PairSize]
 
     def rows(self) -> list[dict[str, Any]]:
         """One flat dict per pair (the CSV's rows)."""
         return [{"model": self.model, "hw": self.hw, "scheduler": p.scheduler, "allocator": p.allocator,
-                 "min_capacity_bytes": self.min_capacity_bytes, "no_spill_bytes": p.no_spill_bytes,
+                 "min_capacity_bytes": self.min_capacity_bytes,
+                 "auto_min_capacity_bytes": self.auto_min_capacity_bytes, "no_spill_bytes": p.no_spill_bytes,
                  "sram_bytes": self.sram_bytes, "peak_bytes": p.peak_bytes,
                  "noncompulsory_bytes": p.noncompulsory_bytes, "probes": len(p.probes),
                  "deterministic": not p.clock_stopped, "seconds": round(p.seconds, 3), "note": p.note}
@@ -108,8 +116,11 @@ class SizeReport:
                 return "-"
             return f"{n:,} B" if n < 1024 else f"{format_bytes(n)} ({n:,} B)"
 
-        lines = [f"accelsim size: {self.model} on {self.hw}, sizes {self.scope}",
-                 f"  M_R (runs at all)   {cell(self.min_capacity_bytes)}, set by {self.min_capacity_op}",
+        lines = [f"accelsim size: {self.model} on {self.hw}, sizes {self.scope}; no-spill sizes with the config's "
+                 "weight tiles",
+                 f"  M_R, tiling weights {cell(self.min_capacity_bytes)}, set by {self.min_capacity_op}",
+                 f"  M_R, tiling auto    {cell(self.auto_min_capacity_bytes)}, set by {self.auto_min_capacity_op} "
+                 "(weights tiled for that scratchpad)",
                  f"  config SRAM         {cell(self.sram_bytes)}", ""]
         header = ("scheduler", "allocator", "no-spill SRAM", "peak at config SRAM", "non-compulsory there", "probes")
         body = [(p.scheduler, p.allocator, cell(p.no_spill_bytes), cell(p.peak_bytes), cell(p.noncompulsory_bytes),
@@ -212,6 +223,7 @@ def size(
     if wanted is not None and "dtype" in graph.graph and str(wanted).strip() != graph.graph["dtype"]:
         raise ValueError(f"--set dtype={wanted} cannot apply to a graph already traced in {graph.graph['dtype']!r}; "
                          "trace the model again in that dtype")
+    traced = graph
     graph, sizes, _ = on_chip_graph(graph, config, weights)
     check_dram(dram_footprint_bytes(graph, None, config, weights), config,
                "the model's inputs, outputs" + (" and weights" if weights else ""))
@@ -239,36 +251,13 @@ def size(
     for sched, alloc in chosen:
         began = time.perf_counter()
         probes: list[tuple[int, int]] = []
-        note = ""
 
         def spills(capacity: int, sched: str = sched, alloc: str = alloc, probes: list = probes) -> int:
             moved = attempt(sched, alloc, capacity).noncompulsory_bytes
             probes.append((capacity, moved))
             return moved
 
-        low, high = need, max(-(-no_spill_online // align) * align, need)
-        found: int | None = None
-        for _ in range(MAX_DOUBLINGS + 1):
-            if spills(high) == 0:
-                found = high
-                break
-            low, high = high, high * 2
-        if found is None:
-            note = f"spills even at {format_bytes(high // 2)}"
-        else:
-            if low == need < high and spills(low) == 0:
-                high = low  # M_R itself needs no spill
-            while high - low > align:  # invariant: spills at low, none at high
-                middle = (low + high) // 2 // align * align
-                if middle <= low:
-                    break
-                if spills(middle) == 0:
-                    high = middle
-                else:
-                    low = middle
-            found = high  # every probe below it spilled: a probe without spills moved ``high`` down to it
-            if any(moved > 0 and capacity > found for capacity, moved in probes):
-                note = "not monotone: a probe above the answer spilled (heuristic or time-limited)"
+        found, note = _bisect_no_spill(spills, probes, need, max(-(-no_spill_online // align) * align, need), align)
         peak = moved_there = None
         if config.sram_bytes_per_pe >= need:
             at_config = attempt(sched, alloc, config.sram_bytes_per_pe)
@@ -281,5 +270,75 @@ def size(
             note = (note + "; " if note else "") + "a wall-clock limit ended a search: not the deterministic answer"
         results.append(PairSize(sched, alloc, found, peak, moved_there, probes, time.perf_counter() - began, note,
                                 stopped))
+    auto_need, auto_op = auto_min_capacity(traced, config, weights, (need, need_op))
     return SizeReport(str(graph.graph.get("name", model)), config.name, config.capacity_label,
-                      config.sram_bytes_per_pe, need, need_op, align, results)
+                      config.sram_bytes_per_pe, need, need_op, auto_need, auto_op, align, results)
+
+
+def _bisect_no_spill(spills: Any, probes: list[tuple[int, int]], need: int, high: int,
+                     align: int) -> tuple[int | None, str]:
+    """The smallest SRAM a probe found free of spills (module docstring), and a note: ``spills(capacity)``
+    schedules there and records the probe in ``probes``; ``high`` is where the doubling starts."""
+    low = need
+    found: int | None = None
+    for _ in range(MAX_DOUBLINGS + 1):
+        if spills(high) == 0:
+            found = high
+            break
+        low, high = high, high * 2
+    if found is None:
+        return None, f"spills even at {format_bytes(high // 2)}"
+    if low == need < high and spills(low) == 0:
+        high = low  # M_R itself needs no spill
+    while high - low > align:  # invariant: spills at low, none at high
+        middle = (low + high) // 2 // align * align
+        if middle <= low:
+            break
+        if spills(middle) == 0:
+            high = middle
+        else:
+            low = middle
+    found = high  # every probe below it spilled: a probe without spills moved ``high`` down to it
+    if any(moved > 0 and capacity > found for capacity, moved in probes):
+        return found, "not monotone: a probe above the answer spilled (heuristic or time-limited)"
+    return found, ""
+
+
+def auto_min_capacity(graph: Any, config: HardwareConfig, weights: bool,
+                      weights_need: tuple[int, str]) -> tuple[int, str]:
+    """A smallest scratchpad (a multiple of the alignment) in which ``graph``, tiled by ``--tiling auto``
+    for that very scratchpad (``accelsim.tiling``), has its M_R: what ``accelsim run`` needs at least.
+
+    ``weights_need`` is M_R with the config's weight tiles, and its operator. From there up the
+    scratchpad doubles until its own tiling fits (a tile's concat holds the tiles and the output at
+    once, so finer tiles can need more room than whole weights; at four times ``weight_tile_bytes``
+    ``auto`` is the config's rule, which fits), then a bisection below it keeps a size that fits.
+    Like the no-spill bisection, it assumes the answer has one boundary; the size returned fits.
+    """
+    import scheduler
+    from accelsim.pipeline import on_chip_graph
+
+    align = config.alignment
+
+    def need_at(capacity: int) -> tuple[int, str]:
+        tiled, sizes, _ = on_chip_graph(graph, config.with_sram(capacity), weights, "auto")
+        return scheduler.min_capacity(tiled, sizes, align)
+
+    def rounded(n: int) -> int:
+        return max(-(-n // align) * align, align)
+
+    low, high = 0, rounded(weights_need[0])
+    best = need_at(high)
+    while best[0] > high:  # invariant: nothing fits at low
+        low, high = high, max(rounded(best[0]), 2 * high)
+        best = need_at(high)
+    while high - low > align:  # invariant: fits at high
+        middle = (low + high) // 2 // align * align
+        if middle <= low:
+            break
+        here = need_at(middle)
+        if here[0] <= middle:
+            high, best = middle, here
+        else:
+            low = middle
+    return high, best[1]

@@ -77,7 +77,8 @@ def test_cli_prints_the_table_and_writes_csv(chain_graph, tmp_path, capsys):
     code = main(["size", str(path), "--allocator", "online-first-fit,best-fit", "--csv", str(out)])
     assert code == 0
     text = capsys.readouterr().out
-    assert "M_R (runs at all)" in text and "online-first-fit" in text and "best-fit" in text
+    assert "M_R, tiling weights" in text and "M_R, tiling auto" in text
+    assert "online-first-fit" in text and "best-fit" in text
     rows = list(csv.DictReader(out.open()))
     assert [r["allocator"] for r in rows] == ["online-first-fit", "best-fit"]
     assert all(int(r["no_spill_bytes"]) >= int(r["min_capacity_bytes"]) for r in rows)
@@ -104,3 +105,42 @@ def test_cli_bad_input_is_one_line_exit_2(chain_graph, tmp_path, capsys, args, m
     assert main(["size", str(path), *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+def _heavy_linear():
+    """Six linear layers of 64 KiB weights and 8 KiB activations."""
+    from frontend.graph import add_operator, add_tensor, new_graph
+
+    g = new_graph("heavy", dtype="int8")
+    add_tensor(g, "x", (32, 256), kind="input")
+    prev = "x"
+    for i in range(6):
+        add_tensor(g, f"w{i}", (256, 256), kind="weight")
+        add_operator(g, f"fc{i}", "linear", inputs=[prev, f"w{i}"], outputs={f"y{i}": (32, 256)},
+                     macs=32 * 256 * 256, gemm=[[32, 256, 256, 1]])
+        prev = f"y{i}"
+    g.graph["outputs"] = [prev]
+    g.graph["tensors"][prev]["kind"] = "output"
+    return g
+
+
+def test_m_r_under_auto_tiling_is_the_smallest_scratchpad_its_own_tiling_fits(toy_hw):
+    from accelsim.pipeline import compile_and_simulate
+
+    hw = toy_hw(weight_tile_bytes=1 << 17)
+    report = size(_heavy_linear(), hw, [("program", "auto")])
+    # whole weights: 64 KiB + 8 KiB in + 8 KiB out
+    assert (report.min_capacity_bytes, report.min_capacity_op) == (81920, "fc0")
+    found = report.auto_min_capacity_bytes
+    assert found < report.min_capacity_bytes and found % hw.alignment == 0
+
+    def fits(capacity: int) -> bool:  # independently: tile for the scratchpad, then M_R
+        tiled, sizes, _ = on_chip_graph(_heavy_linear(), hw.with_sram(capacity), tiling="auto")
+        return scheduler.min_capacity(tiled, sizes, hw.alignment)[0] <= capacity
+
+    assert fits(found) and not fits(found - hw.alignment)
+    assert compile_and_simulate(_heavy_linear(), hw, sram=found).memory_check == "ok"
+    with pytest.raises(scheduler.CapacityError):
+        compile_and_simulate(_heavy_linear(), hw, sram=found - hw.alignment)
+    assert report.rows()[0]["auto_min_capacity_bytes"] == found
+    assert f"M_R, tiling auto    {found // 1024} KiB ({found:,} B)" in report.format()
