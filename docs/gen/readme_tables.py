@@ -466,6 +466,9 @@ def table_headline() -> list[str]:
     tpu = sum(r["tpuv4_check"] == "ok" for r in zoo)
     pixel = sum(r["pixel6_check"] == "ok" for r in zoo)
     warm = {r["key"]: r for r in read("first_contact.csv")}["run-warm"]
+    floors = {(r["label"], r["hw"]): r for r in read("models.csv", LOAD_TIMING) if r["model"] == "resnet50"}
+    floor_cells = ", ".join(f"{floors[('after', hw)]['cycles_over_floor']}x on {hw}" for hw in ("pixel6", "tpuv4"))
+    floor_before = ", ".join(f"{floors[('before', hw)]['cycles_over_floor']}x" for hw in ("pixel6", "tpuv4"))
     return [
         "| measured | figure | page |",
         "|---|---|---|",
@@ -476,6 +479,8 @@ def table_headline() -> list[str]:
         f"| {exact} of {len(layers)} | [fidelity](docs/results/fidelity.md) |",
         f"| COSMA's comparison (10 DNNs x 3 budgets x weights or not) proven optimal | {proven} of {len(cosma)} "
         f"| [COSMA](docs/results/cosma.md) |",
+        f"| resnet50's simulated cycles against its physical floor, default configs | {floor_cells} (before "
+        f"load timing: {floor_before}) | [load timing](docs/results/load-timing.md) |",
         f"| torchvision models through the whole flow, memory check ok | {tpu} of {len(zoo)} on tpuv4, "
         f"{pixel} of {len(zoo)} on pixel6 | [coverage](docs/results/zoo.md) |",
         f"| `{warm['command']}`, warm caches | {float(warm['cpu_s']):.2f} s CPU, {float(warm['wall_s']):.2f} s wall "
