@@ -65,6 +65,28 @@ def chain_graph() -> Callable[[], nx.DiGraph]:
     return _chain_graph
 
 
+def _heavy_linear(layers: int = 8) -> nx.DiGraph:
+    """``layers`` linear layers of 64 KiB weights and 8 KiB activations: 2,048 cycles of compute each on the
+    toy config, against 1,034 to load a weight (weight tiling's test graph)."""
+    g = new_graph("heavy", dtype="int8")
+    add_tensor(g, "x", (32, 256), kind="input")
+    prev = "x"
+    for i in range(layers):
+        add_tensor(g, f"w{i}", (256, 256), kind="weight")
+        add_operator(g, f"fc{i}", "linear", inputs=[prev, f"w{i}"], outputs={f"y{i}": (32, 256)},
+                     macs=32 * 256 * 256, gemm=[[32, 256, 256, 1]])
+        prev = f"y{i}"
+    g.graph["outputs"] = [prev]
+    g.graph["tensors"][prev]["kind"] = "output"
+    return g
+
+
+@pytest.fixture
+def heavy_linear() -> Callable[..., nx.DiGraph]:
+    """``heavy_linear(layers=8)`` builds a fresh chain of linear layers whose weights dwarf their activations."""
+    return _heavy_linear
+
+
 
 @pytest.fixture
 def interrupt_after() -> Callable[[list[str], str, Path], subprocess.CompletedProcess[str]]:

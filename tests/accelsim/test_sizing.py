@@ -107,40 +107,23 @@ def test_cli_bad_input_is_one_line_exit_2(chain_graph, tmp_path, capsys, args, m
     assert len(err) == 1 and message in err[0]
 
 
-def _heavy_linear():
-    """Six linear layers of 64 KiB weights and 8 KiB activations."""
-    from frontend.graph import add_operator, add_tensor, new_graph
-
-    g = new_graph("heavy", dtype="int8")
-    add_tensor(g, "x", (32, 256), kind="input")
-    prev = "x"
-    for i in range(6):
-        add_tensor(g, f"w{i}", (256, 256), kind="weight")
-        add_operator(g, f"fc{i}", "linear", inputs=[prev, f"w{i}"], outputs={f"y{i}": (32, 256)},
-                     macs=32 * 256 * 256, gemm=[[32, 256, 256, 1]])
-        prev = f"y{i}"
-    g.graph["outputs"] = [prev]
-    g.graph["tensors"][prev]["kind"] = "output"
-    return g
-
-
-def test_m_r_under_auto_tiling_is_the_smallest_scratchpad_its_own_tiling_fits(toy_hw):
+def test_m_r_under_auto_tiling_is_the_smallest_scratchpad_its_own_tiling_fits(toy_hw, heavy_linear):
     from accelsim.pipeline import compile_and_simulate
 
     hw = toy_hw(weight_tile_bytes=1 << 17)
-    report = size(_heavy_linear(), hw, [("program", "auto")])
+    report = size(heavy_linear(6), hw, [("program", "auto")])
     # whole weights: 64 KiB + 8 KiB in + 8 KiB out
     assert (report.min_capacity_bytes, report.min_capacity_op) == (81920, "fc0")
     found = report.auto_min_capacity_bytes
     assert found < report.min_capacity_bytes and found % hw.alignment == 0
 
     def fits(capacity: int) -> bool:  # independently: tile for the scratchpad, then M_R
-        tiled, sizes, _ = on_chip_graph(_heavy_linear(), hw.with_sram(capacity), tiling="auto")
+        tiled, sizes, _ = on_chip_graph(heavy_linear(6), hw.with_sram(capacity), tiling="auto")
         return scheduler.min_capacity(tiled, sizes, hw.alignment)[0] <= capacity
 
     assert fits(found) and not fits(found - hw.alignment)
-    assert compile_and_simulate(_heavy_linear(), hw, sram=found).memory_check == "ok"
+    assert compile_and_simulate(heavy_linear(6), hw, sram=found).memory_check == "ok"
     with pytest.raises(scheduler.CapacityError):
-        compile_and_simulate(_heavy_linear(), hw, sram=found - hw.alignment)
+        compile_and_simulate(heavy_linear(6), hw, sram=found - hw.alignment)
     assert report.rows()[0]["auto_min_capacity_bytes"] == found
     assert f"M_R, tiling auto    {found // 1024} KiB ({found:,} B)" in report.format()

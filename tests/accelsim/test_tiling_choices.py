@@ -8,23 +8,6 @@ from accelsim.cli import main
 from accelsim.pipeline import compile_and_simulate, on_chip_graph
 from accelsim.sweeps.grid import parse_grid_value
 from accelsim.tiling import TILINGS, weight_tile_limit
-from frontend.graph import add_operator, add_tensor, new_graph
-
-
-def _heavy():
-    """Eight linear layers of 64 KiB weights and 8 KiB activations: 2,048 cycles of compute each on the toy
-    config, against 1,034 to load a weight."""
-    g = new_graph("heavy", dtype="int8")
-    add_tensor(g, "x", (32, 256), kind="input")
-    prev = "x"
-    for i in range(8):
-        add_tensor(g, f"w{i}", (256, 256), kind="weight")
-        add_operator(g, f"fc{i}", "linear", inputs=[prev, f"w{i}"], outputs={f"y{i}": (32, 256)},
-                     macs=32 * 256 * 256, gemm=[[32, 256, 256, 1]])
-        prev = f"y{i}"
-    g.graph["outputs"] = [prev]
-    g.graph["tensors"][prev]["kind"] = "output"
-    return g
 
 
 def test_the_choices_and_their_limits(toy_hw):
@@ -38,11 +21,11 @@ def test_the_choices_and_their_limits(toy_hw):
         weight_tile_limit("rows", hw)
 
 
-def test_auto_tiles_to_the_scratchpad_and_streams_where_weights_would_not(toy_hw):
+def test_auto_tiles_to_the_scratchpad_and_streams_where_weights_would_not(toy_hw, heavy_linear):
     hw = toy_hw(weight_tile_bytes=1 << 17)
-    fixed = compile_and_simulate(_heavy(), hw, sram="96KiB", tiling="weights")
-    auto = compile_and_simulate(_heavy(), hw, sram="96KiB", tiling="auto")
-    none = compile_and_simulate(_heavy(), hw, sram="96KiB", tiling="none")
+    fixed = compile_and_simulate(heavy_linear(), hw, sram="96KiB", tiling="weights")
+    auto = compile_and_simulate(heavy_linear(), hw, sram="96KiB", tiling="auto")
+    none = compile_and_simulate(heavy_linear(), hw, sram="96KiB", tiling="none")
     assert fixed.tiled_operators == none.tiled_operators == []  # 64 KiB weights are under 128 KiB
     assert len(auto.tiled_operators) == 8  # and over a quarter of 96 KiB: each streams in 3 tiles
     # a whole layer needs 80 KiB: no room to load the next weight while it runs
@@ -52,11 +35,11 @@ def test_auto_tiles_to_the_scratchpad_and_streams_where_weights_would_not(toy_hw
     assert auto.dma_wait_split["late"] < fixed.dma_wait_split["late"]
 
 
-def test_where_whole_weights_double_buffer_auto_pays_the_concats(toy_hw):
+def test_where_whole_weights_double_buffer_auto_pays_the_concats(toy_hw, heavy_linear):
     # the figures accelsim.tiling's docstring quotes: 64 KiB + 16 KiB + the next 64 KiB fit in 160 KiB
     hw = toy_hw(weight_tile_bytes=1 << 17)
-    fixed = compile_and_simulate(_heavy(), hw, sram="160KiB", tiling="weights")
-    auto = compile_and_simulate(_heavy(), hw, sram="160KiB", tiling="auto")
+    fixed = compile_and_simulate(heavy_linear(), hw, sram="160KiB", tiling="weights")
+    auto = compile_and_simulate(heavy_linear(), hw, sram="160KiB", tiling="auto")
     assert (auto.cycles, fixed.cycles) == (21348, 17694)
     assert auto.floor_cycles["compute"] - fixed.floor_cycles["compute"] == 8 * 512  # eight 8 KiB concats
 
@@ -84,9 +67,9 @@ def test_the_sweep_grid_takes_tiling():
         parse_grid_value("tiling", "rows")
 
 
-def test_report_ops_keep_one_record_per_traced_operator_with_its_tiles_inside(toy_hw):
+def test_report_ops_keep_one_record_per_traced_operator_with_its_tiles_inside(toy_hw, heavy_linear):
     hw = toy_hw(weight_tile_bytes=1 << 17)
-    graph = _heavy()
+    graph = heavy_linear()
     auto = compile_and_simulate(graph, hw, sram="96KiB", tiling="auto")
     whole = compile_and_simulate(graph, hw, sram="96KiB", tiling="none")
     assert [o["name"] for o in auto.ops] == [o["name"] for o in whole.ops] == [f"fc{i}" for i in range(8)]
