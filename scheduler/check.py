@@ -121,7 +121,7 @@ def _check_transfers(data: Mapping[str, int], schedule: Schedule, problems: list
         if t.nbytes != data[t.tensor]:
             problems.append(f"{t.kind} of {t.tensor!r} moves {t.nbytes} bytes, the tensor has {data[t.tensor]}")
         if t.kind in ("load", "retrieve"):
-            issued = t.step if t.issue_step is None else t.issue_step
+            issued = t.issued_at
             if issued != r.start:
                 problems.append(f"{t.kind} of {r.id!r} at step {t.step}, but it starts at {r.start}"
                                 if t.issue_step is None else

@@ -133,9 +133,7 @@ def plan_load_timing(
                 break
             cap *= shrink
     assert base.offsets is not None
-    result = _with_starts(base, _windows_in_place(base, base.offsets, wanted))
-    result.offsets = dict(base.offsets)
-    result.placed_by = base.placed_by if base is not schedule else schedule.placed_by
+    result = _with_starts(base, _windows_in_place(base, base.offsets, wanted), base.offsets)
     result.stats = replace(schedule.stats, load_timing_rounds=tried)
     return result
 
@@ -207,11 +205,13 @@ def _blocks(other: Residency, r: Residency, offsets: Mapping[str, int]) -> bool:
     return other.tensor == r.tensor or (offsets[other.id] < hi and lo < offsets[other.id] + other.size)
 
 
-def _with_starts(schedule: Schedule, starts: Mapping[str, int]) -> Schedule:
-    """A copy of ``schedule`` whose fill residencies start at ``starts`` and whose fills are issued there."""
+def _with_starts(schedule: Schedule, starts: Mapping[str, int], offsets: Mapping[str, int] | None = None) -> Schedule:
+    """A copy of ``schedule`` whose fill residencies start at ``starts`` and whose fills are issued there,
+    placed at ``offsets`` (None: not placed yet)."""
     residencies = [replace(r, start=starts[r.id]) if r.id in starts else r for r in schedule.residencies]
     transfers = [replace(t, issue_step=starts[t.residency]) if t.to_chip else t for t in schedule.transfers]
     return Schedule(
-        list(schedule.order), residencies, transfers, schedule.capacity, schedule.alignment, None, schedule.method,
+        list(schedule.order), residencies, transfers, schedule.capacity, schedule.alignment,
+        None if offsets is None else dict(offsets), schedule.method,
         replace(schedule.stats), schedule.status, schedule.placed_by, list(schedule.rounds),
     )

@@ -67,12 +67,14 @@ class Driver:
             self._drain_ending(s)
             if s == n:
                 break
+            pending = []
             for r in self.index.starting.get(s, ()):
-                self.filling[r.id] = self.env.process(self._fill(r, s))
-            pending = [self.filling.pop(rid) for rid in self.index.needed.get(s, ())]
-            for r in self.index.starting.get(s, ()):  # made on chip: allocated above, nothing to wait for
-                if r.id not in self.index.fill:
-                    pending.append(self.filling.pop(r.id))
+                allocation = self.env.process(self._fill(r, s))
+                if r.id in self.index.fill:  # waited for by the operator that needs it, maybe a later one
+                    self.filling[r.id] = allocation
+                else:  # made on chip: operator s needs its range
+                    pending.append(allocation)
+            pending += [self.filling.pop(rid) for rid in self.index.needed.get(s, ())]
             if pending:
                 yield self.env.all_of(pending)
             name = self.order[s]
