@@ -174,13 +174,19 @@ def on_chip_graph(
     ``None`` on a chip-scope target: the graph's own bytes), and with ``weights=False`` every
     weight takes 0 bytes (activations only). Returns ``(graph, sizes, tiled operators)``.
     """
-    from accelsim.tiling import weight_tile_limit
+    from accelsim.tiling import row_tile_limit, weight_tile_limit
     from frontend.tiling import tile_weights
 
-    tile_limit = weight_tile_limit(tiling, hw)
     tiled: list[str] = []
+    row_limit = row_tile_limit(tiling, hw)
+    if row_limit is not None:
+        from frontend.row_tiling import tile_rows
+
+        graph, tiled = tile_rows(graph, row_limit)
+    tile_limit = weight_tile_limit(tiling, hw)
     if tile_limit is not None:
-        graph, tiled = tile_weights(graph, tile_limit)
+        graph, split = tile_weights(graph, tile_limit)
+        tiled += split
     sizes = tensor_shares(graph, hw)
     if not weights:
         sizes = dict(sizes or {name: rec["nbytes"] for name, rec in graph.graph["tensors"].items()})

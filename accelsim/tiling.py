@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 
 #: every ``--tiling`` choice and what it does (module docstring)
 TILINGS: dict[str, str] = {
-    "auto": "weights tile to at most a quarter of the run's scratchpad (never above weight_tile_bytes)",
+    "auto": "weights tile to at most a quarter of the run's scratchpad (never above weight_tile_bytes); "
+            "activations and attention tile by rows, tokens, query blocks or heads to slices of at most a quarter",
     "weights": "weights tile to the config's weight_tile_bytes whatever the scratchpad",
     "none": "no operator is tiled",
 }
@@ -53,6 +54,15 @@ def check_tiling(tiling: object) -> str:
     if not isinstance(tiling, str) or tiling not in TILINGS:
         raise ValueError(f"tiling={tiling!r} is not one of {', '.join(TILINGS)}")
     return tiling
+
+
+def row_tile_limit(tiling: str, hw: HardwareConfig) -> int | None:
+    """The largest slice bytes (chip bytes) one row tile of a region cuts under ``tiling`` on ``hw``
+    (``frontend.row_tiling``); None: activations are not tiled."""
+    check_tiling(tiling)
+    if tiling != "auto":
+        return None
+    return hw.sram_bytes_per_pe // AUTO_SHARE * (hw.n_pe if hw.capacity_scope == "per_pe" else 1)
 
 
 def weight_tile_limit(tiling: str, hw: HardwareConfig) -> int | None:

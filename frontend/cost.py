@@ -524,3 +524,28 @@ def gemms(call: OpCall) -> list[Gemm]:
 def elements(call: OpCall) -> int:
     """Elements written: the sum of the output sizes (the cost of non-MAC operators)."""
     return sum(numel(shape) for shape in call.outputs)
+
+
+#: kinds that normalise along one dimension, whose ``axis`` the graph records: a pass that splits
+#: such an operator (``frontend.row_tiling``) may cut any dimension but this one
+AXIS_KINDS = ("softmax", "log_softmax")
+
+
+def axis(call: OpCall) -> int | None:
+    """The dimension (0-based, counted on the output) an ``AXIS_KINDS`` operator normalises along;
+    ``None`` for other kinds or when the call does not say it (then no pass may split the operator).
+
+    >>> axis(OpCall("softmax", operands=[(2, 8, 8)], outputs=[(2, 8, 8)], arguments={"dim": -1}))
+    2
+    >>> axis(OpCall("softmax", operands=[(2, 8)], outputs=[(2, 8)], attributes={"dim": 0}))
+    0
+    >>> axis(OpCall("relu", operands=[(2, 8)], outputs=[(2, 8)])) is None
+    True
+    """
+    if call.kind not in AXIS_KINDS or len(call.outputs) != 1:
+        return None
+    dim = call.arguments.get("dim", call.attributes.get("dim"))
+    rank = len(call.outputs[0])
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -rank <= dim < rank:
+        return None
+    return dim % rank

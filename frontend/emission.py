@@ -96,6 +96,7 @@ class OpRecord:
     gemm: list[tuple[int, int, int, int]]
     live_outputs: list[str] = field(default_factory=list)
     on_host: bool = False  #: a host operator (``frontend.host``), split off after emission
+    axis: int | None = None  #: the dimension it normalises along (``frontend.cost.axis``), kept as ``axis``
 
 
 class GraphBuilder:
@@ -169,6 +170,8 @@ class GraphBuilder:
                          macs=op.macs, elements=op.elements, gemm=op.gemm)
             if op.on_host:
                 graph.nodes[op.name][host.DEVICE] = "host"
+            if op.axis is not None:
+                graph.nodes[op.name]["axis"] = op.axis
         tensors = graph.graph["tensors"]
         for tname in self.outputs:
             declare(tname, "weight" if tname in self.weights else "activation")

@@ -169,13 +169,17 @@ def tile_weights(graph: nx.DiGraph, max_weight_bytes: int) -> tuple[nx.DiGraph, 
 
 def traced_operator(name: str, tiled: Collection[str]) -> str:
     """The operator of the traced graph that operator ``name`` of a tiled graph computes part of: a tile
-    ``<op>.tile<t>`` or the concat ``<op>.concat`` of an ``op`` in ``tiled`` (``tile_weights``'s
-    list), else ``name`` itself.
+    ``<op>.tile<t>`` or the concat ``<op>.concat`` of an ``op`` in ``tiled`` (the lists ``tile_weights``
+    and ``frontend.row_tiling.tile_rows`` return), repeatedly, else ``name`` itself.
 
     >>> traced_operator("fc.tile2", ["fc"]), traced_operator("fc.concat", ["fc"]), traced_operator("fc.tile2", [])
     ('fc', 'fc', 'fc.tile2')
+    >>> traced_operator("fc.tile2.tile0", ["fc", "fc.tile2"])
+    'fc'
+
     """
-    base, dot, part = name.rpartition(".")
-    if dot and base in tiled and (part == "concat" or (part.startswith("tile") and part[4:].isdigit())):
-        return base
-    return name
+    while True:  # a row tile (frontend.row_tiling) may itself be split into weight tiles
+        base, dot, part = name.rpartition(".")
+        if not (dot and base in tiled and (part == "concat" or (part.startswith("tile") and part[4:].isdigit()))):
+            return name
+        name = base

@@ -1,0 +1,514 @@
+"""Row tiling: split chains of operators whose activations are large along a dimension they
+compute independently (tokens, query rows, heads, batch), so no tile holds the whole tensor.
+
+A compiler for a scratchpad does not materialise a 4,096 x 4,096 attention score matrix per
+head: it computes attention per block of query rows, and the MLP of a transformer per block
+of tokens. ``tile_rows`` does that on a ``DataflowGraph`` before scheduling, in the same form
+as weight tiling (``frontend.tiling``): tiles are graph operators. Tiles as operators (not as
+sub-steps of one schedule step) let the scheduler, the allocator and the load-timing planner
+treat each tile's buffers as any other: a tile's slice is allocated, double-buffered against
+the next tile's load and freed, with no second mechanism to keep consistent.
+
+**Where an operator can be cut.** ``cut_inputs(graph, op, d)`` says, for a cut of ``op``'s
+output along dimension ``d``, which dimension of each input is cut the same way, or that the
+input is read whole (``None``):
+
+* elementwise kinds (``ELEMENTWISE``): every input by NumPy broadcasting; an input of size 1
+  along the aligned dimension is read whole;
+* ``softmax`` and ``log_softmax``: any dimension but the recorded ``axis`` (the graph records
+  it, ``frontend.cost.axis``; without it the operator is never cut), so each tile normalises
+  whole rows and needs no running maximum or sum;
+* ``mean`` and ``sum`` that keep their rank: any dimension they do not reduce;
+* ``layer_norm`` and ``rms_norm``: a dimension before the normalised ones (the weights' rank);
+  weights whole;
+* ``linear``: a dimension before the features (tokens); weights whole;
+* ``matmul`` and ``bmm``: the rows of the left operand (the right read whole: attention's
+  query blocks read all of K and V), the columns of the right one, or a batch dimension (heads);
+* ``ROW_WISE`` kinds (MViT's relative-position term): any dimension but the last, each
+  activation input cut alike, weights whole.
+
+Everything else (convolutions, transposes, views, concatenations, ...) is never cut: a chain
+ends there. Convolutions would need their input rows plus a halo; they are not cut yet.
+
+**Regions.** An operator whose tensors (inputs and outputs) exceed ``max_bytes`` seeds a
+region, cut along the longest dimension it can cut that is not its last (features), else its
+last. The region grows backwards to the producer of a cut input when all the tensor's readers
+are in the region, and forwards to a reader that can cut the same extent along the same
+dimension of the tensor, through operators whose own tensors exceed a quarter of
+``max_bytes`` (small operators stay whole). Regions are disjoint. A region is kept when it
+needs at least two tiles and lowers the largest working set among its operators (a tile's
+whole inputs plus its slices; a concat's tiles plus the output it writes): tiling that saves
+no memory would only add copies.
+An input cut by the region but written outside it is read whole by every tile (the tile reads
+its part of it, as a weight tile reads its whole activation); an input or weight read only by
+the region is split into slices ``name[a:b]`` (``name[:, a:b]`` for dimension 1, ...), which
+partition it, so DRAM traffic is unchanged.
+
+**Tiles.** Every operator of a region is cut into the same ``k`` near-equal ranges, ``k`` the
+smallest count that leaves each operator's cut tensors at most ``max_bytes`` (at most the
+extent). Tile ``t`` of operator ``op`` is ``<op>.tile<t>``, writing ``<output>.tile<t>``; an
+output read outside the region (or a graph output) is joined by ``<op>.concat`` (kind
+``concat``, a real copy), so readers outside are unchanged. A tile carries its share of the
+operator's ``elements`` and MACs, and its GEMM with the cut dimension's factor scaled
+(``t`` for rows and tokens, ``n`` for columns, ``count`` for batch and heads); an operator
+whose GEMM does not split that way is never cut. Tiles follow each other tile-major (tile 0
+of every region operator, then tile 1, ...), so at any time one tile's intermediates are live,
+never the whole tensor.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import Any
+
+import networkx as nx
+
+from frontend.cost import AXIS_KINDS
+from frontend.graph import add_operator, add_tensor, check_graph, new_graph
+
+#: kinds that compute each output element from the same position of their (broadcast) inputs
+ELEMENTWISE = frozenset({
+    "add", "sub", "mul", "div", "neg", "pow", "rsqrt", "sqrt", "exp", "log", "abs", "reciprocal",
+    "relu", "relu6", "gelu", "silu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "hardtanh",
+    "leaky_relu", "elu", "selu", "celu", "mish", "softplus", "erf", "dropout", "identity", "cast",
+    "copy", "clamp", "where", "masked_fill", "square",
+})
+#: kinds that reduce some dimensions and keep the others independent
+REDUCING = frozenset({"mean", "sum"})
+#: kinds that normalise their trailing dimensions (as many as their weights have)
+NORMALISING = frozenset({"layer_norm", "rms_norm"})
+MATMUL = frozenset({"matmul", "bmm"})
+#: kinds whose every output row (all dimensions but the last) depends only on the same row of
+#: each activation input, weights read whole: MViT's relative-position term (torchvision's
+#: ``_add_rel_pos`` adds to each query row's scores terms computed from that query row alone)
+ROW_WISE = frozenset({"add_rel_pos"})
+#: a region grows only through operators whose cut tensors exceed this share of ``max_bytes``
+GROW_SHARE = 4
+
+
+class _Uncut(Exception):
+    """An operator cannot be cut along the dimension asked."""
+
+
+def _aligned(shape: list[int], out: list[int], d: int) -> int | None:
+    """The input dimension broadcasting aligns with output dimension ``d`` (``None``: read whole)."""
+    a = d - (len(out) - len(shape))
+    if len(shape) > len(out):
+        raise _Uncut
+    if a < 0 or shape[a] == 1:
+        return None
+    if shape[a] != out[d]:
+        raise _Uncut
+    return a
+
+
+def _matmul_dims(shapes: list[list[int]], out: list[int], d: int) -> list[int | None]:
+    if len(shapes) != 2 or min(len(s) for s in shapes) < 2 or len(out) < 2:
+        raise _Uncut
+    left, right = shapes
+    rank = len(out)
+    if d == rank - 2:
+        return [len(left) - 2, None]
+    if d == rank - 1:
+        return [None, len(right) - 1]
+    return [_aligned(left[:-2], out[:-2], d), _aligned(right[:-2], out[:-2], d)]
+
+
+def _dims(graph: nx.DiGraph, op: str, d: int) -> list[int | None]:
+    data = graph.nodes[op]
+    tensors = graph.graph["tensors"]
+    out = tensors[data["out_tensors"][0]]["shape"]
+    kind = data["op"]
+    ins = data["in_tensors"]
+    shapes = [tensors[t]["shape"] for t in ins]
+    weights = [tensors[t]["kind"] == "weight" for t in ins]
+    if kind in ELEMENTWISE or (kind in AXIS_KINDS and data.get("axis") is not None and data["axis"] != d):
+        return [_aligned(s, out, d) for s in shapes]
+    if kind in REDUCING:
+        if any(len(s) != len(out) or s[d] != out[d] for s in shapes):
+            raise _Uncut
+        return [d for _ in shapes]
+    if kind in NORMALISING or kind == "linear":
+        activations = [s for s, w in zip(shapes, weights, strict=True) if not w]
+        normalised = 1 if kind == "linear" else max((len(s) for s, w in zip(shapes, weights, strict=True) if w),
+                                                    default=0)
+        if (len(activations) != 1 or not normalised or d >= len(out) - normalised
+                or len(activations[0]) != len(out) or activations[0][d] != out[d]):
+            raise _Uncut
+        return [None if w else d for w in weights]
+    if kind in MATMUL:
+        return _matmul_dims(shapes, out, d)
+    if kind in ROW_WISE:
+        if d >= len(out) - 1 or any(not w and (len(s) != len(out) or s[d] != out[d])
+                                    for s, w in zip(shapes, weights, strict=True)):
+            raise _Uncut
+        return [None if w else d for w in weights]
+    raise _Uncut
+
+
+def cut_inputs(graph: nx.DiGraph, op: str, d: int) -> list[int | None] | None:
+    """For a cut of ``op``'s output along dimension ``d``: the dimension of each input (in
+    ``in_tensors`` order) cut alike, ``None`` for an input read whole; ``None`` when ``op`` cannot
+    be cut there (rules in the module docstring; its GEMM must split too).
+
+    >>> g = new_graph("g")
+    >>> add_tensor(g, "q", (1, 4, 8, 2), kind="input"); add_tensor(g, "k", (1, 4, 2, 8), kind="input")
+    >>> add_operator(g, "scores", "matmul", ["q", "k"], {"s": (1, 4, 8, 8)}, macs=512, gemm=[(8, 2, 8, 4)])
+    >>> cut_inputs(g, "scores", 2), cut_inputs(g, "scores", 1), cut_inputs(g, "scores", 0)
+    ([2, None], [1, 1], None)
+    """
+    data = graph.nodes[op]
+    tensors = graph.graph["tensors"]
+    if len(data["out_tensors"]) != 1:
+        return None
+    out = tensors[data["out_tensors"][0]]["shape"]
+    if not 0 <= d < len(out) or out[d] < 2:
+        return None
+    try:
+        dims = _dims(graph, op, d)
+    except _Uncut:
+        return None
+    if data.get("gemm") and _tile_gemm(graph, op, d, out[d], 1) is None:
+        return None
+    if not data.get("gemm") and data["macs"]:
+        return None  # MACs without a GEMM shape: no way to say which share a tile computes
+    return dims
+
+
+def _tile_gemm(graph: nx.DiGraph, op: str, d: int, extent: int, width: int) -> list[list[int]] | None:
+    """The GEMM of a tile ``width`` of ``extent`` wide along output dimension ``d`` (``None``: it does not split)."""
+    data = graph.nodes[op]
+    rank = len(graph.graph["tensors"][data["out_tensors"][0]]["shape"])
+    if data["op"] in MATMUL:
+        factor = 0 if d == rank - 2 else 2 if d == rank - 1 else 3
+    elif data["op"] == "linear":
+        factor = 0
+    else:
+        return None
+    gemm = []
+    for entry in data["gemm"]:
+        entry = list(entry)
+        if entry[factor] % extent:
+            return None
+        entry[factor] = entry[factor] // extent * width
+        gemm.append(entry)
+    return gemm
+
+
+def _cut_bytes(graph: nx.DiGraph, op: str, dims: list[int | None]) -> int:
+    """Bytes of the tensors a cut of ``op`` slices: its output and its cut inputs."""
+    tensors = graph.graph["tensors"]
+    data = graph.nodes[op]
+    cut = [t for t, dim in zip(data["in_tensors"], dims, strict=True) if dim is not None]
+    return sum(tensors[t]["nbytes"] for t in [*cut, *data["out_tensors"]])
+
+
+def _seed_dim(graph: nx.DiGraph, op: str, max_bytes: int) -> int | None:
+    """The dimension a region seeded at ``op`` cuts (``None``: ``op`` seeds none)."""
+    data = graph.nodes[op]
+    if len(data["out_tensors"]) != 1:
+        return None
+    out = graph.graph["tensors"][data["out_tensors"][0]]["shape"]
+    tensors = graph.graph["tensors"]
+    if sum(tensors[t]["nbytes"] for t in [*data["in_tensors"], *data["out_tensors"]]) <= max_bytes:
+        return None
+    best: tuple[bool, int, int] | None = None
+    for d in range(len(out)):
+        if cut_inputs(graph, op, d) is None:
+            continue
+        key = (d != len(out) - 1 or len(out) == 1, out[d], -d)
+        best = key if best is None or key > best else best
+    return None if best is None else -best[2]
+
+
+def _grow(graph: nx.DiGraph, seed: str, d: int, taken: set[str], max_bytes: int) -> dict[str, int]:
+    """The region seeded at ``seed`` cut along ``d``: operator -> the output dimension it cuts."""
+    tensors = graph.graph["tensors"]
+    extent = tensors[graph.nodes[seed]["out_tensors"][0]]["shape"][d]
+    region = {seed: d}
+
+    def admits(op: str, dim: int) -> list[int | None] | None:
+        if op in taken or op in region or len(graph.nodes[op]["out_tensors"]) != 1:
+            return None
+        if tensors[graph.nodes[op]["out_tensors"][0]]["shape"][dim:dim + 1] != [extent]:
+            return None
+        dims = cut_inputs(graph, op, dim)
+        return dims if dims is not None and _cut_bytes(graph, op, dims) * GROW_SHARE > max_bytes else None
+
+    changed = True
+    while changed:
+        changed = False
+        for op, dim in list(region.items()):
+            data = graph.nodes[op]
+            dims = cut_inputs(graph, op, dim) or []
+            for t, td in zip(data["in_tensors"], dims, strict=True):
+                producer = tensors[t]["producer"]
+                if (td is not None and producer is not None and producer not in region
+                        and all(c in region for c in tensors[t]["consumers"]) and admits(producer, td) is not None):
+                    region[producer] = td
+                    changed = True
+            y = data["out_tensors"][0]
+            for reader in tensors[y]["consumers"]:
+                if reader in region:
+                    continue
+                rank = len(tensors[graph.nodes[reader]["out_tensors"][0]]["shape"])
+                for rd in range(rank):
+                    rdims = admits(reader, rd)
+                    if rdims is not None and rdims[graph.nodes[reader]["in_tensors"].index(y)] == dim:
+                        region[reader] = rd
+                        changed = True
+                        break
+    return region
+
+
+def _chunks(total: int, parts: int) -> list[tuple[int, int]]:
+    bounds = [total * p // parts for p in range(parts + 1)]
+    return [(bounds[p], bounds[p + 1]) for p in range(parts)]
+
+
+def _piece_name(name: str, dim: int, a: int, b: int) -> str:
+    return f"{name}[{':, ' * dim}{a}:{b}]"
+
+
+def _whole(graph: nx.DiGraph, region: dict[str, int], name: str, dim: int | None) -> bool:
+    """Whether a tile of the region reads input ``name`` (cut along ``dim``, ``None``: not cut) whole:
+    it is not cut, or written outside the region, or an input or weight something outside reads."""
+    rec = graph.graph["tensors"][name]
+    if dim is None or (rec["producer"] is not None and rec["producer"] not in region):
+        return True
+    return rec["producer"] is None and not all(c in region for c in rec["consumers"])
+
+
+def _sliced_bytes(graph: nx.DiGraph, region: dict[str, int], op: str) -> tuple[int, int]:
+    """``(bytes every tile of op reads whole, bytes its tiles share out)``."""
+    tensors = graph.graph["tensors"]
+    data = graph.nodes[op]
+    dims = cut_inputs(graph, op, region[op]) or []
+    whole = sliced = 0
+    for name, dim in zip(data["in_tensors"], dims, strict=True):
+        if _whole(graph, region, name, dim):
+            whole += tensors[name]["nbytes"]
+        else:
+            sliced += tensors[name]["nbytes"]
+    return whole, sliced + tensors[data["out_tensors"][0]]["nbytes"]
+
+
+def _needs_concat(graph: nx.DiGraph, region: dict[str, int], op: str) -> bool:
+    y = graph.nodes[op]["out_tensors"][0]
+    rec = graph.graph["tensors"][y]
+    return y in graph.graph["outputs"] or any(c not in region for c in rec["consumers"])
+
+
+def regions(graph: nx.DiGraph, max_bytes: int) -> list[tuple[dict[str, int], int]]:
+    """The regions ``tile_rows`` cuts, in program order of their seeds, each with its tile count.
+
+    A region is kept only when it lowers the largest working set among its operators (a tile's
+    whole inputs plus its slices; a concat's tiles plus the output it writes).
+    """
+    tensors = graph.graph["tensors"]
+    taken: set[str] = set()
+    found = []
+    for op in graph.nodes:
+        if op in taken:
+            continue
+        d = _seed_dim(graph, op, max_bytes)
+        if d is None:
+            continue
+        region = _grow(graph, op, d, taken, max_bytes)
+        extent = tensors[graph.nodes[op]["out_tensors"][0]]["shape"][d]
+        shares = {o: _sliced_bytes(graph, region, o) for o in region}
+        k = min(extent, max(math.ceil(sliced / max_bytes) for _, sliced in shares.values()))
+        before = max(sum(tensors[t]["nbytes"] for t in [*graph.nodes[o]["in_tensors"], *graph.nodes[o]["out_tensors"]])
+                     for o in region)
+        after = max(max(whole + math.ceil(sliced / k) for whole, sliced in shares.values()),
+                    max((2 * tensors[graph.nodes[o]["out_tensors"][0]]["nbytes"] for o in region
+                         if _needs_concat(graph, region, o)), default=0))
+        if k > 1 and after < before:
+            taken.update(region)
+            found.append((region, k))
+    return found
+
+
+def tile_rows(graph: nx.DiGraph, max_bytes: int) -> tuple[nx.DiGraph, list[str]]:
+    """A copy of ``graph`` with every region (module docstring) cut into row tiles.
+
+    Returns the new graph and the names of the operators that were cut. ``graph`` itself is not
+    modified; a graph with nothing to cut comes back as an equal copy.
+
+    >>> g = new_graph("attn", dtype="int8")
+    >>> add_tensor(g, "q", (4, 8, 2), kind="input"); add_tensor(g, "k", (4, 2, 8), kind="input")
+    >>> add_tensor(g, "v", (4, 8, 2), kind="input")
+    >>> add_operator(g, "qk", "matmul", ["q", "k"], {"s": (4, 8, 8)}, macs=512, gemm=[(8, 2, 8, 4)])
+    >>> add_operator(g, "softmax", "softmax", ["s"], {"p": (4, 8, 8)}); g.nodes["softmax"]["axis"] = 2
+    >>> add_operator(g, "pv", "matmul", ["p", "v"], {"o": (4, 8, 2)}, macs=512, gemm=[(8, 8, 2, 4)])
+    >>> g.graph["outputs"] = ["o"]; g.graph["tensors"]["o"]["kind"] = "output"
+    >>> tiled, cut = tile_rows(g, max_bytes=300)
+    >>> cut, list(tiled.nodes)[:3], list(tiled.nodes)[-1]
+    (['qk', 'softmax', 'pv'], ['qk.tile0', 'softmax.tile0', 'pv.tile0'], 'pv.concat')
+    >>> tiled.graph["tensors"]["s.tile0"]["shape"], tiled.nodes["qk.tile0"]["gemm"]
+    ([4, 4, 8], [[4, 2, 8, 4]])
+    """
+    if max_bytes <= 0:
+        raise ValueError(f"max_bytes must be positive, got {max_bytes}")
+    found = regions(graph, max_bytes)
+    cut_ops = [op for op in graph.nodes if any(op in region for region, _ in found)]
+    out = new_graph(graph.graph["name"], graph.graph["dtype"])
+    for key, value in graph.graph.items():
+        if key not in ("tensors", "inputs", "outputs"):
+            out.graph[key] = _copy(value)
+    specs = _specs(graph, found)
+    old = graph.graph["tensors"]
+    for spec in _in_order(specs):
+        _emit(out, graph, spec)
+    new = out.graph["tensors"]
+    inputs = []
+    for name in graph.graph["inputs"]:  # an input read only by a region is now its slices, in its place
+        pieces = [t for t, rec in new.items() if rec["kind"] == "input" and t.startswith(name + "[")]
+        if name in new or not pieces:
+            if name not in new:  # read by no operator
+                add_tensor(out, name, old[name]["shape"], kind="input", dtype=old[name]["dtype"],
+                           nbytes=old[name]["nbytes"])
+            pieces = [name]
+        inputs += pieces
+    out.graph["inputs"] = inputs
+    out.graph["outputs"] = list(graph.graph["outputs"])
+    out.graph["aliases"] = {a: t for a, t in graph.graph["aliases"].items() if t in new}
+    check_graph(out)
+    return out, cut_ops
+
+
+def _copy(value: Any) -> Any:
+    import copy
+
+    return copy.deepcopy(value)
+
+
+def _specs(graph: nx.DiGraph, found: list[tuple[dict[str, int], int]]) -> list[dict[str, Any]]:
+    """Every operator of the new graph, with the key that orders it (``_in_order``)."""
+    tensors = graph.graph["tensors"]
+    position = {op: i for i, op in enumerate(graph.nodes)}
+    where = {op: (region, k) for region, k in found for op in region}
+    specs: list[dict[str, Any]] = []
+    for op, data in graph.nodes(data=True):
+        if op not in where:
+            specs.append({"name": op, "key": (position[op], 0, 0), "whole": True, "data": data})
+            continue
+        region, k = where[op]
+        first = min(position[o] for o in region)
+        d = region[op]
+        y = data["out_tensors"][0]
+        extent = tensors[y]["shape"][d]
+        dims = cut_inputs(graph, op, d) or []
+        pieces = []
+        for t, (a, b) in enumerate(_chunks(extent, k)):
+            inputs: list[tuple[str, tuple[str, int, int, int] | None]] = []
+            for name, dim in zip(data["in_tensors"], dims, strict=True):
+                if dim is None or _whole(graph, region, name, dim):
+                    inputs.append((name, None))
+                elif tensors[name]["producer"] is None:
+                    inputs.append((_piece_name(name, dim, a, b), (name, dim, a, b)))
+                else:
+                    inputs.append((f"{name}.tile{t}", None))
+            piece = f"{y}.tile{t}"
+            pieces.append(piece)
+            specs.append({"name": f"{op}.tile{t}", "key": (first, t + 1, position[op]), "whole": False,
+                          "data": data, "inputs": inputs, "output": piece, "dim": d, "range": (a, b),
+                          "extent": extent, "op": op})
+        if _needs_concat(graph, region, op):
+            specs.append({"name": f"{op}.concat", "key": (first, k + 1, position[op]), "whole": False,
+                          "concat": pieces, "output": y, "data": data})
+    return specs
+
+
+def _in_order(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``specs`` in a topological order that follows their keys wherever the data flow allows."""
+    writer = {}
+    for spec in specs:
+        for t in _writes(spec):
+            writer[t] = spec["name"]
+    by_name = {spec["name"]: spec for spec in specs}
+    waits = {spec["name"]: {writer[t] for t in _reads(spec) if t in writer} for spec in specs}
+    readers: dict[str, list[str]] = {}
+    for name, before in waits.items():
+        for w in before:
+            readers.setdefault(w, []).append(name)
+    ready = [(spec["key"], spec["name"]) for spec in specs if not waits[spec["name"]]]
+    heapq.heapify(ready)
+    ordered = []
+    while ready:
+        _, name = heapq.heappop(ready)
+        ordered.append(by_name[name])
+        for r in readers.get(name, []):
+            waits[r].discard(name)
+            if not waits[r]:
+                heapq.heappush(ready, (by_name[r]["key"], r))
+    return ordered
+
+
+def _writes(spec: dict[str, Any]) -> list[str]:
+    if spec["whole"]:
+        return list(spec["data"]["out_tensors"])
+    return [spec["output"]]
+
+
+def _reads(spec: dict[str, Any]) -> list[str]:
+    if spec["whole"]:
+        return list(spec["data"]["in_tensors"])
+    if "concat" in spec:
+        return list(spec["concat"])
+    return [name for name, _ in spec["inputs"]]
+
+
+def _emit(out: nx.DiGraph, graph: nx.DiGraph, spec: dict[str, Any]) -> None:
+    """Add the operator ``spec`` describes to ``out`` (and the input and weight tensors it reads first)."""
+    old = graph.graph["tensors"]
+    new = out.graph["tensors"]
+    data = spec["data"]
+
+    def ensure(name: str, piece: tuple[str, int, int, int] | None = None) -> None:
+        if name in new:
+            return
+        if piece is None:
+            rec = old[name]
+            if rec["producer"] is None:
+                add_tensor(out, name, rec["shape"], kind=rec["kind"], dtype=rec["dtype"], nbytes=rec["nbytes"])
+            return
+        base, dim, a, b = piece
+        rec = old[base]
+        shape = list(rec["shape"])
+        shape[dim] = b - a
+        add_tensor(out, name, shape, kind=rec["kind"], dtype=rec["dtype"],
+                   nbytes=rec["nbytes"] // rec["shape"][dim] * (b - a))
+
+    if spec["whole"]:
+        for t in data["in_tensors"]:
+            ensure(t)
+        add_operator(out, spec["name"], data["op"], data["in_tensors"],
+                     {t: old[t]["shape"] for t in data["out_tensors"]}, target=data["target"],
+                     macs=data["macs"], elements=data["elements"], gemm=data.get("gemm"))
+        for t in data["out_tensors"]:
+            new[t].update(kind=old[t]["kind"], dtype=old[t]["dtype"], nbytes=old[t]["nbytes"])
+        for key, value in data.items():
+            out.nodes[spec["name"]].setdefault(key, _copy(value))
+        return
+    y = data["out_tensors"][0]
+    if "concat" in spec:
+        add_operator(out, spec["name"], "concat", spec["concat"], {y: old[y]["shape"]}, target="concat",
+                     elements=math.prod(old[y]["shape"]))
+        new[y].update(kind=old[y]["kind"], dtype=old[y]["dtype"], nbytes=old[y]["nbytes"])
+        return
+    for name, piece in spec["inputs"]:
+        ensure(name, piece)
+    a, b = spec["range"]
+    d, extent = spec["dim"], spec["extent"]
+    shape = list(old[y]["shape"])
+    shape[d] = b - a
+    gemm = _tile_gemm(graph, spec["op"], d, extent, b - a) if data.get("gemm") else []
+    macs = sum(t * k * n * c for t, k, n, c in gemm) if gemm else 0
+    add_operator(out, spec["name"], data["op"], [name for name, _ in spec["inputs"]], {spec["output"]: shape},
+                 target=data["target"], macs=macs, elements=data["elements"] // extent * (b - a)
+                 if data["elements"] % extent == 0 else data["elements"] * (b - a) // extent, gemm=gemm)
+    new[spec["output"]].update(dtype=old[y]["dtype"], nbytes=old[y]["nbytes"] // extent * (b - a))
+    if "axis" in data:
+        out.nodes[spec["name"]]["axis"] = data["axis"]
