@@ -166,23 +166,25 @@ def tensor_shares(graph: nx.DiGraph, hw: HardwareConfig) -> dict[str, int] | Non
 def on_chip_graph(
     graph: nx.DiGraph, hw: HardwareConfig, weights: bool = True, tiling: str = "weights",
 ) -> tuple[nx.DiGraph, dict[str, int] | None, list[str]]:
-    """The graph as the scheduler sees it on ``hw``: weights tiled, and every tensor's on-chip bytes.
+    """The graph as the scheduler sees it on ``hw``: tiled, and every tensor's on-chip bytes.
 
-    Operators whose weights exceed the limit ``tiling`` gives (``accelsim.tiling``: ``weights``,
+    Under ``auto``, chains around operators that do not fit the scratchpad whole are cut into row
+    tiles first (``frontend.row_tiling.tile_rows`` with ``accelsim.tiling.row_tile_limits``); then
+    operators whose weights exceed the limit ``tiling`` gives (``accelsim.tiling``: ``weights``,
     the default here, is ``hw.weight_tile_bytes`` per PE on a per-PE target) are
     split (``frontend.tiling.tile_weights``); sizes are per PE on a per-PE target (``tensor_shares``,
     ``None`` on a chip-scope target: the graph's own bytes), and with ``weights=False`` every
     weight takes 0 bytes (activations only). Returns ``(graph, sizes, tiled operators)``.
     """
-    from accelsim.tiling import row_tile_limit, weight_tile_limit
+    from accelsim.tiling import row_tile_limits, weight_tile_limit
     from frontend.tiling import tile_weights
 
     tiled: list[str] = []
-    row_limit = row_tile_limit(tiling, hw)
+    row_limit = row_tile_limits(tiling, hw)
     if row_limit is not None:
         from frontend.row_tiling import tile_rows
 
-        graph, tiled = tile_rows(graph, row_limit)
+        graph, tiled = tile_rows(graph, *row_limit)
     tile_limit = weight_tile_limit(tiling, hw)
     if tile_limit is not None:
         graph, split = tile_weights(graph, tile_limit)

@@ -32,7 +32,9 @@ class SimReport:
     capacity_scope: str  #: "per PE (16 PEs)" or "chip"
     min_capacity_bytes: int  #: M_R, the smallest capacity any schedule can run in
     min_capacity_op: str  #: the operator that sets M_R
-    tiled_operators: list[str]  #: operators split into weight tiles (``frontend.tiling.tile_weights``)
+    #: operators cut into row tiles (``frontend.row_tiling``), then those split into weight tiles
+    #: (``frontend.tiling.tile_weights``; a row tile split again is listed by its own name)
+    tiled_operators: list[str]
     peak_bytes: int  #: highest address in use during the simulation
     peak_live_bytes: int  #: most bytes allocated at once during the simulation
     cycles: int  #: simulated cycles until the last operator or transfer ends

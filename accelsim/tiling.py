@@ -17,8 +17,16 @@
   ``auto``; every operator's ``compute_cycles`` as then).
 * ``none``: no operator is tiled.
 
-Activations (output rows with their halo, tokens) and attention (heads, query blocks) do not tile
-yet: M_R is still set by the largest operator's activations.
+Under ``auto`` activations tile too (``frontend.row_tiling``, before weight tiling), but only
+where they must: an operator whose inputs and output do not fit the scratchpad whole seeds a
+region, a chain around it that runs as row tiles (output rows of convolutions with their halo,
+tokens, query blocks of attention, heads) whose slices take at most a quarter of the scratchpad
+each, so an attention score matrix is never whole and M_R becomes the largest tile's working
+set. Where every operator fits, nothing is cut: tiles pay concats and re-read weights they
+cannot keep, so on resnet50 (pixel6) seeding at half the scratchpad made 160 KiB slower
+(1,184,453 cycles against 1,182,227) and the curve rose from 160 to 192 KiB; seeding at the
+whole scratchpad changes nothing from 160 KiB up and runs 64 and 128 KiB, which did not run.
+``weights`` and ``none`` never tile activations.
 
 >>> from accelsim.hw import load_hw
 >>> hw = load_hw("pixel6")  # 16 PEs, 2 MiB each, weight_tile_bytes 512 KiB
@@ -56,13 +64,22 @@ def check_tiling(tiling: object) -> str:
     return tiling
 
 
-def row_tile_limit(tiling: str, hw: HardwareConfig) -> int | None:
-    """The largest slice bytes (chip bytes) one row tile of a region cuts under ``tiling`` on ``hw``
-    (``frontend.row_tiling``); None: activations are not tiled."""
+def row_tile_limits(tiling: str, hw: HardwareConfig) -> tuple[int, int] | None:
+    """``(slice bytes, seed bytes)`` of row tiling (``frontend.row_tiling.tile_rows``, chip bytes) under
+    ``tiling`` on ``hw``: an operator whose tensors exceed the scratchpad seeds a region, cut so
+    that each tile's slices take at most a quarter of it; None: activations are not tiled.
+
+    >>> from accelsim.hw import load_hw
+    >>> row_tile_limits("auto", load_hw("tpuv4")) == (32 << 20, 128 << 20)
+    True
+    >>> row_tile_limits("weights", load_hw("tpuv4")) is None
+    True
+    """
     check_tiling(tiling)
     if tiling != "auto":
         return None
-    return hw.sram_bytes_per_pe // AUTO_SHARE * (hw.n_pe if hw.capacity_scope == "per_pe" else 1)
+    chip = hw.sram_bytes_per_pe * (hw.n_pe if hw.capacity_scope == "per_pe" else 1)
+    return chip // AUTO_SHARE, chip
 
 
 def weight_tile_limit(tiling: str, hw: HardwareConfig) -> int | None:

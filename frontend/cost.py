@@ -549,3 +549,68 @@ def axis(call: OpCall) -> int | None:
     if isinstance(dim, bool) or not isinstance(dim, int) or not -rank <= dim < rank:
         return None
     return dim % rank
+
+
+#: kinds whose output positions each read a window of input positions: convolutions and pooling
+WINDOW_KINDS = ("conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d",
+                "avg_pool1d", "avg_pool2d", "avg_pool3d")
+
+
+def _per_dim(value: Any, rank: int) -> list[int] | None:
+    """``value`` (an int, or a sequence of ``rank`` ints) as ``rank`` ints; ``None`` for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return [value] * rank
+    if isinstance(value, (list, tuple)) and len(value) == rank and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return [int(v) for v in value]
+    if isinstance(value, (list, tuple)) and len(value) == 1 and isinstance(value[0], int):
+        return [int(value[0])] * rank
+    return None
+
+
+def window(call: OpCall) -> dict[str, list[int]] | None:
+    """The window a ``WINDOW_KINDS`` operator slides over each spatial dimension of its (batched)
+    input: ``kernel``, ``stride``, ``padding`` and ``dilation``, one int per spatial dimension,
+    checked against the input and output sizes (``ceil_mode`` pooling allowed); ``None`` when the
+    call does not say it all or the sizes do not match (then no pass may cut it by rows).
+
+    >>> window(OpCall("conv2d", operands=[(1, 3, 224, 224)], outputs=[(1, 64, 112, 112)],
+    ...               params={"weight": (64, 3, 7, 7)}, attributes={"stride": (2, 2), "padding": (3, 3),
+    ...                                                             "dilation": (1, 1)}))
+    {'kernel': [7, 7], 'stride': [2, 2], 'padding': [3, 3], 'dilation': [1, 1]}
+    >>> window(OpCall("max_pool2d", operands=[(1, 64, 112, 112)], outputs=[(1, 64, 56, 56)],
+    ...               arguments={"kernel_size": 3, "stride": 2, "padding": 1}))["stride"]
+    [2, 2]
+    >>> window(OpCall("conv2d", operands=[(1, 3, 8, 8)], outputs=[(1, 4, 8, 8)], params={"weight": (4, 3, 3, 3)},
+    ...               attributes={"padding": "same"})) is None
+    True
+    """
+    if call.kind not in WINDOW_KINDS or len(call.outputs) != 1 or not call.operands:
+        return None
+    rank = int(call.kind[-2])
+    source, out = tuple(call.operands[0]), tuple(call.outputs[0])
+    if len(source) != rank + 2 or len(out) != rank + 2:
+        return None  # unbatched, or shapes this rule does not read
+
+    def given(name: str, default: Any) -> Any:
+        return call.arguments.get(name, call.attributes.get(name, default))
+
+    if call.kind.startswith("conv"):
+        weight = _weight(call, 1) if ("weight" in call.params or len(call.operands) > 1) else ()
+        kernel = [int(k) for k in weight[2:]] if len(weight) == rank + 2 else None
+    else:
+        kernel = _per_dim(given("kernel_size", None), rank)
+    stride_value = given("stride", 1)
+    if stride_value is None or (isinstance(stride_value, (list, tuple)) and not stride_value):
+        stride_value = kernel  # pooling: the stride defaults to the kernel
+    stride, padding = _per_dim(stride_value, rank), _per_dim(given("padding", 0), rank)
+    dilation = _per_dim(given("dilation", 1), rank)
+    if kernel is None or stride is None or padding is None or dilation is None or min(stride) < 1:
+        return None
+    for k, s, p, d, size, result in zip(kernel, stride, padding, dilation, source[2:], out[2:], strict=True):
+        span = d * (k - 1) + 1
+        if size + 2 * p < span or result not in ((size + 2 * p - span) // s + 1, -(-(size + 2 * p - span) // s) + 1):
+            return None
+    return {"kernel": kernel, "stride": stride, "padding": padding, "dilation": dilation}

@@ -97,6 +97,7 @@ class OpRecord:
     live_outputs: list[str] = field(default_factory=list)
     on_host: bool = False  #: a host operator (``frontend.host``), split off after emission
     axis: int | None = None  #: the dimension it normalises along (``frontend.cost.axis``), kept as ``axis``
+    window: dict[str, list[int]] | None = None  #: its window (``frontend.cost.window``), kept as ``window``
 
 
 class GraphBuilder:
@@ -172,6 +173,8 @@ class GraphBuilder:
                 graph.nodes[op.name][host.DEVICE] = "host"
             if op.axis is not None:
                 graph.nodes[op.name]["axis"] = op.axis
+            if op.window is not None:
+                graph.nodes[op.name]["window"] = op.window
         tensors = graph.graph["tensors"]
         for tname in self.outputs:
             declare(tname, "weight" if tname in self.weights else "activation")

@@ -479,7 +479,8 @@ class _Converter(GraphBuilder):
                            params=params, attributes=attributes, arguments=arguments)
         self.env[node] = structure
         self.ops.append(OpRecord(node.name, kind, target, list(dict.fromkeys(reads)), outputs,
-                            cost.macs(call), cost.elements(call), cost.gemms(call), axis=cost.axis(call)))
+                            cost.macs(call), cost.elements(call), cost.gemms(call), axis=cost.axis(call),
+                            window=cost.window(call)))
         if _writes_first_argument(node.target) and len(outputs) == 1:
             mutated = self.names_in(node.args[:1])
             if mutated and mutated[0] not in self.weights:
@@ -557,7 +558,8 @@ class _Converter(GraphBuilder):
                              outputs=[tuple(self.tensors[t].shape) for t in outputs],
                              params=params, attributes=attributes, arguments=call.arguments)
         self.ops.append(OpRecord(parts[0].name, call.kind, call.target, list(dict.fromkeys(reads)), outputs,
-                            cost.macs(opcall), cost.elements(opcall), cost.gemms(opcall), axis=cost.axis(opcall)))
+                            cost.macs(opcall), cost.elements(opcall), cost.gemms(opcall), axis=cost.axis(opcall),
+                            window=cost.window(opcall)))
 
     def expose(self, nodes: list[Node], written: set[str]) -> None:
         """Give each tensor ``written`` by a call the shape its readers outside the call see.

@@ -319,7 +319,8 @@ class _Converter(GraphBuilder):
             self.ops.append(OpRecord(node.name, kind, target, reads, outputs, 0, 0, [], on_host=True))
         else:
             self.ops.append(OpRecord(node.name, kind, target, reads, outputs,
-                                     cost.macs(call), cost.elements(call), cost.gemms(call), axis=cost.axis(call)))
+                                     cost.macs(call), cost.elements(call), cost.gemms(call), axis=cost.axis(call),
+                                     window=cost.window(call)))
         if self.is_inplace(node, module, arguments) and len(outputs) == 1:
             mutated = self.names_in(node.args[:1])
             if mutated and mutated[0] not in self.weights:

@@ -64,7 +64,7 @@ from typing import Any
 
 import networkx as nx
 
-from frontend.cost import AXIS_KINDS
+from frontend.cost import AXIS_KINDS, WINDOW_KINDS
 from frontend.graph import add_operator, add_tensor, check_graph, new_graph
 
 #: kinds that compute each output element from the same position of their (broadcast) inputs
@@ -83,8 +83,6 @@ MATMUL = frozenset({"matmul", "bmm"})
 #: each activation input, weights read whole: MViT's relative-position term (torchvision's
 #: ``_add_rel_pos`` adds to each query row's scores terms computed from that query row alone)
 ROW_WISE = frozenset({"add_rel_pos"})
-#: a region grows only through operators whose cut tensors exceed this share of ``max_bytes``
-GROW_SHARE = 4
 
 
 class _Uncut(Exception):
@@ -139,6 +137,16 @@ def _dims(graph: nx.DiGraph, op: str, d: int) -> list[int | None]:
         return [None if w else d for w in weights]
     if kind in MATMUL:
         return _matmul_dims(shapes, out, d)
+    if kind == "batch_norm":  # per channel: the statistics are cut with the channels
+        if sum(not w for w in weights) != 1 or shapes[0] != out or weights[0]:
+            raise _Uncut
+        return [d if not w else (0 if d == 1 else None) for w in weights]
+    if kind in WINDOW_KINDS:
+        conv = kind.startswith("conv")
+        if (sum(not w for w in weights) != 1 or weights[0] or len(shapes[0]) != len(out)
+                or (d == 1 and conv) or (d >= 2 and data.get("window") is None)):
+            raise _Uncut
+        return [None if w else d for w in weights]
     if kind in ROW_WISE:
         if d >= len(out) - 1 or any(not w and (len(s) != len(out) or s[d] != out[d])
                                     for s, w in zip(shapes, weights, strict=True)):
@@ -182,8 +190,8 @@ def _tile_gemm(graph: nx.DiGraph, op: str, d: int, extent: int, width: int) -> l
     rank = len(graph.graph["tensors"][data["out_tensors"][0]]["shape"])
     if data["op"] in MATMUL:
         factor = 0 if d == rank - 2 else 2 if d == rank - 1 else 3
-    elif data["op"] == "linear":
-        factor = 0
+    elif data["op"] == "linear" or data["op"].startswith("conv"):
+        factor = 0  # the streamed rows: tokens, or batch x output positions
     else:
         return None
     gemm = []
@@ -204,37 +212,57 @@ def _cut_bytes(graph: nx.DiGraph, op: str, dims: list[int | None]) -> int:
     return sum(tensors[t]["nbytes"] for t in [*cut, *data["out_tensors"]])
 
 
-def _seed_dim(graph: nx.DiGraph, op: str, max_bytes: int) -> int | None:
-    """The dimension a region seeded at ``op`` cuts (``None``: ``op`` seeds none)."""
+def _worth_cutting(graph: nx.DiGraph, op: str, dims: list[int | None], max_bytes: int) -> bool:
+    """Whether ``op`` joins a region: what it would cut exceeds ``max_bytes`` (smaller operators stay
+    whole), and what every tile would read whole does not (an operator whose weights are that large
+    is weight tiling's: its row tiles would each read them all)."""
+    tensors = graph.graph["tensors"]
+    whole = sum(tensors[t]["nbytes"] for t, dim in zip(graph.nodes[op]["in_tensors"], dims, strict=True)
+                if dim is None)
+    return _cut_bytes(graph, op, dims) > max_bytes and whole <= max_bytes
+
+
+def _window_map(graph: nx.DiGraph, op: str, d: int) -> tuple[int, int, int]:
+    """``(stride, padding, span)`` of ``op`` along output dimension ``d``: output position ``i`` reads
+    input positions ``[i * stride - padding, i * stride - padding + span)``; ``(1, 0, 1)`` for an
+    operator that reads the same position (everything but a window along a spatial dimension)."""
     data = graph.nodes[op]
-    if len(data["out_tensors"]) != 1:
-        return None
-    out = graph.graph["tensors"][data["out_tensors"][0]]["shape"]
-    tensors = graph.graph["tensors"]
-    if sum(tensors[t]["nbytes"] for t in [*data["in_tensors"], *data["out_tensors"]]) <= max_bytes:
-        return None
-    best: tuple[bool, int, int] | None = None
-    for d in range(len(out)):
-        if cut_inputs(graph, op, d) is None:
-            continue
-        key = (d != len(out) - 1 or len(out) == 1, out[d], -d)
-        best = key if best is None or key > best else best
-    return None if best is None else -best[2]
+    window = data.get("window")
+    if data["op"] not in WINDOW_KINDS or d < 2 or window is None:
+        return 1, 0, 1
+    i = d - 2
+    return window["stride"][i], window["padding"][i], window["dilation"][i] * (window["kernel"][i] - 1) + 1
 
 
-def _grow(graph: nx.DiGraph, seed: str, d: int, taken: set[str], max_bytes: int) -> dict[str, int]:
-    """The region seeded at ``seed`` cut along ``d``: operator -> the output dimension it cuts."""
+def _input_range(graph: nx.DiGraph, op: str, d: int, size: int, a: int, b: int) -> tuple[int, int]:
+    """The positions ``[lo, hi)`` of an input of ``size`` along its cut dimension that output positions
+    ``[a, b)`` of ``op`` (cut along ``d``) read: the same, or a window's with its halo."""
+    stride, padding, span = _window_map(graph, op, d)
+    return max(0, a * stride - padding), min(size, (b - 1) * stride - padding + span)
+
+
+def _shape(graph: nx.DiGraph, op: str) -> list[int]:
+    return list(graph.graph["tensors"][graph.nodes[op]["out_tensors"][0]]["shape"])
+
+
+#: how an operator joined a region: ``(how, neighbour, tensor)``, ``how`` "back" (it writes
+#: ``tensor``, which ``neighbour`` reads) or "forward" (it reads ``tensor``, which ``neighbour`` writes)
+Link = tuple[str, str, str]
+
+
+def _grow(graph: nx.DiGraph, seed: str, d: int, taken: set[str],
+          max_bytes: int) -> tuple[dict[str, int], dict[str, Link]]:
+    """The region seeded at ``seed`` cut along ``d``: operator -> the output dimension it cuts,
+    in the order they joined, and how each but the seed joined."""
     tensors = graph.graph["tensors"]
-    extent = tensors[graph.nodes[seed]["out_tensors"][0]]["shape"][d]
     region = {seed: d}
+    links: dict[str, Link] = {}
 
     def admits(op: str, dim: int) -> list[int | None] | None:
         if op in taken or op in region or len(graph.nodes[op]["out_tensors"]) != 1:
             return None
-        if tensors[graph.nodes[op]["out_tensors"][0]]["shape"][dim:dim + 1] != [extent]:
-            return None
         dims = cut_inputs(graph, op, dim)
-        return dims if dims is not None and _cut_bytes(graph, op, dims) * GROW_SHARE > max_bytes else None
+        return dims if dims is not None and _worth_cutting(graph, op, dims, max_bytes) else None
 
     changed = True
     while changed:
@@ -247,90 +275,204 @@ def _grow(graph: nx.DiGraph, seed: str, d: int, taken: set[str], max_bytes: int)
                 if (td is not None and producer is not None and producer not in region
                         and all(c in region for c in tensors[t]["consumers"]) and admits(producer, td) is not None):
                     region[producer] = td
+                    links[producer] = ("back", op, t)
                     changed = True
             y = data["out_tensors"][0]
             for reader in tensors[y]["consumers"]:
                 if reader in region:
                     continue
-                rank = len(tensors[graph.nodes[reader]["out_tensors"][0]]["shape"])
-                for rd in range(rank):
+                for rd in range(len(_shape(graph, reader))):
                     rdims = admits(reader, rd)
                     if rdims is not None and rdims[graph.nodes[reader]["in_tensors"].index(y)] == dim:
                         region[reader] = rd
+                        links[reader] = ("forward", op, y)
                         changed = True
                         break
-    return region
+    return region, links
 
 
-def _chunks(total: int, parts: int) -> list[tuple[int, int]]:
-    bounds = [total * p // parts for p in range(parts + 1)]
-    return [(bounds[p], bounds[p + 1]) for p in range(parts)]
-
-
-def _piece_name(name: str, dim: int, a: int, b: int) -> str:
-    return f"{name}[{':, ' * dim}{a}:{b}]"
-
-
-def _whole(graph: nx.DiGraph, region: dict[str, int], name: str, dim: int | None) -> bool:
-    """Whether a tile of the region reads input ``name`` (cut along ``dim``, ``None``: not cut) whole:
-    it is not cut, or written outside the region, or an input or weight something outside reads."""
-    rec = graph.graph["tensors"][name]
-    if dim is None or (rec["producer"] is not None and rec["producer"] not in region):
-        return True
-    return rec["producer"] is None and not all(c in region for c in rec["consumers"])
-
-
-def _sliced_bytes(graph: nx.DiGraph, region: dict[str, int], op: str) -> tuple[int, int]:
-    """``(bytes every tile of op reads whole, bytes its tiles share out)``."""
+def _bounds(graph: nx.DiGraph, region: dict[str, int], links: dict[str, Link], k: int) -> dict[str, list[int]]:
+    """Every region operator's tile bounds along its cut dimension (``k + 1`` non-decreasing positions
+    from 0 to the extent): the seed's near-equal, each other's mapped from the neighbour it joined
+    through, so that its tile ``t`` lines up with the neighbour's tile ``t`` (halo aside)."""
     tensors = graph.graph["tensors"]
-    data = graph.nodes[op]
-    dims = cut_inputs(graph, op, region[op]) or []
-    whole = sliced = 0
-    for name, dim in zip(data["in_tensors"], dims, strict=True):
-        if _whole(graph, region, name, dim):
-            whole += tensors[name]["nbytes"]
-        else:
-            sliced += tensors[name]["nbytes"]
-    return whole, sliced + tensors[data["out_tensors"][0]]["nbytes"]
+    bounds: dict[str, list[int]] = {}
+    for op, d in region.items():
+        extent = _shape(graph, op)[d]
+        if op not in links:
+            bounds[op] = [extent * p // k for p in range(k + 1)]
+            continue
+        how, neighbour, t = links[op]
+        if how == "back":  # op writes t, which the neighbour's tile u reads from its window's start
+            size = tensors[t]["shape"][d]
+            inner = [_input_range(graph, neighbour, region[neighbour], size, a, a + 1)[0]
+                     for a in bounds[neighbour][1:-1]]
+        else:  # op reads t: its tile u starts where its window first reaches the neighbour's tile u
+            stride, padding, _ = _window_map(graph, op, d)
+            inner = [-(-(a + padding) // stride) for a in bounds[neighbour][1:-1]]
+        bounds[op] = [0, *(min(max(0, x), extent) for x in inner), extent]
+        for p in range(1, k + 1):
+            bounds[op][p] = max(bounds[op][p], bounds[op][p - 1])
+    return bounds
+
+
+def _dram_slices(graph: nx.DiGraph, region: dict[str, int], name: str) -> int | None:
+    """The dimension an input or weight is sliced along when only the region reads it, all its
+    readers along one dimension; ``None`` when it is read whole."""
+    rec = graph.graph["tensors"][name]
+    if rec["producer"] is not None or not all(c in region for c in rec["consumers"]):
+        return None
+    dims = set()
+    for c in rec["consumers"]:
+        data = graph.nodes[c]
+        dims.add((cut_inputs(graph, c, region[c]) or [])[data["in_tensors"].index(name)])
+    return dims.pop() if len(dims) == 1 else None
 
 
 def _needs_concat(graph: nx.DiGraph, region: dict[str, int], op: str) -> bool:
+    """Whether ``op``'s whole output must exist: a graph output, or read outside the region or whole."""
     y = graph.nodes[op]["out_tensors"][0]
-    rec = graph.graph["tensors"][y]
-    return y in graph.graph["outputs"] or any(c not in region for c in rec["consumers"])
+    if y in graph.graph["outputs"]:
+        return True
+    for c in graph.graph["tensors"][y]["consumers"]:
+        if c not in region:
+            return True
+        dims = cut_inputs(graph, c, region[c]) or []
+        if dims[graph.nodes[c]["in_tensors"].index(y)] != region[op]:
+            return True
+    return False
 
 
-def regions(graph: nx.DiGraph, max_bytes: int) -> list[tuple[dict[str, int], int]]:
-    """The regions ``tile_rows`` cuts, in program order of their seeds, each with its tile count.
-
-    A region is kept only when it lowers the largest working set among its operators (a tile's
-    whole inputs plus its slices; a concat's tiles plus the output it writes).
-    """
+def _plan(graph: nx.DiGraph, region: dict[str, int], links: dict[str, Link], k: int) -> list[dict[str, Any]]:
+    """The tiles and concats of one region: for each, what it reads and writes."""
     tensors = graph.graph["tensors"]
+    bounds = _bounds(graph, region, links, k)
+    specs: list[dict[str, Any]] = []
+    for op, d in region.items():
+        data = graph.nodes[op]
+        y = data["out_tensors"][0]
+        dims = cut_inputs(graph, op, d) or []
+        pieces = []
+        for t in range(k):
+            a, b = bounds[op][t], bounds[op][t + 1]
+            if a == b:
+                continue
+            inputs: list[tuple[str, tuple[str, int, int, int] | None]] = []
+            for name, dim in zip(data["in_tensors"], dims, strict=True):
+                rec = tensors[name]
+                producer = rec["producer"]
+                if dim is not None and producer in region and region[producer] == dim \
+                        and not _needs_concat_for(graph, region, producer, op):
+                    lo, hi = _input_range(graph, op, d, rec["shape"][dim], a, b)
+                    src = bounds[producer]
+                    inputs += [(f"{name}.tile{u}", None) for u in range(k)
+                               if src[u] < src[u + 1] and src[u] < hi and lo < src[u + 1]]
+                elif dim is not None and _dram_slices(graph, region, name) == dim:
+                    lo, hi = _input_range(graph, op, d, rec["shape"][dim], a, b)
+                    inputs.append((f"{name}[{':, ' * dim}{lo}:{hi}]", (name, dim, lo, hi)))
+                else:
+                    inputs.append((name, None))
+            piece = f"{y}.tile{t}"
+            pieces.append(piece)
+            specs.append({"name": f"{op}.tile{t}", "tile": t, "whole": False, "data": data, "op": op,
+                          "inputs": list(dict.fromkeys(inputs)), "output": piece, "dim": d, "range": (a, b)})
+        if _needs_concat(graph, region, op):
+            specs.append({"name": f"{op}.concat", "tile": k, "whole": False, "concat": pieces, "output": y,
+                          "data": data, "op": op})
+    return specs
+
+
+def _needs_concat_for(graph: nx.DiGraph, region: dict[str, int], producer: str, reader: str) -> bool:
+    """Whether ``reader`` (in the region) reads ``producer``'s output whole rather than by tiles."""
+    y = graph.nodes[producer]["out_tensors"][0]
+    dims = cut_inputs(graph, reader, region[reader]) or []
+    return dims[graph.nodes[reader]["in_tensors"].index(y)] != region[producer]
+
+
+def _spec_bytes(graph: nx.DiGraph, spec: dict[str, Any], sizes: dict[str, int]) -> int:
+    """The bytes a tile or concat of a plan holds while it runs (its inputs and output)."""
+    tensors = graph.graph["tensors"]
+    if "concat" in spec:
+        return 2 * tensors[spec["output"]]["nbytes"]
+    total = sizes[spec["output"]]
+    for name, piece in spec["inputs"]:
+        if piece is not None:
+            base, dim, lo, hi = piece
+            total += tensors[base]["nbytes"] // tensors[base]["shape"][dim] * (hi - lo)
+        else:
+            total += sizes.get(name, tensors[name]["nbytes"] if name in tensors else 0)
+    return total
+
+
+def _plan_bytes(graph: nx.DiGraph, specs: list[dict[str, Any]]) -> int:
+    """The largest working set among a plan's tiles and concats."""
+    tensors = graph.graph["tensors"]
+    sizes = {}
+    for spec in specs:
+        if "concat" not in spec:
+            y = spec["data"]["out_tensors"][0]
+            a, b = spec["range"]
+            sizes[spec["output"]] = tensors[y]["nbytes"] // tensors[y]["shape"][spec["dim"]] * (b - a)
+    return max(_spec_bytes(graph, spec, sizes) for spec in specs)
+
+
+def _candidate(graph: nx.DiGraph, seed: str, d: int, taken: set[str],
+               max_bytes: int) -> tuple[int, dict[str, int], list[dict[str, Any]]] | None:
+    """The region seeded at ``seed`` along ``d`` with its plan and largest working set, if it is worth
+    cutting: at least two tiles, a working set below the largest operator's whole, and some tensor
+    that never exists whole (an output read only by tiles, or an input read only in slices)."""
+    if not _worth_cutting(graph, seed, cut_inputs(graph, seed, d) or [], max_bytes):
+        return None
+    region, links = _grow(graph, seed, d, taken, max_bytes)
+    tensors = graph.graph["tensors"]
+    shares = [_cut_bytes(graph, op, cut_inputs(graph, op, od) or []) for op, od in region.items()]
+    k = min(min(_shape(graph, op)[od] for op, od in region.items()),
+            max(math.ceil(share / max_bytes) for share in shares))
+    if k < 2:
+        return None
+    streams = any(not _needs_concat(graph, region, op) for op in region) or any(
+        _dram_slices(graph, region, t) is not None for op in region for t in graph.nodes[op]["in_tensors"])
+    if not streams:
+        return None
+    specs = _plan(graph, region, links, k)
+    before = max(sum(tensors[t]["nbytes"] for t in [*graph.nodes[o]["in_tensors"], *graph.nodes[o]["out_tensors"]])
+                 for o in region)
+    after = _plan_bytes(graph, specs)
+    return (after, region, specs) if after < before else None
+
+
+def regions(graph: nx.DiGraph, max_bytes: int,
+            seed_bytes: int | None = None) -> list[tuple[dict[str, int], list[dict[str, Any]]]]:
+    """The regions ``tile_rows`` cuts, in program order of their seeds, each with its plan (its tiles
+    and concats). A seed's dimension is the one whose region holds the least at once (ties: the
+    longest that is not the last, then the first)."""
     taken: set[str] = set()
     found = []
+    tensors = graph.graph["tensors"]
     for op in graph.nodes:
-        if op in taken:
+        data = graph.nodes[op]
+        if op in taken or len(data["out_tensors"]) != 1:
             continue
-        d = _seed_dim(graph, op, max_bytes)
-        if d is None:
+        if sum(tensors[t]["nbytes"] for t in [*data["in_tensors"], *data["out_tensors"]]) <= (seed_bytes or max_bytes):
             continue
-        region = _grow(graph, op, d, taken, max_bytes)
-        extent = tensors[graph.nodes[op]["out_tensors"][0]]["shape"][d]
-        shares = {o: _sliced_bytes(graph, region, o) for o in region}
-        k = min(extent, max(math.ceil(sliced / max_bytes) for _, sliced in shares.values()))
-        before = max(sum(tensors[t]["nbytes"] for t in [*graph.nodes[o]["in_tensors"], *graph.nodes[o]["out_tensors"]])
-                     for o in region)
-        after = max(max(whole + math.ceil(sliced / k) for whole, sliced in shares.values()),
-                    max((2 * tensors[graph.nodes[o]["out_tensors"][0]]["nbytes"] for o in region
-                         if _needs_concat(graph, region, o)), default=0))
-        if k > 1 and after < before:
-            taken.update(region)
-            found.append((region, k))
+        out = _shape(graph, op)
+        best: tuple[tuple[int, bool, int, int], dict[str, int], list[dict[str, Any]]] | None = None
+        for d in range(len(out)):
+            if cut_inputs(graph, op, d) is None:
+                continue
+            candidate = _candidate(graph, op, d, taken, max_bytes)
+            if candidate is None:
+                continue
+            key = (candidate[0], d == len(out) - 1 and len(out) > 1, -out[d], d)
+            if best is None or key < best[0]:
+                best = (key, candidate[1], candidate[2])
+        if best is not None:
+            taken.update(best[1])
+            found.append((best[1], best[2]))
     return found
 
 
-def tile_rows(graph: nx.DiGraph, max_bytes: int) -> tuple[nx.DiGraph, list[str]]:
+def tile_rows(graph: nx.DiGraph, max_bytes: int, seed_bytes: int | None = None) -> tuple[nx.DiGraph, list[str]]:
     """A copy of ``graph`` with every region (module docstring) cut into row tiles.
 
     Returns the new graph and the names of the operators that were cut. ``graph`` itself is not
@@ -351,7 +493,7 @@ def tile_rows(graph: nx.DiGraph, max_bytes: int) -> tuple[nx.DiGraph, list[str]]
     """
     if max_bytes <= 0:
         raise ValueError(f"max_bytes must be positive, got {max_bytes}")
-    found = regions(graph, max_bytes)
+    found = regions(graph, max_bytes, seed_bytes)
     cut_ops = [op for op in graph.nodes if any(op in region for region, _ in found)]
     out = new_graph(graph.graph["name"], graph.graph["dtype"])
     for key, value in graph.graph.items():
@@ -384,40 +526,17 @@ def _copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def _specs(graph: nx.DiGraph, found: list[tuple[dict[str, int], int]]) -> list[dict[str, Any]]:
-    """Every operator of the new graph, with the key that orders it (``_in_order``)."""
-    tensors = graph.graph["tensors"]
+def _specs(graph: nx.DiGraph, found: list[tuple[dict[str, int], list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+    """Every operator of the new graph, with the key that orders it (``_in_order``): an operator
+    left whole at its place, a region's tiles tile-major from its first operator's place."""
     position = {op: i for i, op in enumerate(graph.nodes)}
-    where = {op: (region, k) for region, k in found for op in region}
-    specs: list[dict[str, Any]] = []
-    for op, data in graph.nodes(data=True):
-        if op not in where:
-            specs.append({"name": op, "key": (position[op], 0, 0), "whole": True, "data": data})
-            continue
-        region, k = where[op]
-        first = min(position[o] for o in region)
-        d = region[op]
-        y = data["out_tensors"][0]
-        extent = tensors[y]["shape"][d]
-        dims = cut_inputs(graph, op, d) or []
-        pieces = []
-        for t, (a, b) in enumerate(_chunks(extent, k)):
-            inputs: list[tuple[str, tuple[str, int, int, int] | None]] = []
-            for name, dim in zip(data["in_tensors"], dims, strict=True):
-                if dim is None or _whole(graph, region, name, dim):
-                    inputs.append((name, None))
-                elif tensors[name]["producer"] is None:
-                    inputs.append((_piece_name(name, dim, a, b), (name, dim, a, b)))
-                else:
-                    inputs.append((f"{name}.tile{t}", None))
-            piece = f"{y}.tile{t}"
-            pieces.append(piece)
-            specs.append({"name": f"{op}.tile{t}", "key": (first, t + 1, position[op]), "whole": False,
-                          "data": data, "inputs": inputs, "output": piece, "dim": d, "range": (a, b),
-                          "extent": extent, "op": op})
-        if _needs_concat(graph, region, op):
-            specs.append({"name": f"{op}.concat", "key": (first, k + 1, position[op]), "whole": False,
-                          "concat": pieces, "output": y, "data": data})
+    cut = {op for region, _ in found for op in region}
+    specs: list[dict[str, Any]] = [{"name": op, "key": (position[op], 0, 0), "whole": True, "data": data}
+                                   for op, data in graph.nodes(data=True) if op not in cut]
+    for region, plan in found:
+        first = min(position[op] for op in region)
+        for spec in plan:
+            specs.append({**spec, "key": (first, spec["tile"] + 1, position[spec["op"]])})
     return specs
 
 
@@ -501,14 +620,16 @@ def _emit(out: nx.DiGraph, graph: nx.DiGraph, spec: dict[str, Any]) -> None:
     for name, piece in spec["inputs"]:
         ensure(name, piece)
     a, b = spec["range"]
-    d, extent = spec["dim"], spec["extent"]
+    d = spec["dim"]
+    extent = old[y]["shape"][d]
     shape = list(old[y]["shape"])
     shape[d] = b - a
     gemm = _tile_gemm(graph, spec["op"], d, extent, b - a) if data.get("gemm") else []
     macs = sum(t * k * n * c for t, k, n, c in gemm) if gemm else 0
+    elements = data["elements"] // extent * (b - a) if data["elements"] % extent == 0 \
+        else data["elements"] * (b - a) // extent
     add_operator(out, spec["name"], data["op"], [name for name, _ in spec["inputs"]], {spec["output"]: shape},
-                 target=data["target"], macs=macs, elements=data["elements"] // extent * (b - a)
-                 if data["elements"] % extent == 0 else data["elements"] * (b - a) // extent, gemm=gemm)
+                 target=data["target"], macs=macs, elements=elements, gemm=gemm)
     new[spec["output"]].update(dtype=old[y]["dtype"], nbytes=old[y]["nbytes"] // extent * (b - a))
-    if "axis" in data:
+    if "axis" in data:  # a window is not copied: a tile's edges read less padding than the whole
         out.nodes[spec["name"]]["axis"] = data["axis"]

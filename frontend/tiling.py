@@ -55,8 +55,8 @@ def _tile_count(graph: nx.DiGraph, node: str, max_weight_bytes: int) -> int:
         return 1
     weights = [t for t in data["in_tensors"] if tensors[t]["kind"] == "weight"]
     activations = [t for t in data["in_tensors"] if tensors[t]["kind"] != "weight"]
-    if not weights or len(activations) != 1:
-        return 1
+    if not weights or not activations or (len(activations) > 1 and data["op"] == "linear"):
+        return 1  # a convolution's row tile (frontend.row_tiling) may read several input tiles
     largest = max(weights, key=lambda t: tensors[t]["nbytes"])
     shape = tensors[largest]["shape"]
     if tensors[largest]["nbytes"] <= max_weight_bytes or len(shape) < 2:
@@ -65,7 +65,7 @@ def _tile_count(graph: nx.DiGraph, node: str, max_weight_bytes: int) -> int:
     feature_dim = len(out_shape) - 1 if data["op"] == "linear" else 1
     if out_shape[feature_dim] != shape[0]:
         return 1
-    if data["op"] != "linear" and shape[1] != tensors[activations[0]]["shape"][1]:
+    if data["op"] != "linear" and any(shape[1] != tensors[a]["shape"][1] for a in activations):
         return 1  # grouped convolution: the slices would not be independent
     if any(tensors[w]["shape"][0] != shape[0] for w in weights):
         return 1

@@ -6,8 +6,10 @@ Two tables, each a CSV in ``--docs`` (``docs/gen/readme_tables.py`` renders them
 ``docs/results/load-timing.md``):
 
 * ``models.csv``: resnet50, mobilenet_v2 and vit_b_16 on both bundled configs at their default
-  SRAM, ``accelsim run``'s defaults: cycles, the floor and its two terms
-  (``accelsim.sim.results``), the ratio, the DMA wait, the DRAM bytes and the peak address;
+  SRAM, and the decoder layer of ``studies/decoder_layer.py`` at 4,096 tokens on tpuv4,
+  ``accelsim run``'s defaults: cycles, the floor and its two terms (``accelsim.sim.results``),
+  the ratio, the DMA wait, the DRAM bytes and the peak address, or the one line that says why a
+  model does not run;
 * ``sram_curve.csv``: resnet50 on pixel6 from 64 KiB to 4 MiB per PE: cycles, DRAM bytes and the
   ratio to the floor at each point, or why the point does not run.
 
@@ -26,11 +28,15 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 MODELS = ("resnet50", "mobilenet_v2", "vit_b_16")
+#: the decoder layer with explicit attention at 4,096 tokens (``studies/decoder_layer.py``), by the
+#: name its row carries; run on tpuv4 only (the issue's case: its softmax is 16x the CMEM)
+DECODER = "decoder_layer (4,096 tokens)"
+DECODER_SPEC = f"{Path(__file__).resolve().parent / 'decoder_layer.py'}:build"
 CONFIGS = ("pixel6", "tpuv4")
 KIB = 1024
 SRAM_CURVE = tuple(k * KIB for k in (64, 128, 160, 192, 256, 384, 512, 1024, 2048, 4096))
 MODEL_COLUMNS = ("label", "model", "hw", "cycles", "floor_cycles", "floor_compute", "floor_dram", "bound",
-                 "cycles_over_floor", "dma_wait_cycles", "dram_bytes", "peak_bytes", "memory_check")
+                 "cycles_over_floor", "dma_wait_cycles", "dram_bytes", "peak_bytes", "memory_check", "error")
 CURVE_COLUMNS = ("label", "sram_bytes", "status", "cycles", "floor_cycles", "cycles_over_floor", "dram_bytes",
                  "peak_bytes", "error")
 
@@ -51,19 +57,25 @@ def model_rows(label: str) -> list[dict[str, object]]:
     from accelsim import compile_and_simulate
 
     rows = []
-    for hw in CONFIGS:
-        for model in MODELS:
-            report = compile_and_simulate(model, hw)
+    runs = [(hw, model, model) for hw in CONFIGS for model in MODELS] + [("tpuv4", DECODER, DECODER_SPEC)]
+    for hw, model, spec in runs:
+        row: dict[str, object] = {"label": label, "model": model, "hw": hw}
+        try:
+            report = compile_and_simulate(spec, hw)
+        except ValueError as error:  # below M_R: the one line the CLI prints
+            row.update(memory_check="does not run", error=str(error).splitlines()[0])
+        else:
             floor, compute, dram, bound = _floor(report)
-            rows.append({
-                "label": label, "model": model, "hw": hw, "cycles": int(report.cycles), "floor_cycles": floor,
+            row.update({
+                "cycles": int(report.cycles), "floor_cycles": floor,
                 "floor_compute": compute, "floor_dram": dram, "bound": bound,
                 "cycles_over_floor": f"{report.cycles / floor:.3f}",
                 "dma_wait_cycles": int(report.stall_cycles["dma_wait"]),
                 "dram_bytes": report.dram_read_bytes + report.dram_write_bytes, "peak_bytes": report.peak_bytes,
                 "memory_check": report.memory_check,
             })
-            print(rows[-1], flush=True)
+        rows.append(row)
+        print(rows[-1], flush=True)
     return rows
 
 

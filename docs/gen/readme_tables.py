@@ -505,9 +505,13 @@ def table_load_timing_models() -> list[str]:
              "after: DMA wait | memory check |", "|---|---|---:|---:|---:|---:|---:|---|"]
     for (hw, model), rows in by_key.items():
         after = rows.get("after") or next(iter(rows.values()))
-        lines.append(f"| {hw} | {model} | {int(after['floor_cycles']):,} ({after['bound']}) | "
-                     f"{int(after['floor_dram']):,} | {_ratio_cell(rows, 'before')} | {_ratio_cell(rows, 'after')} | "
-                     f"{int(after['dma_wait_cycles']):,} | {after['memory_check']} |")
+        cells = [_ratio_cell(rows, label) or rows.get(label, {}).get("memory_check", "")
+                 for label in ("before", "after")]
+        floor = f"{int(after['floor_cycles']):,} ({after['bound']})" if after.get("floor_cycles") else ""
+        dram = f"{int(after['floor_dram']):,}" if after.get("floor_dram") else ""
+        wait = f"{int(after['dma_wait_cycles']):,}" if after.get("dma_wait_cycles") else ""
+        lines.append(f"| {hw} | {model} | {floor} | {dram} | {cells[0]} | {cells[1]} | {wait} | "
+                     f"{after['memory_check']} |")
     return lines
 
 

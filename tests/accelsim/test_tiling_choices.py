@@ -83,3 +83,55 @@ def test_report_ops_keep_one_record_per_traced_operator_with_its_tiles_inside(to
         assert o["op"] == "linear" and o["energy"]["total"] == pytest.approx(sum(p["energy"]["total"] for p in parts))
     assert all(o["tiles"] == [] for o in whole.ops)
     assert sum(o["energy"]["total"] for o in auto.ops) == pytest.approx(auto.energy["total"])
+
+
+def test_auto_runs_attention_by_query_blocks_where_whole_tensors_cannot_fit():
+    import scheduler
+    from studies.decoder_layer import build
+
+    module, inputs = build(tokens=256, hidden=128, heads=4, intermediate=512)
+    # bf16 scores: 4 x 256 x 256 x 2 B = 512 KiB, so the softmax alone needs 1 MiB whole
+    with pytest.raises(scheduler.CapacityError, match="below M_R"):
+        compile_and_simulate(module, "tpuv4", example_inputs=inputs, sram="512KiB", tiling="none")
+    auto = compile_and_simulate(module, "tpuv4", example_inputs=inputs, sram="512KiB", tiling="auto")
+    assert auto.memory_check == "ok" and auto.min_capacity_bytes <= 512 * 1024
+    assert {"matmul", "softmax", "matmul_1"} <= set(auto.tiled_operators)
+    assert auto.cycles >= auto.floor_cycles["cycles"]
+    # one record per traced operator, the query blocks listed inside
+    whole = compile_and_simulate(module, "tpuv4", example_inputs=inputs, tiling="none")
+    assert [o["name"] for o in auto.ops] == [o["name"] for o in whole.ops]
+    softmax = next(o for o in auto.ops if o["name"] == "softmax")
+    assert len(softmax["tiles"]) >= 4 and all(p["name"].startswith("softmax.tile") for p in softmax["tiles"])
+    assert sum(o["macs"] for o in auto.ops) == sum(o["macs"] for o in whole.ops)
+
+
+def _windowed_convs():
+    """Two 3x3 convolutions (the second stride 2) on 1x8x64x64 int8 activations, windows recorded."""
+    from frontend.graph import add_operator, add_tensor, new_graph
+
+    g = new_graph("convs", dtype="int8")
+    add_tensor(g, "x", (1, 8, 64, 64), kind="input")
+    for i, (stride, size) in enumerate([(1, 64), (2, 32)]):
+        add_tensor(g, f"w{i}", (8, 8, 3, 3), kind="weight")
+        add_operator(g, f"conv{i}", "conv2d", ["x" if i == 0 else "y0", f"w{i}"], {f"y{i}": (1, 8, size, size)},
+                     macs=8 * 72 * size * size, gemm=[(size * size, 72, 8, 1)])
+        g.nodes[f"conv{i}"]["window"] = {"kernel": [3, 3], "stride": [stride, stride], "padding": [1, 1],
+                                         "dilation": [1, 1]}
+    g.graph["outputs"] = ["y1"]
+    g.graph["tensors"]["y1"]["kind"] = "output"
+    return g
+
+
+def test_auto_cuts_rows_only_where_an_operator_does_not_fit_whole(toy_hw):
+    hw = toy_hw(sram_bytes_per_pe=1 << 20)
+    graph = _windowed_convs()  # conv0 holds 32 KiB in and 32 KiB out
+    roomy = compile_and_simulate(graph, hw, sram="96KiB", tiling="auto")
+    assert roomy.tiled_operators == []
+    with pytest.raises(ValueError, match="below M_R"):
+        compile_and_simulate(graph, hw, sram="48KiB", tiling="weights")
+    tight = compile_and_simulate(graph, hw, sram="48KiB", tiling="auto")
+    assert tight.tiled_operators == ["conv0", "conv1"] and tight.memory_check == "ok"
+    assert tight.min_capacity_bytes < 48 * 1024
+    assert [o["name"] for o in tight.ops] == ["conv0", "conv1"]
+    assert sum(o["macs"] for o in tight.ops) == sum(o["macs"] for o in roomy.ops)
+    assert tight.cycles >= tight.floor_cycles["cycles"]
