@@ -1,13 +1,15 @@
-"""Row tiling: split chains of operators whose activations are large along a dimension they
-compute independently (tokens, query rows, heads, batch), so no tile holds the whole tensor.
+"""Row tiling: cut chains of operators whose activations do not fit along a dimension they compute
+position by position (output rows of convolutions, tokens, query rows, heads, batch), so no tile
+holds the whole tensor.
 
 A compiler for a scratchpad does not materialise a 4,096 x 4,096 attention score matrix per
-head: it computes attention per block of query rows, and the MLP of a transformer per block
-of tokens. ``tile_rows`` does that on a ``DataflowGraph`` before scheduling, in the same form
-as weight tiling (``frontend.tiling``): tiles are graph operators. Tiles as operators (not as
-sub-steps of one schedule step) let the scheduler, the allocator and the load-timing planner
-treat each tile's buffers as any other: a tile's slice is allocated, double-buffered against
-the next tile's load and freed, with no second mechanism to keep consistent.
+head: it computes attention per block of query rows, the MLP of a transformer per block of
+tokens, and a CNN's early layers per band of output rows. ``tile_rows`` does that on a
+``DataflowGraph`` before scheduling, in the same form as weight tiling (``frontend.tiling``):
+tiles are graph operators. Tiles as operators (not as sub-steps of one schedule step) let the
+scheduler, the allocator and the load-timing planner treat each tile's buffers as any other: a
+tile's slice is allocated, double-buffered against the next tile's load and freed, with no
+second mechanism to keep consistent.
 
 **Where an operator can be cut.** ``cut_inputs(graph, op, d)`` says, for a cut of ``op``'s
 output along dimension ``d``, which dimension of each input is cut the same way, or that the
@@ -20,40 +22,49 @@ input is read whole (``None``):
   whole rows and needs no running maximum or sum;
 * ``mean`` and ``sum`` that keep their rank: any dimension they do not reduce;
 * ``layer_norm`` and ``rms_norm``: a dimension before the normalised ones (the weights' rank);
-  weights whole;
+  weights whole; ``batch_norm``: any dimension, its statistics cut with the channels;
 * ``linear``: a dimension before the features (tokens); weights whole;
+* convolutions: the batch, or a spatial dimension when the graph records the ``window``
+  (``frontend.cost.window``: kernel, stride, padding, dilation); pooling: the batch, the
+  channels, or a spatial dimension with its window. Output positions ``[a, b)`` read input
+  positions ``[a * stride - padding, (b - 1) * stride - padding + span)``, clipped: the halo;
 * ``matmul`` and ``bmm``: the rows of the left operand (the right read whole: attention's
   query blocks read all of K and V), the columns of the right one, or a batch dimension (heads);
 * ``ROW_WISE`` kinds (MViT's relative-position term): any dimension but the last, each
   activation input cut alike, weights whole.
 
-Everything else (convolutions, transposes, views, concatenations, ...) is never cut: a chain
-ends there. Convolutions would need their input rows plus a halo; they are not cut yet.
+Everything else (transposes, views, concatenations, adaptive pooling, ...) is never cut: a
+chain ends there, and an operator whose MACs have no GEMM shape to divide is never cut.
 
-**Regions.** An operator whose tensors (inputs and outputs) exceed ``max_bytes`` seeds a
-region, cut along the longest dimension it can cut that is not its last (features), else its
-last. The region grows backwards to the producer of a cut input when all the tensor's readers
-are in the region, and forwards to a reader that can cut the same extent along the same
-dimension of the tensor, through operators whose own tensors exceed a quarter of
-``max_bytes`` (small operators stay whole). Regions are disjoint. A region is kept when it
-needs at least two tiles and lowers the largest working set among its operators (a tile's
-whole inputs plus its slices; a concat's tiles plus the output it writes): tiling that saves
-no memory would only add copies.
-An input cut by the region but written outside it is read whole by every tile (the tile reads
-its part of it, as a weight tile reads its whole activation); an input or weight read only by
-the region is split into slices ``name[a:b]`` (``name[:, a:b]`` for dimension 1, ...), which
-partition it, so DRAM traffic is unchanged.
+**Regions.** An operator whose tensors (inputs and outputs) exceed ``seed_bytes`` seeds a
+region (``accelsim`` passes the scratchpad: only an operator that cannot run whole). The region
+grows backwards to the producer of a cut input when all the tensor's readers are in the
+region, and forwards to a reader that cuts the tensor along the same dimension, through
+operators worth cutting: their slices exceed ``max_bytes`` (smaller operators stay whole) and
+what each tile would read whole (weights, K and V) does not (an operator with larger weights is
+weight tiling's). Regions are disjoint. Each dimension the seed can cut is tried; the region
+kept is the one whose tiles hold least at once, if it needs at least two tiles, holds less
+than its largest operator did whole, and has some tensor that never exists whole (an output
+read only by tiles, or an input read only in slices): tiling that streams nothing only adds
+copies.
 
-**Tiles.** Every operator of a region is cut into the same ``k`` near-equal ranges, ``k`` the
-smallest count that leaves each operator's cut tensors at most ``max_bytes`` (at most the
-extent). Tile ``t`` of operator ``op`` is ``<op>.tile<t>``, writing ``<output>.tile<t>``; an
-output read outside the region (or a graph output) is joined by ``<op>.concat`` (kind
-``concat``, a real copy), so readers outside are unchanged. A tile carries its share of the
-operator's ``elements`` and MACs, and its GEMM with the cut dimension's factor scaled
-(``t`` for rows and tokens, ``n`` for columns, ``count`` for batch and heads); an operator
-whose GEMM does not split that way is never cut. Tiles follow each other tile-major (tile 0
-of every region operator, then tile 1, ...), so at any time one tile's intermediates are live,
-never the whole tensor.
+**Tiles.** The seed is cut into ``k`` near-equal ranges, ``k`` the smallest count that leaves
+every region operator's slices at most ``max_bytes`` (at most the smallest extent); every other
+operator's bounds are mapped from the neighbour it joined through, so its tile ``t`` lines up
+with the neighbour's tile ``t`` (a window's stride and padding mapped; a range may come out
+empty, and that tile is not made). Tile ``t`` of ``op`` is ``<op>.tile<t>``, writing
+``<output>.tile<t>``; it reads the tiles of a region input that its range (with the halo)
+overlaps, so a convolution's tile reads its neighbours' edges. An output read outside the
+region, read whole, or a graph output is joined by ``<op>.concat`` (kind ``concat``, a real
+copy), so readers outside are unchanged. An input cut by the region but written outside it is
+read whole by every tile; an input or weight read only by the region is read in slices
+``name[a:b]`` (``name[:, a:b]`` for dimension 1, ...), which partition it, but for the halo
+rows of windows, read twice as a real compiler reads them. A tile carries its share of the
+operator's ``elements`` and MACs, and its GEMM with the cut dimension's factor scaled (``t``
+for rows, tokens and output positions, ``n`` for columns, ``count`` for batch and heads).
+Tiles run tile-major (``_in_order``: tile 0 of every region operator, then tile 1, ..., as
+the data flow allows, so a tile whose halo needs its neighbour's rows waits for them), so at
+any time about one tile's intermediates are live, never the whole tensor.
 """
 
 from __future__ import annotations
