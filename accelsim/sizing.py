@@ -120,7 +120,7 @@ class SizeReport:
                  "weight tiles",
                  f"  M_R, tiling weights {cell(self.min_capacity_bytes)}, set by {self.min_capacity_op}",
                  f"  M_R, tiling auto    {cell(self.auto_min_capacity_bytes)}, set by {self.auto_min_capacity_op} "
-                 "(weights tiled for that scratchpad)",
+                 "(weights and rows tiled for that scratchpad)",
                  f"  config SRAM         {cell(self.sram_bytes)}", ""]
         header = ("scheduler", "allocator", "no-spill SRAM", "peak at config SRAM", "non-compulsory there", "probes")
         body = [(p.scheduler, p.allocator, cell(p.no_spill_bytes), cell(p.peak_bytes), cell(p.noncompulsory_bytes),
@@ -307,7 +307,8 @@ def _bisect_no_spill(spills: Any, probes: list[tuple[int, int]], need: int, high
 def auto_min_capacity(graph: Any, config: HardwareConfig, weights: bool,
                       weights_need: tuple[int, str]) -> tuple[int, str]:
     """A smallest scratchpad (a multiple of the alignment) in which ``graph``, tiled by ``--tiling auto``
-    for that very scratchpad (``accelsim.tiling``), has its M_R: what ``accelsim run`` needs at least.
+    for that very scratchpad (``accelsim.tiling``: weights, and rows where an operator cannot run
+    whole), has its M_R: what ``accelsim run`` needs at least.
 
     ``weights_need`` is M_R with the config's weight tiles, and its operator. From there up the
     scratchpad doubles until its own tiling fits (a tile's concat holds the tiles and the output at
