@@ -39,9 +39,10 @@ OPTION_FLAGS = {"scheduler": "--scheduler", "allocator": "--allocator", "timeout
                 "batch": "--batch", "input_shape": "--input-shape", "model_options": "--model-option",
                 "tiling": "--tiling"}
 #: what a point measures beyond its inputs: raised whenever the flow's answer for the same inputs changes
-#: (2: loads issued at the steps the scheduler plans, ``scheduler.load_timing``), so that a resumed sweep
-#: never mixes points of two engines
-ENGINE = 2
+#: (2: loads issued at the steps the scheduler plans, ``scheduler.load_timing``; 3: ``--tiling auto`` cuts
+#: rows where an operator cannot run whole, ``frontend.row_tiling``), so that a resumed sweep never mixes
+#: points of two engines
+ENGINE = 3
 
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
