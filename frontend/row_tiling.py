@@ -42,11 +42,13 @@ grows backwards to the producer of a cut input when all the tensor's readers are
 region, and forwards to a reader that cuts the tensor along the same dimension, through
 operators worth cutting: their slices exceed ``max_bytes`` (smaller operators stay whole) and
 what each tile would read whole (weights, K and V) does not (an operator with larger weights is
-weight tiling's). Regions are disjoint. Each dimension the seed can cut is tried; the region
-kept is the one whose tiles hold least at once, if it needs at least two tiles, holds less
-than its largest operator did whole, and has some tensor that never exists whole (an output
-read only by tiles, or an input read only in slices): tiling that streams nothing only adds
-copies.
+weight tiling's). Regions are disjoint, and leave whole every operator that reads or writes a
+tensor the host operators' records name (``frontend.host``: its results, what it reads and
+waits for), so those names and the order's host waits stay as they are. Each dimension the
+seed can cut is tried; the region kept is the one whose tiles hold least at once, if it needs
+at least two tiles, holds less than its largest operator did whole, and has some tensor that
+never exists whole (an output read only by tiles, or an input read only in slices): tiling that
+streams nothing only adds copies.
 
 **Tiles.** The seed is cut into ``k`` near-equal ranges, ``k`` the smallest count that leaves
 every region operator's slices at most ``max_bytes`` (at most the smallest extent); every other
@@ -77,6 +79,7 @@ import networkx as nx
 
 from frontend.cost import AXIS_KINDS, WINDOW_KINDS
 from frontend.graph import add_operator, add_tensor, check_graph, new_graph
+from frontend.host import host_operators
 
 #: kinds that compute each output element from the same position of their (broadcast) inputs
 ELEMENTWISE = frozenset({
@@ -457,9 +460,15 @@ def regions(graph: nx.DiGraph, max_bytes: int,
     """The regions ``tile_rows`` cuts, in program order of their seeds, each with its plan (its tiles
     and concats). A seed's dimension is the one whose region holds the least at once (ties: the
     longest that is not the last, then the first)."""
-    taken: set[str] = set()
-    found = []
     tensors = graph.graph["tensors"]
+    # operators next to the host (frontend.host) stay whole: the host's records and the order's
+    # host waits name those tensors, which a cut would rename
+    records = host_operators(graph)
+    crossing = {entry["tensor"] for record in records for entry in [*record["inputs"], *record["outputs"]]}
+    crossing |= {t for record in records for t in record.get("waits_for", ())}
+    taken = {op for op, data in graph.nodes(data=True)
+             if crossing.intersection([*data["in_tensors"], *data["out_tensors"]])}
+    found = []
     for op in graph.nodes:
         data = graph.nodes[op]
         if op in taken or len(data["out_tensors"]) != 1:

@@ -224,3 +224,14 @@ def test_row_tiling_keeps_the_work_the_data_and_never_raises_the_largest_operato
         for op, d in region.items():
             tiles = [spec for spec in plan if spec["op"] == op and "concat" not in spec]
             assert 2 <= len(tiles) <= g.graph["tensors"][g.nodes[op]["out_tensors"][0]]["shape"][d]
+
+
+def test_operators_next_to_the_host_stay_whole():
+    g = attention()
+    # a host operator reads the masked scores: the tensor keeps its name, so its writer and readers stay whole
+    g.graph["host_ops"] = [{"name": "probe", "kind": "probe", "target": "probe", "after": "add_mask",
+                            "inputs": [{"tensor": "sm", "side": "accelerator", "bytes": 16384}],
+                            "outputs": [], "waits_for": ["sm"]}]
+    tiled, cut = tile_rows(g, max_bytes=4608)
+    assert "add_mask" not in cut and "softmax" not in cut
+    assert "sm" in tiled.graph["tensors"] and tiled.graph["host_ops"] == g.graph["host_ops"]
