@@ -186,20 +186,6 @@ def test_cosma_on_real_models_matches_the_simulator(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["video.mvit_v1_b", "video.mvit_v2_s"])
-def test_mvit_attention_runs_by_query_blocks_on_pixel6(name):
-    """Issue 33: MViT's score matrices (6,273 x 1,569 per head) do not fit pixel6's 2 MiB per PE
-    whole; under --tiling auto its attention runs by query blocks, and the run checks out."""
-    hw = load_hw("pixel6")
-    graph = traced(name, hw.dtype)
-    with pytest.raises(scheduler.CapacityError):
-        compile_and_simulate(graph, hw=hw, tiling="weights")
-    report = compile_and_simulate(graph, hw=hw)
-    check_report(report)
-    assert any(op.startswith("softmax") for op in report.tiled_operators)
-
-
-@pytest.mark.slow
 def test_a_decoder_layer_at_4096_tokens_runs_on_tpuv4():
     """Issue 33: a decoder layer with explicit attention at 4,096 tokens (a 1 GiB score tensor in
     bf16, the softmax 16x the 128 MiB CMEM) runs on tpuv4 under --tiling auto."""
