@@ -52,6 +52,10 @@ _COMPUTE_TID = 1
 # terminal summary
 
 
+#: how the summary names each tracer ``frontend.trace`` records in ``graph.graph["tracer"]``
+TRACER_NAMES = {"fx": "torch.fx", "export": "torch.export"}
+
+
 def _table(rows: list[tuple[str, str, str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = []
@@ -111,6 +115,8 @@ def format_summary(report: SimReport) -> str:
         ("wall time", _seconds(sum(r.stage_seconds.values())),
          ", ".join(f"{k} {v:.2f}s" for k, v in r.stage_seconds.items())),
     ]
+    if r.tracer is not None:  # a graph built by hand was traced by nothing
+        rows.insert(0, ("traced by", TRACER_NAMES.get(r.tracer, r.tracer), ""))
     if r.out_dir:
         rows.append(("report", r.out_dir, ""))
     title = f"accelsim: {r.model} on {r.hw} ({r.dtype})"

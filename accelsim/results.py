@@ -106,6 +106,9 @@ class SimReport:
     to_host_bytes: int = 0
     from_host_bytes: int = 0  #: bytes the host wrote for the accelerator to read (accelerator inputs)
     out_dir: str | None = None  #: the report folder (``null`` when the run wrote none)
+    #: the tracer that made the graph, ``"fx"`` or ``"export"`` (``frontend.trace``: torch.export runs
+    #: where torch.fx cannot trace); ``null`` for a graph built by hand (a saved graph keeps its own)
+    tracer: str | None = None
     # the objects behind the numbers, for plots and further analysis (not in report.json)
     graph: Any = field(default=None, repr=False)
     schedule: Any = field(default=None, repr=False)
@@ -163,7 +166,7 @@ class SimReport:
             stage_seconds=stage_seconds, scheduler_status=sched.status, scheduler_stats=sched.stats.as_report(),
             weights_on_chip=weights, host_ops=host_operators(graph), to_host_bytes=to_host,
             from_host_bytes=from_host, graph=graph, schedule=sched, offsets=offsets, sim=result,
-            hardware=config,
+            hardware=config, tracer=graph.graph.get("tracer"),
         )
 
     @property

@@ -146,6 +146,26 @@ def test_summary_table_lists_the_key_numbers(chain_graph):
     for label in ("capacity", "M_R", "peak address", "cycles", "DRAM read", "non-compulsory", "memory check"):
         assert label in text
     assert "per PE (16 PEs)" in text
+    assert "traced by" not in text  # a graph built by hand was traced by nothing
+
+
+@pytest.mark.parametrize("method, name", [("fx", "torch.fx"), ("export", "torch.export")])
+def test_the_report_says_which_tracer_made_the_graph(method, name, tmp_path):
+    import json
+
+    import torch
+
+    import frontend
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
+    graph = frontend.trace(model, (torch.zeros(1, 3, 8, 8),), dtype="int8", name="tiny", method=method)
+    report = compile_and_simulate(graph, hw="pixel6", out_dir=tmp_path / "r", plots=False)
+    assert report.tracer == method
+    assert format_summary(report).splitlines()[1].split() == ["traced", "by", name]
+    assert json.loads((tmp_path / "r" / "report.json").read_text())["tracer"] == method
+    # a saved graph keeps the tracer that made it
+    frontend.save_graph(graph, tmp_path / "g.json")
+    assert compile_and_simulate(str(tmp_path / "g.json"), hw="pixel6").tracer == method
 
 
 def test_smaller_sram_means_more_noncompulsory_traffic(chain_graph, toy_hw, tmp_path):
