@@ -330,7 +330,8 @@ class HardwareConfig:
         return -(-self.share_bytes(nbytes) // self.alignment) * self.alignment
 
     def chip_bytes(self, pe_bytes: int) -> int:
-        """DRAM bytes of a transfer that moves ``pe_bytes`` to or from each PE (every PE gets its share)."""
+        """Chip bytes of ``pe_bytes`` on each PE (every PE holds or moves its share): the DRAM bytes of a
+        transfer, or a per-PE size such as the scratchpad across the chip."""
         return pe_bytes * (self.n_pe if self.capacity_scope == "per_pe" else 1)
 
     def dram_cycles(self, chip_bytes: int) -> int:

@@ -78,7 +78,7 @@ def row_tile_limits(tiling: str, hw: HardwareConfig) -> tuple[int, int] | None:
     check_tiling(tiling)
     if tiling != "auto":
         return None
-    chip = hw.sram_bytes_per_pe * (hw.n_pe if hw.capacity_scope == "per_pe" else 1)
+    chip = hw.chip_bytes(hw.sram_bytes_per_pe)
     return chip // AUTO_SHARE, chip
 
 
@@ -90,4 +90,4 @@ def weight_tile_limit(tiling: str, hw: HardwareConfig) -> int | None:
     per_pe = hw.weight_tile_bytes
     if tiling == "auto":
         per_pe = min(per_pe, hw.sram_bytes_per_pe // AUTO_SHARE)
-    return per_pe * (hw.n_pe if hw.capacity_scope == "per_pe" else 1)
+    return hw.chip_bytes(per_pe)

@@ -71,6 +71,7 @@ any time about one tile's intermediates are live, never the whole tensor.
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 from typing import Any
@@ -218,6 +219,12 @@ def _tile_gemm(graph: nx.DiGraph, op: str, d: int, extent: int, width: int) -> l
     return gemm
 
 
+def _slice_bytes(rec: dict[str, Any], dim: int, width: int) -> int:
+    """Bytes of a slice ``width`` wide along ``dim`` of the tensor ``rec`` describes (what the tiled
+    graph records, and what the plan's working sets count)."""
+    return rec["nbytes"] // rec["shape"][dim] * width
+
+
 def _cut_bytes(graph: nx.DiGraph, op: str, dims: list[int | None]) -> int:
     """Bytes of the tensors a cut of ``op`` slices: its output and its cut inputs."""
     tensors = graph.graph["tensors"]
@@ -348,13 +355,8 @@ def _needs_concat(graph: nx.DiGraph, region: dict[str, int], op: str) -> bool:
     y = graph.nodes[op]["out_tensors"][0]
     if y in graph.graph["outputs"]:
         return True
-    for c in graph.graph["tensors"][y]["consumers"]:
-        if c not in region:
-            return True
-        dims = cut_inputs(graph, c, region[c]) or []
-        if dims[graph.nodes[c]["in_tensors"].index(y)] != region[op]:
-            return True
-    return False
+    return any(c not in region or _needs_concat_for(graph, region, op, c)
+               for c in graph.graph["tensors"][y]["consumers"])
 
 
 def _plan(graph: nx.DiGraph, region: dict[str, int], links: dict[str, Link], k: int) -> list[dict[str, Any]]:
@@ -365,27 +367,33 @@ def _plan(graph: nx.DiGraph, region: dict[str, int], links: dict[str, Link], k: 
     for op, d in region.items():
         data = graph.nodes[op]
         y = data["out_tensors"][0]
-        dims = cut_inputs(graph, op, d) or []
+        # how each input is read, the same for every tile: by the tiles of its producer, in slices, or whole
+        reads: list[tuple[str, int | None, list[int] | None]] = []
+        for name, dim in zip(data["in_tensors"], cut_inputs(graph, op, d) or [], strict=True):
+            producer = tensors[name]["producer"]
+            if dim is not None and producer in region and region[producer] == dim \
+                    and not _needs_concat_for(graph, region, producer, op):
+                reads.append((name, dim, bounds[producer]))
+            elif dim is not None and _dram_slices(graph, region, name) == dim:
+                reads.append((name, dim, None))
+            else:
+                reads.append((name, None, None))
         pieces = []
         for t in range(k):
             a, b = bounds[op][t], bounds[op][t + 1]
             if a == b:
                 continue
             inputs: list[tuple[str, tuple[str, int, int, int] | None]] = []
-            for name, dim in zip(data["in_tensors"], dims, strict=True):
-                rec = tensors[name]
-                producer = rec["producer"]
-                if dim is not None and producer in region and region[producer] == dim \
-                        and not _needs_concat_for(graph, region, producer, op):
-                    lo, hi = _input_range(graph, op, d, rec["shape"][dim], a, b)
-                    src = bounds[producer]
+            for name, dim, src in reads:
+                if dim is None:
+                    inputs.append((name, None))
+                    continue
+                lo, hi = _input_range(graph, op, d, tensors[name]["shape"][dim], a, b)
+                if src is not None:
                     inputs += [(f"{name}.tile{u}", None) for u in range(k)
                                if src[u] < src[u + 1] and src[u] < hi and lo < src[u + 1]]
-                elif dim is not None and _dram_slices(graph, region, name) == dim:
-                    lo, hi = _input_range(graph, op, d, rec["shape"][dim], a, b)
-                    inputs.append((f"{name}[{':, ' * dim}{lo}:{hi}]", (name, dim, lo, hi)))
                 else:
-                    inputs.append((name, None))
+                    inputs.append((f"{name}[{':, ' * dim}{lo}:{hi}]", (name, dim, lo, hi)))
             piece = f"{y}.tile{t}"
             pieces.append(piece)
             specs.append({"name": f"{op}.tile{t}", "tile": t, "whole": False, "data": data, "op": op,
@@ -412,7 +420,7 @@ def _spec_bytes(graph: nx.DiGraph, spec: dict[str, Any], sizes: dict[str, int]) 
     for name, piece in spec["inputs"]:
         if piece is not None:
             base, dim, lo, hi = piece
-            total += tensors[base]["nbytes"] // tensors[base]["shape"][dim] * (hi - lo)
+            total += _slice_bytes(tensors[base], dim, hi - lo)
         else:
             total += sizes.get(name, tensors[name]["nbytes"] if name in tensors else 0)
     return total
@@ -424,9 +432,8 @@ def _plan_bytes(graph: nx.DiGraph, specs: list[dict[str, Any]]) -> int:
     sizes = {}
     for spec in specs:
         if "concat" not in spec:
-            y = spec["data"]["out_tensors"][0]
             a, b = spec["range"]
-            sizes[spec["output"]] = tensors[y]["nbytes"] // tensors[y]["shape"][spec["dim"]] * (b - a)
+            sizes[spec["output"]] = _slice_bytes(tensors[spec["data"]["out_tensors"][0]], spec["dim"], b - a)
     return max(_spec_bytes(graph, spec, sizes) for spec in specs)
 
 
@@ -518,7 +525,7 @@ def tile_rows(graph: nx.DiGraph, max_bytes: int, seed_bytes: int | None = None) 
     out = new_graph(graph.graph["name"], graph.graph["dtype"])
     for key, value in graph.graph.items():
         if key not in ("tensors", "inputs", "outputs"):
-            out.graph[key] = _copy(value)
+            out.graph[key] = copy.deepcopy(value)
     specs = _specs(graph, found)
     old = graph.graph["tensors"]
     for spec in _in_order(specs):
@@ -538,12 +545,6 @@ def tile_rows(graph: nx.DiGraph, max_bytes: int, seed_bytes: int | None = None) 
     out.graph["aliases"] = {a: t for a, t in graph.graph["aliases"].items() if t in new}
     check_graph(out)
     return out, cut_ops
-
-
-def _copy(value: Any) -> Any:
-    import copy
-
-    return copy.deepcopy(value)
 
 
 def _specs(graph: nx.DiGraph, found: list[tuple[dict[str, int], list[dict[str, Any]]]]) -> list[dict[str, Any]]:
@@ -617,8 +618,7 @@ def _emit(out: nx.DiGraph, graph: nx.DiGraph, spec: dict[str, Any]) -> None:
         rec = old[base]
         shape = list(rec["shape"])
         shape[dim] = b - a
-        add_tensor(out, name, shape, kind=rec["kind"], dtype=rec["dtype"],
-                   nbytes=rec["nbytes"] // rec["shape"][dim] * (b - a))
+        add_tensor(out, name, shape, kind=rec["kind"], dtype=rec["dtype"], nbytes=_slice_bytes(rec, dim, b - a))
 
     if spec["whole"]:
         for t in data["in_tensors"]:
@@ -629,7 +629,7 @@ def _emit(out: nx.DiGraph, graph: nx.DiGraph, spec: dict[str, Any]) -> None:
         for t in data["out_tensors"]:
             new[t].update(kind=old[t]["kind"], dtype=old[t]["dtype"], nbytes=old[t]["nbytes"])
         for key, value in data.items():
-            out.nodes[spec["name"]].setdefault(key, _copy(value))
+            out.nodes[spec["name"]].setdefault(key, copy.deepcopy(value))
         return
     y = data["out_tensors"][0]
     if "concat" in spec:
@@ -646,10 +646,9 @@ def _emit(out: nx.DiGraph, graph: nx.DiGraph, spec: dict[str, Any]) -> None:
     shape[d] = b - a
     gemm = _tile_gemm(graph, spec["op"], d, extent, b - a) if data.get("gemm") else []
     macs = sum(t * k * n * c for t, k, n, c in gemm) if gemm else 0
-    elements = data["elements"] // extent * (b - a) if data["elements"] % extent == 0 \
-        else data["elements"] * (b - a) // extent
+    elements = data["elements"] * (b - a) // extent
     add_operator(out, spec["name"], data["op"], [name for name, _ in spec["inputs"]], {spec["output"]: shape},
                  target=data["target"], macs=macs, elements=elements, gemm=gemm)
-    new[spec["output"]].update(dtype=old[y]["dtype"], nbytes=old[y]["nbytes"] // extent * (b - a))
+    new[spec["output"]].update(dtype=old[y]["dtype"], nbytes=_slice_bytes(old[y], d, b - a))
     if "axis" in data:  # a window is not copied: a tile's edges read less padding than the whole
         out.nodes[spec["name"]]["axis"] = data["axis"]
