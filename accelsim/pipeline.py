@@ -380,8 +380,8 @@ scheduler='cosma'
         for key, value in self.model_options.items():
             if not isinstance(key, str) or not key.isidentifier():
                 raise ValueError(f"model_options: {key!r} is not an option name")
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"model_options: {key}={value!r} must be a positive integer")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:  # the zoo says where 0 is allowed
+                raise ValueError(f"model_options: {key}={value!r} must be a non-negative integer")
         if self.cache_dir is not None and not self.cache:
             raise ValueError(f"cache_dir={str(self.cache_dir)!r} names a trace cache that cache=False does not use")
         if self.cache_dir is not None and not traced:

@@ -43,7 +43,11 @@ An operator's GEMMs sum to its MACs: ``sum(t * k * n * count) == macs(call)``.
   ``n = out_features``.
 * matmul / bmm / addmm / baddbmm, ``A (..., M, K) @ B (..., K, N)``: a 2-D ``B`` acts as a weight,
   so ``A``'s batch dimensions fold into ``t`` and there is one GEMM; a batched ``B`` gives
-  ``count = prod(output batch dims)`` GEMMs of ``M x K x N``. A 1-D ``A`` is one row (``M = 1``),
+  ``count = prod(output batch dims)`` GEMMs of ``M x K x N``, but the innermost batch dimensions
+  ``B`` is broadcast over (size 1 or missing in ``B``) fold into ``M``: ``B`` is the same matrix
+  for them, so they are more rows of one product (grouped-query attention's ``(b, kv_heads,
+  group, t, d) @ (b, kv_heads, 1, d, s)`` is ``b * kv_heads`` GEMMs of ``group * t`` rows, each
+  KV head's matrix loaded once for its group). A 1-D ``A`` is one row (``M = 1``),
   a 1-D ``B`` one column (``N = 1``).
 * scaled_dot_product_attention: ``Q K^T`` (``L x E x S``) and ``A V`` (``L x S x E_v``), each
   ``batch * heads`` times.
@@ -378,10 +382,17 @@ def _matmul_gemm_from(first: int) -> Callable[[OpCall], list[Gemm]]:
         if len(b) == 2:  # weight-like: A's batch dimensions fold into the rows
             return [(out_elements // columns, depth, columns, 1)]
         rows = int(a[-2]) if len(a) >= 2 else 1
+        batch_out, batch_b = list(call.outputs[0][:-2]), [int(d) for d in b[:-2]]
+        batch_b = [1] * (len(batch_out) - len(batch_b)) + batch_b
+        while batch_out and batch_b and batch_b[-1] == 1:  # B broadcast over A's innermost batch: more rows
+            rows *= int(batch_out.pop())
+            batch_b.pop()
         return [(rows, depth, columns, out_elements // (rows * columns))]
 
     rule.__doc__ = (f"``operands[{first}] @ operands[{first + 1}]``: one GEMM folding the batch into ``t`` "
-                    "when the second is 2-D, else ``prod(batch)`` GEMMs of ``M x K x N``.")
+                    "when the second is 2-D, else ``prod(batch)`` GEMMs of ``M x K x N``, where the innermost "
+                    "batch dimensions the second is broadcast over fold into ``M`` too (grouped-query "
+                    "attention: a group's query heads are rows against their KV head's one matrix).")
     return rule
 
 

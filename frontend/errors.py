@@ -22,3 +22,11 @@ class CacheEntryWarning(UserWarning):
     The message is one line: ``trace cache entry PATH: why; ...``. The answer is the one
     without a cache, so this is a warning, never an error.
     """
+
+
+class TracerFallbackWarning(UserWarning):
+    """torch.fx could not trace the model, so ``frontend.trace(method="auto")`` traced it with
+    torch.export instead. The message is one line: the model, why torch.fx failed, and that
+    torch.export ran (slower: it executes the model's Python on fake tensors); when torch.export
+    fails too there is no warning, the ``TraceError`` gives both reasons. The command line
+    prints it as one ``note:`` line; ``trace(method="export")`` skips torch.fx and the note."""

@@ -101,8 +101,15 @@ from each node's module stack), the same kinds, weights, aliases and costs; see
 ``frontend.export_convert``. On the 24 zoo models the two give the same operators per kind, MACs,
 GEMMs and tensor bytes (``studies/export_vs_fx.py``); the FX graph keeps FX's operator names.
 ``"auto"``, the default, runs FX and, only when FX *symbolic tracing* fails (not when the model
-fails on its inputs, which export would repeat), export; ``graph.graph["tracer"]`` says which
-tracer made the graph (``"fx"`` or ``"export"``). When both fail, the error gives both reasons.
+fails on its inputs, which export would repeat), export, and then a ``TracerFallbackWarning``
+says in one line why FX failed (the command line prints it as a ``note:``);
+``graph.graph["tracer"]`` says which tracer made the graph (``"fx"`` or ``"export"``). When both
+fail, the error gives both reasons.
+
+Gathers
+-------
+Whichever tracer ran, an embedding or other gather from a weight then reads only the rows it
+gathers, not the table (``frontend.gathers.read_rows``).
 
 Errors
 ------
@@ -197,6 +204,16 @@ def trace(
     if host_names and method == "export":
         raise ValueError(f"host={list(host_names)!r} marks host operators in the torch.fx tracer's graph; "
                          "method='export' cannot mark them (use 'fx' or 'auto')")
+    from frontend.gathers import read_rows
+
+    graph = _traced(model, example_inputs, dtype, name, leaves, method, host_names)
+    read_rows(graph)
+    return graph
+
+
+def _traced(model: torch.nn.Module, example_inputs: Any, dtype: str, name: str | None, leaves: tuple[type, ...],
+            method: str, host_names: tuple[str, ...]) -> nx.DiGraph:
+    """The graph of the tracer ``method`` chooses (``trace``'s "Tracers"), before ``read_rows``."""
     if method == "export":
         from frontend import export_convert  # imports torch; kept out of ``import frontend``
 
@@ -209,12 +226,17 @@ def trace(
     except TraceError as fx_error:
         if method == "fx" or host_names or not isinstance(fx_error, SymbolicTraceError):
             raise
+        import warnings
+
         from frontend import export_convert
+        from frontend.errors import TracerFallbackWarning
 
         try:
-            return export_convert.trace(model, example_inputs, dtype=dtype, name=name, leaf_modules=leaves)
-        except TraceError as export_error:
+            graph = export_convert.trace(model, example_inputs, dtype=dtype, name=name, leaf_modules=leaves)
+        except TraceError as export_error:  # one line with both reasons, no note before it
             reason = str(export_error).partition(" with torch.export: ")[2] or str(export_error)
             raise TraceError(f"{fx_error}; with torch.export: {reason}") from fx_error
+        warnings.warn(TracerFallbackWarning(f"{fx_error}; traced with torch.export instead (slower)"), stacklevel=3)
+        return graph
     graph.graph["tracer"] = "fx"
     return graph

@@ -6,7 +6,12 @@ Names: every name ``torchvision.models.list_models()`` gives (121 in torchvision
 * ``"FAMILY.NAME"`` for the other families: ``segmentation``, ``video``, ``detection``,
   ``optical_flow`` and ``quantization`` (``"detection.ssdlite320_mobilenet_v3_large"``);
 * ``"transformer"``: ``torch.nn.Transformer(d_model=512)`` (other arguments at their defaults)
-  on a source of shape ``(10, 32, 512)`` and a target of shape ``(20, 32, 512)``.
+  on a source of shape ``(10, 32, 512)`` and a target of shape ``(20, 32, 512)``;
+* ``"llm.NAME"``: a language model's shape (``frontend.llm``: GPT-2, Llama-3.2-1B/3B,
+  Llama-3.1-8B, Qwen2.5-0.5B, Mistral-7B, BERT-base), traced at token ids ``(batch, tokens)``,
+  ``(1, 512)`` by default: a prefill of ``tokens`` tokens, or with ``options={"past": P}`` one
+  step of ``tokens`` new tokens after ``P`` cached ones (``--input-shape 1,1 --model-option
+  past=511`` is a decode step at 512 positions of context).
 
 ``list_models()`` is the set the fast tests trace end to end; the slow tests trace all 121.
 
@@ -58,6 +63,8 @@ import operator
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from frontend import llm
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -161,6 +168,12 @@ def model_status(name: str) -> str:
     """How the zoo runs ``name``: ``"runs"``, or for a detector ``"runs with host operators"``
     and its split (the slow tests check every torchvision name against this)."""
     family, plain = _split(name)
+    if llm.is_llm(name):
+        shape = llm.shape_of(name)
+        steps = "decoder: prefill, or decode with --model-option past=N" if shape.kind == "decoder" else "encoder"
+        count = llm.parameter_count(shape)
+        shown = f"{count / 1e9:.2f}B" if count >= 1e9 else f"{count / 1e6:.1f}M"
+        return f"runs ({steps}; {shown} parameters, published {shape.published_as.split(' (')[0]})"
     if family == "quantization":
         return "runs (built quantized: int8 weights, uint8 activations)"
     if family == "optical_flow":
@@ -212,7 +225,7 @@ def input_count(name: str) -> int:
     """How many tensors the model ``name`` takes: 2 for ``"transformer"`` (source and target)
     and the optical-flow models (two frames), 1 for every other zoo model."""
     family, _ = _split(name)
-    return 2 if name == "transformer" or family == "optical_flow" else 1
+    return 2 if name == "transformer" or family == "optical_flow" else 1  # an llm's cache comes from its options
 
 
 def default_input_shape(name: str) -> tuple[int, ...]:
@@ -224,6 +237,8 @@ def default_input_shapes(name: str) -> tuple[tuple[int, ...], ...]:
     """The input shapes ``load_model(name)`` uses unless told otherwise, one per input."""
     if name == "transformer":
         return tuple(TRANSFORMER_SHAPES.values())
+    if llm.is_llm(name):
+        return ((1, llm.DEFAULT_TOKENS),)
     family, _ = _split(name)
     if name in _SPECIAL_SHAPES:
         shape = _SPECIAL_SHAPES[name]
@@ -338,6 +353,10 @@ def check_model_name(name: str) -> None:
     """
     if name in SUPPORTED_MODELS or name == "transformer":
         return
+    if llm.is_llm(name):
+        if name not in llm.shapes():
+            raise UnknownModelError(f"unknown model {name!r}; the llm family has {', '.join(llm.names())}")
+        return
     family, plain = _split(name)
     known = _torchvision_names()
     if plain not in known[family or ""]:
@@ -386,12 +405,18 @@ MODEL_OPTIONS: dict[str, dict[str, int]] = {
     # smallest bundled scratchpad (Mask R-CNN's mask head on its 100 detections in one batch needs
     # 2.4 MiB per PE on pixel6, which has 2 MiB)
     "detection.two-stage": {"region_batch": 50},
+    # a language model's step: how many tokens its KV cache holds already (0: a prefill)
+    "llm": {"past": 0},
 }
+#: options that may be 0 (every other option is an integer >= 1)
+_ZERO_ALLOWED = frozenset({"past"})
 
 
 def _options_key(name: str) -> str:
     """The ``MODEL_OPTIONS`` entry of model ``name`` (its family, or its detection kind)."""
     family, plain = _split(name)
+    if llm.is_llm(name):
+        return "llm"
     if family == "detection":
         split = _detection_split(plain)
         return "detection.two-stage" if split.startswith("two-stage") else "detection.one-stage"
@@ -408,8 +433,9 @@ def model_options(name: str, options: Mapping[str, Any] | None = None) -> dict[s
         if key not in accepted:
             valid = ", ".join(accepted) if accepted else "none"
             raise ValueError(f"model {name!r} takes no option {key!r} (its options: {valid})")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"option {key}={value!r} of model {name!r} must be an integer >= 1")
+        least = 0 if key in _ZERO_ALLOWED else 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"option {key}={value!r} of model {name!r} must be an integer >= {least}")
         chosen[key] = value
     return chosen
 
@@ -450,6 +476,8 @@ def load_model(name: str, input_shape: Any = None, device: str = "cpu", batch: i
         # built with quantize=True: the builder calibrates the model on an example and packs its
         # int8 weights, which has no meta form; so real weights and inputs, whatever ``device`` says
         device = "cpu"
+    if llm.is_llm(name):
+        return _load_llm(name, shapes, chosen)
     generator = torch.Generator().manual_seed(0)
     weights = _weights_on_meta() if device == "meta" else contextlib.nullcontext()
     if device == "meta":
@@ -494,6 +522,17 @@ def load_model(name: str, input_shape: Any = None, device: str = "cpu", batch: i
     return model, inputs
 
 
+def _load_llm(name: str, shapes: tuple[tuple[int, ...], ...],
+              options: Mapping[str, Any]) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    """``frontend.llm.load`` at ``shapes`` (one ``(batch, tokens)``): always on the meta device,
+    whatever ``device`` asks (the family has no real-weight form)."""
+    (shape,) = shapes
+    if len(shape) != 2:
+        raise ValueError(f"input shape {shape!r} of model {name!r}: token ids are (batch, tokens), 2 dimensions")
+    llm.check_options(name, shape[1], options["past"])
+    return llm.load(name, batch=shape[0], tokens=shape[1], past=options["past"])
+
+
 def trace_model(name: str, dtype: str = "fp32", input_shape: Any = None, batch: int | None = None,
                 options: Mapping[str, Any] | None = None) -> nx.DiGraph:
     """``trace(*load_model(name, input_shape, "meta", batch, options), dtype=dtype, name=name)``: the zoo model's graph.
@@ -511,7 +550,8 @@ def trace_model(name: str, dtype: str = "fp32", input_shape: Any = None, batch: 
     try:
         with _quiet_quantization():
             # host operators are marked by the torch.fx tracer alone: a detector never falls back
-            method = "fx" if _split(name)[0] == "detection" else "auto"
+            # (the llm family is written for torch.fx: it never needs the slow fallback)
+            method = "fx" if _split(name)[0] == "detection" or llm.is_llm(name) else "auto"
             return trace(model, inputs, dtype=dtype, name=name, method=method)
     except TraceError as error:
         default = default_input_shapes(name)  # (load_model refuses an input_shape for "transformer")

@@ -50,7 +50,7 @@ from accelsim.cli.status import (
     watch_ctrl_c,
 )
 from accelsim.errors import CompileError, one_line
-from frontend.errors import CacheEntryWarning
+from frontend.errors import CacheEntryWarning, TracerFallbackWarning
 
 __all__ = ["DEFAULT_METHOD", "EXIT_NOT_DETERMINISTIC", "Exception_or_interrupt", "build_parser", "main", "program"]
 
@@ -106,11 +106,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _one_line_warning(show: Any) -> Any:
     """``warnings.showwarning`` that prints a trace cache warning (``frontend.cache.CacheEntryWarning``:
     an entry not used or not saved, the model traced again) as one ``warning: ...`` line on stderr,
-    and leaves every other warning to ``show``."""
+    torch.fx's failure before torch.export runs (``TracerFallbackWarning``) as one ``note: ...``
+    line, and leaves every other warning to ``show``."""
     def showwarning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                     file: Any = None, line: str | None = None) -> None:
         if issubclass(category, CacheEntryWarning):
             print("warning: " + " ".join(str(message).split()), file=sys.stderr)
+        elif issubclass(category, TracerFallbackWarning):
+            print("note: " + " ".join(str(message).split()), file=sys.stderr)
         else:
             show(message, category, filename, lineno, file, line)
     return showwarning

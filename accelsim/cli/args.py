@@ -104,16 +104,17 @@ _OPTION_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 
 
 def parse_model_options(texts: list[str] | None) -> dict[str, int]:
-    """Repeated ``--model-option KEY=VALUE``: a name and a positive integer in ASCII digits,
-    each key once. Whether the model takes the option is checked with the model
-    (``accelsim.pipeline.check_model``).
+    """Repeated ``--model-option KEY=VALUE``: a name and a non-negative integer in ASCII digits,
+    each key once. Whether the model takes the option, and at that value (most options are at
+    least 1; an llm's ``past`` may be 0), is checked with the model (``accelsim.pipeline.check_model``).
 
     >>> parse_model_options(["num_flow_updates=4"])
     {'num_flow_updates': 4}
-    >>> parse_model_options(["num_flow_updates=four"])
+    >>> parse_model_options(["num_flow_updates=four"])  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: --model-option 'num_flow_updates=four': the value must be a positive integer, e.g. num_flow_updates=4
+    ValueError: --model-option 'num_flow_updates=four': the value must be a non-negative integer,
+    e.g. num_flow_updates=4
     """
     chosen: dict[str, int] = {}
     for text in texts or []:
@@ -121,8 +122,8 @@ def parse_model_options(texts: list[str] | None) -> dict[str, int]:
         key, value = key.strip(), value.strip()
         if not sep or not _OPTION_NAME.fullmatch(key):
             raise ValueError(f"--model-option {text!r}: expected KEY=VALUE, e.g. num_flow_updates=4")
-        if not re.fullmatch(r"[0-9]+", value, re.ASCII) or int(value) < 1:
-            raise ValueError(f"--model-option {text!r}: the value must be a positive integer, e.g. {key}=4")
+        if not re.fullmatch(r"[0-9]+", value, re.ASCII):  # the zoo says which options may be 0
+            raise ValueError(f"--model-option {text!r}: the value must be a non-negative integer, e.g. {key}=4")
         if key in chosen:
             raise ValueError(f"--model-option {key} is given twice")
         chosen[key] = int(value)
@@ -143,8 +144,10 @@ def add_model_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-option", action="append", metavar="KEY=VALUE",
                         help="a zoo model family's build option (repeatable): num_flow_updates=N for "
                              "optical_flow.* (RAFT's refinements, default 12), region_batch=N for the two-stage "
-                             "detectors (regions per batch of their region heads, default 50); refused where it "
-                             "does not apply")
+                             "detectors (regions per batch of their region heads, default 50), past=N for "
+                             "llm.* decoders (tokens already in the KV cache: --input-shape 1,1 --model-option "
+                             "past=511 is one decode step at 512 positions; default 0, a prefill); refused where "
+                             "it does not apply")
 
 
 def parse_budget(text: str) -> int | str:

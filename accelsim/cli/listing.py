@@ -13,7 +13,8 @@ def add_parsers(subparsers: argparse._SubParsersAction[Parser]) -> None:
     """Add the ``models`` and ``configs`` commands to the ``accelsim`` parser."""
     models = subparsers.add_parser("models", help="list the model zoo")
     models.add_argument("--all", action="store_true",
-                        help="every torchvision model (121), with how it runs and its default input shape "
+                        help="every torchvision model (121) and language model (llm.*), with how it runs and "
+                             "its default input shape; a language model's parameters, and the published count "
                              "(imports torchvision)")
     models.set_defaults(handler=list_models)
     configs = subparsers.add_parser("configs", help="list the bundled hardware configs")
@@ -23,14 +24,15 @@ def add_parsers(subparsers: argparse._SubParsersAction[Parser]) -> None:
 
 def list_models(args: argparse.Namespace) -> int:
     import frontend
+    from frontend import llm
 
     if not args.all:
-        for name in frontend.list_models():
+        for name in [*frontend.list_models(), *llm.names()]:
             print(name)
         return 0
     zoo = frontend.zoo
     rows = [("model", "input shape", "status")]
-    for name in [*zoo.torchvision_models(), "transformer"]:
+    for name in [*zoo.torchvision_models(), "transformer", *llm.names()]:
         shapes = zoo.default_input_shapes(name)
         shown = " ".join(",".join(map(str, s)) for s in shapes)
         rows.append((name, shown, zoo.model_status(name)))

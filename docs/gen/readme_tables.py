@@ -531,6 +531,23 @@ def table_sram_curve() -> list[str]:
     return lines
 
 
+LLM = REPO / "docs" / "llm"
+
+
+def table_llm() -> list[str]:
+    """The llm.* family's prefill and decode step against their bounds (studies/llm_study.py)."""
+    lines = ["| model | config | step | cycles | floor (bound) | × floor | (weights + KV) ÷ bandwidth | × that | "
+             "DRAM read | M_R | memory check |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in read("runs.csv", LLM):
+        step = f"prefill {r['tokens']}" if r["phase"] == "prefill" else f"decode at {int(r['past']) + 1}"
+        decode = f"{int(r['decode_bound_cycles']):,}" if r["decode_bound_cycles"] else ""
+        lines.append(f"| {r['model']} | {r['hw']} | {step} | {int(r['cycles']):,} | {int(r['floor_cycles']):,} "
+                     f"({r['bound']}) | {r['cycles_over_floor']} | {decode} | {r['cycles_over_decode_bound']} | "
+                     f"{int(r['dram_read_bytes']) / 2**20:,.1f} MiB | {int(r['m_r_bytes']) / 2**20:,.2f} MiB | "
+                     f"{r['memory_check']} |")
+    return lines
+
+
 TABLES: dict[str, Callable[[], list[str]]] = {
     "fit": table_fit, "minimize": table_minimize, "traces": table_traces, "large": table_large,
     "limits": table_limits, "telamalloc": table_telamalloc, "sweep": table_sweep, "cmem": table_cmem,
@@ -538,7 +555,7 @@ TABLES: dict[str, Callable[[], list[str]]] = {
     "spill-points": table_spill_points, "learned": table_learned, "huge": table_huge,
     "minimize10": table_minimize10, "first-contact": table_first_contact, "limit-cases": table_limit_cases,
     "zoo-coverage": table_zoo_coverage, "export-vs-fx": table_export_vs_fx, "headline": table_headline,
-    "load-timing-models": table_load_timing_models, "sram-curve": table_sram_curve,
+    "load-timing-models": table_load_timing_models, "sram-curve": table_sram_curve, "llm": table_llm,
 }
 
 

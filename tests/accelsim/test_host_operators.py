@@ -80,7 +80,9 @@ def test_models_all_lists_every_torchvision_model_with_its_status_and_shape(caps
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["model", "input", "shape", "status"]
     rows = {line.split()[0]: line for line in lines[1:]}
-    assert len(rows) == 122 and "transformer" in rows  # the 121 torchvision names and nn.Transformer
+    llms = [name for name in rows if name.startswith("llm.")]
+    assert len(rows) == 122 + len(llms) and "transformer" in rows  # the 121 torchvision names, nn.Transformer
+    assert len(llms) == 7 and all("parameters, published" in rows[name] for name in llms)
     assert "1,3,320,320" in rows[ONE_STAGE] and "host operators (one-stage" in rows[ONE_STAGE]
     assert "RoI align" in rows[TWO_STAGE]
     assert "1,3,368,496 1,3,368,496" in rows["optical_flow.raft_small"]

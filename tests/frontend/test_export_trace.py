@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from frontend import TraceError, load_model, trace
+from frontend.errors import TracerFallbackWarning
 
 #: small zoo models whose export graph is the FX graph in every number compared (see
 #: ``frontend.export_convert``'s docstring for the models where they differ, and why)
@@ -69,7 +70,11 @@ def test_auto_falls_back_to_export_where_fx_cannot_trace_and_says_so(well_formed
     x = torch.randn(3, 4)
     with pytest.raises(TraceError, match="with torch.fx"):
         trace(RowLoop(), (x,), method="fx")
-    graph = trace(RowLoop(), (x,))  # the default is "auto"
+    with pytest.warns(TracerFallbackWarning) as caught:
+        graph = trace(RowLoop(), (x,))  # the default is "auto"
+    [note] = [str(w.message) for w in caught]
+    assert "\n" not in note and "with torch.fx" in note and note.endswith(
+        "traced with torch.export instead (slower)")
     well_formed(graph)
     assert graph.graph["tracer"] == "export"
     kinds = Counter(d["op"] for _, d in graph.nodes(data=True))
