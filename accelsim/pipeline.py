@@ -176,7 +176,7 @@ def on_chip_graph(
     ``None`` on a chip-scope target: the graph's own bytes), and with ``weights=False`` every
     weight takes 0 bytes (activations only). Returns ``(graph, sizes, tiled operators)``.
     """
-    from accelsim.tiling import row_tile_limits, weight_tile_limit
+    from accelsim.tiling import row_tile_limits, streaming_limits, weight_tile_limit
     from frontend.tiling import tile_weights
 
     tiled: list[str] = []
@@ -187,7 +187,8 @@ def on_chip_graph(
         graph, tiled = tile_rows(graph, *row_limit)
     tile_limit = weight_tile_limit(tiling, hw)
     if tile_limit is not None:
-        graph, split = tile_weights(graph, tile_limit)
+        streaming = streaming_limits(graph, hw, tile_limit) if tiling == "auto" else {}
+        graph, split = tile_weights(graph, tile_limit, streaming)
         tiled += split
     sizes = tensor_shares(graph, hw)
     if not weights:
@@ -317,6 +318,11 @@ class RunOptions:
     weights: bool = True  #: False gives weights no memory and no traffic (activations only)
     #: how operators tile (``--tiling``): auto, weights or none (``accelsim.tiling``)
     tiling: str = DEFAULT_TILING
+    #: weight-only quantisation (``--weight-dtype``, e.g. "int4"; ``frontend.precision``): weights take this
+    #: dtype's bytes, operators compute at the run's dtype; None: the run's dtype
+    weight_dtype: str | None = None
+    #: a language model's KV cache in its own dtype (``--kv-dtype``; ``frontend.precision``); None: the run's
+    kv_dtype: str | None = None
     #: a wall-clock safety net in seconds for the allocator (default None: none; its limit is work,
     #: ``allocator.METHODS[name].work_limit``): the allocation-aware loop of program / min-peak, or the
     #: re-placement of a cosma* schedule (needs ``allocator``). When it fires the report says so
@@ -369,6 +375,13 @@ scheduler='cosma'
                                                or not isinstance(self.max_operators, int) or self.max_operators < 1):
             raise ValueError(f"max_operators={self.max_operators!r} must be a positive integer (or None)")
         check_tiling(self.tiling)
+        from frontend.precision import PRECISIONS
+
+        for key in ("weight_dtype", "kv_dtype"):
+            value = getattr(self, key)
+            if value is not None and value not in PRECISIONS:
+                flag = "--" + key.replace("_", "-")
+                raise ValueError(f"{key}={value!r} ({flag}) is not one of {', '.join(PRECISIONS)}")
         if self.input_shape is not None and not _is_shape_or_shapes(self.input_shape):
             raise ValueError(f"input_shape={self.input_shape!r} must be a non-empty tuple of positive integers, "
                              "or one such tuple per input")
@@ -483,6 +496,10 @@ def compile_and_simulate(
     run_dtype = opts.dtype or config.dtype
     run.stage["compile"] = compile_kernels(opts.scheduler, opts.allocator)
     graph = _trace_stage(model_or_name, run_dtype, example_inputs, name, opts, run)
+    if opts.weight_dtype is not None or opts.kv_dtype is not None:
+        from frontend.precision import set_precision
+
+        graph = set_precision(graph, opts.weight_dtype, opts.kv_dtype)
     clock = time.perf_counter()
     graph, sizes, tiled = on_chip_graph(graph, config, opts.weights, opts.tiling)
     check_dram(dram_footprint_bytes(graph, None, config, opts.weights), config,

@@ -119,7 +119,9 @@ def format_summary(report: SimReport) -> str:
         rows.insert(0, ("traced by", TRACER_NAMES.get(r.tracer, r.tracer), ""))
     if r.out_dir:
         rows.append(("report", r.out_dir, ""))
-    title = f"accelsim: {r.model} on {r.hw} ({r.dtype})"
+    narrowed = "".join(f"; {what} {dtype}" for what, dtype in
+                       (("weights", r.precision.get("weights")), ("KV cache", r.precision.get("kv_cache"))) if dtype)
+    title = f"accelsim: {r.model} on {r.hw} ({r.dtype}{narrowed})"
     return title + "\n" + _table(rows)
 
 

@@ -109,6 +109,9 @@ class SimReport:
     #: the tracer that made the graph, ``"fx"`` or ``"export"`` (``frontend.trace``: torch.export runs
     #: where torch.fx cannot trace); ``null`` for a graph built by hand (a saved graph keeps its own)
     tracer: str | None = None
+    #: the dtypes weights and the KV cache take apart from the run's (``frontend.precision``: ``{"weights":
+    #: "int4", "kv_cache": "int8"}``); empty: every tensor in the run's dtype
+    precision: dict[str, str] = field(default_factory=dict)
     # the objects behind the numbers, for plots and further analysis (not in report.json)
     graph: Any = field(default=None, repr=False)
     schedule: Any = field(default=None, repr=False)
@@ -166,7 +169,7 @@ class SimReport:
             stage_seconds=stage_seconds, scheduler_status=sched.status, scheduler_stats=sched.stats.as_report(),
             weights_on_chip=weights, host_ops=host_operators(graph), to_host_bytes=to_host,
             from_host_bytes=from_host, graph=graph, schedule=sched, offsets=offsets, sim=result,
-            hardware=config, tracer=graph.graph.get("tracer"),
+            hardware=config, tracer=graph.graph.get("tracer"), precision=dict(graph.graph.get("precision", {})),
         )
 
     @property

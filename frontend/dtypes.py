@@ -11,3 +11,7 @@ DTYPE_BYTES = {
     "int32": 4, "fp32": 4,
     "int64": 8, "fp64": 8,
 }
+
+#: dtypes a tensor may have below a byte per element, with their bits (``frontend.precision``:
+#: int4 weights, packed two to a byte); never a run's storage dtype
+SUB_BYTE_BITS = {"int4": 4}

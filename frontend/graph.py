@@ -51,7 +51,10 @@ from typing import Any
 import networkx as nx
 
 from frontend.cost import gemm_macs
-from frontend.dtypes import DTYPE_BYTES  # bytes per element of the storage dtypes a run can choose
+from frontend.dtypes import (
+    DTYPE_BYTES,  # bytes per element of the storage dtypes a run can choose
+    SUB_BYTE_BITS,
+)
 from frontend.limits import MAX_OPERATORS, GraphTooLargeError, check_operator_count  # noqa: F401 (re-exported)
 
 TENSOR_KINDS = ("input", "weight", "activation", "output")
@@ -236,9 +239,9 @@ def _check_tensor(name: Any, rec: Any) -> None:
     shape = rec["shape"]
     if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
         raise GraphFormatError(f"tensor {name!r}: shape {_show(shape)} is not a list of non-negative integers")
-    if not isinstance(rec["dtype"], str) or rec["dtype"] not in DTYPE_BYTES:
+    if not isinstance(rec["dtype"], str) or (rec["dtype"] not in DTYPE_BYTES and rec["dtype"] not in SUB_BYTE_BITS):
         raise GraphFormatError(f"tensor {name!r}: dtype {_show(rec['dtype'])} is not a known dtype "
-                               f"({', '.join(DTYPE_BYTES)})")
+                               f"({', '.join([*DTYPE_BYTES, *SUB_BYTE_BITS])})")
     if not _is_count(rec["nbytes"]):
         raise GraphFormatError(f"tensor {name!r}: nbytes {_show(rec['nbytes'])} is not a non-negative integer "
                                f"(at most 2**63 - 1)")

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import networkx as nx
@@ -79,8 +79,12 @@ def _tile_gemm(gemm: list[list[int]], features: int, width: int) -> list[list[in
     return [[t, k, width, count] for t, k, _, count in gemm]
 
 
-def tile_weights(graph: nx.DiGraph, max_weight_bytes: int) -> tuple[nx.DiGraph, list[str]]:
+def tile_weights(graph: nx.DiGraph, max_weight_bytes: int,
+                 limits: Mapping[str, int] | None = None) -> tuple[nx.DiGraph, list[str]]:
     """A copy of ``graph`` with every oversized operator split into weight tiles (rules above).
+
+    ``limits`` gives some operators a limit of their own instead of ``max_weight_bytes``
+    (``accelsim.tiling.streaming_limits``: DRAM-bound operators stream smaller tiles).
 
     Returns the new graph and the names of the operators that were split. ``graph`` itself is
     not modified; a graph with nothing to split comes back as an equal copy.
@@ -100,7 +104,8 @@ def tile_weights(graph: nx.DiGraph, max_weight_bytes: int) -> tuple[nx.DiGraph, 
     """
     if max_weight_bytes <= 0:
         raise ValueError(f"max_weight_bytes must be positive, got {max_weight_bytes}")
-    counts = {node: _tile_count(graph, node, max_weight_bytes) for node in graph.nodes}
+    own = limits or {}
+    counts = {node: _tile_count(graph, node, own.get(node, max_weight_bytes)) for node in graph.nodes}
     split = [node for node, k in counts.items() if k > 1]
     if not split:
         return copy.deepcopy(graph), []

@@ -542,7 +542,9 @@ def trace_model(name: str, dtype: str = "fp32", input_shape: Any = None, batch: 
     ``UnknownModelError``, ``ValueError`` for a bad ``input_shape`` (see ``load_model``) and
     ``TraceError`` when the model fails on the input, e.g. a wrong rank (one line: the model,
     the input shape and the model's own error; when the shape was not the default, the line
-    ends with the default shape, the one the model is known to accept).
+    ends with the default shape, the one the model is known to accept). A language model's
+    decoder graph names its KV cache in ``graph.graph["kv_cache"]`` (the cache it reads, the keys
+    and values it writes), which ``frontend.precision`` gives a dtype of its own.
     """
     from frontend.trace import TraceError, trace
 
@@ -552,10 +554,22 @@ def trace_model(name: str, dtype: str = "fp32", input_shape: Any = None, batch: 
             # host operators are marked by the torch.fx tracer alone: a detector never falls back
             # (the llm family is written for torch.fx: it never needs the slow fallback)
             method = "fx" if _split(name)[0] == "detection" or llm.is_llm(name) else "auto"
-            return trace(model, inputs, dtype=dtype, name=name, method=method)
+            graph = trace(model, inputs, dtype=dtype, name=name, method=method)
     except TraceError as error:
-        default = default_input_shapes(name)  # (load_model refuses an input_shape for "transformer")
-        if input_shape is None or resolve_input_shapes(name, input_shape) == default:
-            raise
-        shown = " and ".join(",".join(map(str, shape)) for shape in dict.fromkeys(default))
-        raise TraceError(f"{error}; the default input shape of {name!r}, which it accepts, is {shown}") from error
+        _retrace_hint(name, input_shape, error)
+        raise
+    if llm.is_llm(name) and llm.shape_of(name).kind == "decoder":
+        # the cache read (every input after the ids) and written (every output after the logits)
+        graph.graph["kv_cache"] = [*graph.graph["inputs"][1:], *graph.graph["outputs"][1:]]
+    return graph
+
+
+def _retrace_hint(name: str, input_shape: Any, error: Exception) -> None:
+    """Raise ``error`` again with the model's default input shape added, when the shape was not the default."""
+    from frontend.trace import TraceError
+
+    default = default_input_shapes(name)  # (load_model refuses an input_shape for "transformer")
+    if input_shape is None or resolve_input_shapes(name, input_shape) == default:
+        return
+    shown = " and ".join(",".join(map(str, shape)) for shape in dict.fromkeys(default))
+    raise TraceError(f"{error}; the default input shape of {name!r}, which it accepts, is {shown}") from error

@@ -63,6 +63,11 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
                      help="trace the model even when the trace cache has it, and leave the cache as it is "
                           "(neither read nor written)")
     run.add_argument("--dtype", help="storage dtype (default: the config's, e.g. int8 on pixel6)")
+    run.add_argument("--weight-dtype", metavar="DTYPE",
+                     help="weight-only quantisation: weights take this dtype's bytes (int4: half a byte per element) "
+                          "and are dequantised on the fly; operators compute at --dtype")
+    run.add_argument("--kv-dtype", metavar="DTYPE",
+                     help="a language model's KV cache (llm.* decoders) in this dtype, apart from the activations")
     add_model_input_arguments(run)
     run.add_argument("--scheduler", default=DEFAULT_SCHEDULER, choices=SCHEDULERS,
                      help="program (default) or min-peak order with a replacement policy, or a COSMA model: "
@@ -77,7 +82,8 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
                      help="--no-weights gives weights no memory and no traffic (activations only)")
     run.add_argument("--tiling", default=DEFAULT_TILING, choices=tuple(TILINGS),
                      help="auto (default): weights tile to at most a quarter of the scratchpad, never above the "
-                          "config's weight_tile_bytes; weights: to weight_tile_bytes whatever the scratchpad; "
+                          "config's weight_tile_bytes (an eighth where an operator waits on DRAM), activations "
+                          "by rows where they do not fit; weights: to weight_tile_bytes whatever the scratchpad; "
                           "none: no tiling")
     run.add_argument("--time-limit", type=positive_seconds,
                      help="a wall-clock safety net in seconds per solve of a solver-based scheduler (cosma*; "
@@ -104,7 +110,7 @@ def handle(args: argparse.Namespace) -> int:
         model_options=parse_model_options(args.model_option),
         timeout=args.timeout, scheduler=args.scheduler, replacement=args.replacement,
         budget=parse_budget(args.budget) if args.budget is not None else None, weights=args.weights,
-        tiling=args.tiling,
+        tiling=args.tiling, weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype,
         time_limit=args.time_limit, fixed_order=args.fixed_order, cache=args.cache_traces, cache_dir=args.cache,
         overrides=overrides,  # applied below already; the pipeline checks them against the options and the graph
         **({"max_operators": args.max_operators} if args.max_operators is not None else {}),
