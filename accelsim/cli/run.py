@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from accelsim.cli.args import (
     Parser,
@@ -66,6 +67,11 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     run.add_argument("--weight-dtype", metavar="DTYPE",
                      help="weight-only quantisation: weights take this dtype's bytes (int4: half a byte per element) "
                           "and are dequantised on the fly; operators compute at --dtype")
+    run.add_argument("--decode", type=positive_int, metavar="M",
+                     help="a generation (llm.* decoders): a prompt of --prefill tokens, then M decode steps on one "
+                          "schedule, the KV cache persistent; prints time to first token, time per token, tokens/s")
+    run.add_argument("--prefill", type=positive_int, metavar="N",
+                     help="the prompt's tokens of a generation (with --decode; default 512)")
     run.add_argument("--kv-dtype", metavar="DTYPE",
                      help="a language model's KV cache (llm.* decoders) in this dtype, apart from the activations")
     add_model_input_arguments(run)
@@ -98,6 +104,29 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     run.set_defaults(handler=handle)
 
 
+def _generation(args: argparse.Namespace, options: Any, hw: Any, out: Path) -> int:
+    """``accelsim run --prefill N --decode M`` (``accelsim.generation``)."""
+    from accelsim.generation import check_generation, format_generation, generate, generation_files, write_generation
+    from frontend.llm import DEFAULT_TOKENS
+
+    if args.decode is None:
+        raise ValueError("--prefill needs --decode M (a prompt alone is --input-shape 1,N)")
+    if args.buffers is not None:
+        raise ValueError("--buffers writes one schedule's residencies; a generation has two (run the prefill or "
+                         "a decode step on its own with --input-shape and --model-option past=N)")
+    prefill = args.prefill if args.prefill is not None else DEFAULT_TOKENS
+    check_generation(args.model, prefill, args.decode)
+    check_outputs([Output("--out", out, folder=True, files=generation_files())], input_files(args.model, args.hw))
+    report = generate(args.model, hw, options, prefill=prefill, decode=args.decode)
+    write_generation(report, out, plots=not args.no_plots)
+    print(format_generation(report))
+    print(f"  report: {out} (generation.json; the prefill's report, the decode step's in decode/)")
+    if report.memory_check != "ok":
+        print(f"error: memory check failed: {report.memory_check}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def handle(args: argparse.Namespace) -> int:
     """``accelsim run``: compile and simulate, print the summary (exit 1: memory check failed; 3: a clock fired)."""
     from accelsim.pipeline import RunOptions, check_model, compile_and_simulate
@@ -126,6 +155,8 @@ def handle(args: argparse.Namespace) -> int:
     outputs = [Output("--out", out, folder=True, files=REPORT_FILES)]
     if args.buffers is not None:
         outputs.append(Output("--buffers", args.buffers, suffix=".csv"))
+    if args.decode is not None or args.prefill is not None:
+        return _generation(args, options, hw, out)
     written = check_outputs(outputs, input_files(args.model, args.hw))
     report = compile_and_simulate(args.model, hw, options, out_dir=out, plots=not args.no_plots)
     print(format_summary(report))
