@@ -283,10 +283,14 @@ class _Steps:
         from frontend.precision import set_precision
 
         dtype = opts.dtype or self.config.dtype
+        from frontend.trace import Tracing
+
         options = {"past": past}
+        tracing = Tracing(opts.trace_method, tuple(opts.host))
+        chosen = tracing if tracing != Tracing() else None
         graph = (frontend.cached_trace(model, dtype, (batch, 1), opts.cache_dir, must_save=opts.cache_dir is not None,
-                                       options=options).graph
-                 if opts.cache else frontend.trace_model(model, dtype, (batch, 1), options=options))
+                                       options=options, tracing=chosen).graph
+                 if opts.cache else frontend.trace_model(model, dtype, (batch, 1), options=options, tracing=chosen))
         if opts.weight_dtype is not None or opts.kv_dtype is not None:
             graph = set_precision(graph, opts.weight_dtype, opts.kv_dtype)
         return graph

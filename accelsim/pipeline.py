@@ -84,6 +84,7 @@ def _to_graph(
 
     import frontend  # light: torch is imported only when a model is traced
     from frontend import user_model
+    from frontend.trace import Tracing
 
     if isinstance(model_or_name, nx.DiGraph):
         return model_or_name
@@ -92,18 +93,22 @@ def _to_graph(
         if is_saved_graph(text):
             return frontend.load_graph(text, opts.max_operators)
         options = dict(opts.model_options) or None
+        tracing = Tracing(opts.trace_method, tuple(opts.host))
         if not opts.cache:
             if user_model.is_user_model(text):
                 check_model(text, opts)  # (the cache refuses model options itself)
-                return user_model.trace_user_model(text, dtype, input_shape, opts.batch)
+                return user_model.trace_user_model(text, dtype, input_shape, opts.batch, tracing=tracing)
             extra: dict[str, Any] = {}  # passed only when given, as cached_trace passes them
             if opts.batch is not None:
                 extra["batch"] = opts.batch
             if options:
                 extra["options"] = options
+            if tracing != Tracing():
+                extra["tracing"] = tracing
             return frontend.trace_model(text, dtype=dtype, input_shape=input_shape, **extra)
         return frontend.cached_trace(text, dtype, input_shape, opts.cache_dir, must_save=opts.cache_dir is not None,
-                                     batch=opts.batch, options=options).graph
+                                     batch=opts.batch, options=options,
+                                     tracing=tracing if tracing != Tracing() else None).graph
     label = name or type(model_or_name).__name__
     check_model(model_or_name, opts)
     if example_inputs is None and input_shape is None:
@@ -115,7 +120,8 @@ def _to_graph(
         example_inputs = user_model.example_inputs(
             f"module {label}", _as_tuple(example_inputs) if example_inputs is not None else None,
             input_shape, opts.batch)
-    return frontend.trace(model_or_name, example_inputs, dtype=dtype, name=label)
+    return frontend.trace(model_or_name, example_inputs, dtype=dtype, name=label, method=opts.trace_method,
+                          host=tuple(opts.host))
 
 
 def _as_tuple(example_inputs: Any) -> tuple[Any, ...]:
@@ -323,6 +329,10 @@ class RunOptions:
     weight_dtype: str | None = None
     #: a language model's KV cache in its own dtype (``--kv-dtype``; ``frontend.precision``); None: the run's
     kv_dtype: str | None = None
+    #: the tracer (``--trace-method``): auto (torch.fx, then torch.export where it cannot trace), fx or export
+    trace_method: str = "auto"
+    #: more host operators (``--host``, repeatable): module qualified names or operator kinds (``frontend.host``)
+    host: tuple[str, ...] = ()
     #: a wall-clock safety net in seconds for the allocator (default None: none; its limit is work,
     #: ``allocator.METHODS[name].work_limit``): the allocation-aware loop of program / min-peak, or the
     #: re-placement of a cosma* schedule (needs ``allocator``). When it fires the report says so
@@ -376,7 +386,9 @@ scheduler='cosma'
             raise ValueError(f"max_operators={self.max_operators!r} must be a positive integer (or None)")
         check_tiling(self.tiling)
         from frontend.precision import PRECISIONS
+        from frontend.trace import Tracing
 
+        Tracing(self.trace_method, tuple(self.host) if isinstance(self.host, list) else self.host)  # names the flag
         for key in ("weight_dtype", "kv_dtype"):
             value = getattr(self, key)
             if value is not None and value not in PRECISIONS:
@@ -412,6 +424,9 @@ scheduler='cosma'
         if not traced and self.batch is not None:
             raise ValueError(f"batch={self.batch!r} cannot apply to a graph that is already traced (its shapes were "
                              "fixed when it was traced); trace the model again")
+        if not traced and (self.trace_method != "auto" or self.host):
+            raise ValueError("--trace-method and --host cannot apply to a graph that is already traced; trace the "
+                             "model again")
         if not traced and self.model_options:
             raise ValueError(f"model_options={dict(self.model_options)!r} cannot apply to a graph that is already "
                              "traced (the model was built when it was traced); trace the model again")

@@ -107,6 +107,7 @@ import networkx as nx
 from frontend import user_model, zoo
 from frontend.errors import CacheEntryWarning  # noqa: F401  (re-exported: frontend.cache.CacheEntryWarning)
 from frontend.graph import GraphFormatError, dtype_bytes, graph_from_json, graph_to_json, parse_graph_json
+from frontend.trace import Tracing
 
 #: The frontend's version in the cache key. Bump it whenever a traced graph would change:
 #: tracing, shape propagation or costs (``frontend.trace``, ``frontend.fx_capture``,
@@ -243,8 +244,17 @@ def _digest(inputs: dict[str, Any]) -> dict[str, Any]:
     return inputs
 
 
+def _tracing(inputs: dict[str, Any], tracing: Tracing | None) -> dict[str, Any]:
+    """``inputs`` with the tracer choice added when it is not the default, so default keys are as they were."""
+    if tracing is not None and tracing.method != "auto":
+        inputs["trace_method"] = tracing.method
+    if tracing is not None and tracing.host:
+        inputs["host"] = list(tracing.host)
+    return inputs
+
+
 def _key_inputs(model: str, dtype: str, input_shape: Any, batch: int | None = None,
-                options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                options: Mapping[str, Any] | None = None, tracing: Tracing | None = None) -> dict[str, Any]:
     """Everything the key of a zoo model is a digest of, and the digest itself under ``"key"``."""
     dtype_bytes(dtype)  # an unknown dtype fails here (GraphFormatError), not after a trace
     inputs: dict[str, Any] = {
@@ -258,11 +268,11 @@ def _key_inputs(model: str, dtype: str, input_shape: Any, batch: int | None = No
     chosen = zoo.model_options(model, options)
     if chosen:  # only families with options have the entry, so other keys are as they were
         inputs["options"] = chosen
-    return _digest(inputs)
+    return _digest(_tracing(inputs, tracing))
 
 
 def _user_key_inputs(spec: user_model.UserModelSpec, dtype: str, input_shape: Any, batch: int | None,
-                     options: Mapping[str, Any] | None) -> dict[str, Any]:
+                     options: Mapping[str, Any] | None, tracing: Tracing | None = None) -> dict[str, Any]:
     """The key inputs of a user model spec: its file's bytes, not its path (see the module docstring)."""
     if options:
         raise ValueError(f"user model {spec.text} takes no model options (its function takes no arguments), "
@@ -279,7 +289,7 @@ def _user_key_inputs(spec: user_model.UserModelSpec, dtype: str, input_shape: An
         "torchvision": _installed_version("torchvision"),
         "frontend_version": FRONTEND_VERSION,
     }
-    return _digest(inputs)
+    return _digest(_tracing(inputs, tracing))
 
 
 def graph_key(model: str, dtype: str, input_shape: Any = None, batch: int | None = None,
@@ -455,8 +465,11 @@ def _warn(path: Path, what: str) -> None:
 
 def cached_trace(model: str, dtype: str, input_shape: Any = None, cache_dir: str | Path | None = None, *,
                  must_save: bool = True, batch: int | None = None,
-                 options: Mapping[str, Any] | None = None) -> CachedGraph:
+                 options: Mapping[str, Any] | None = None, tracing: Tracing | None = None) -> CachedGraph:
     """``frontend.trace_model(model, dtype, input_shape, batch, options)``, from the cache if there.
+
+    ``tracing`` chooses the tracer and the host operators (``frontend.trace.Tracing``; the key
+    has them when they are not the default, so a graph torch.export made is not one fx made).
 
     ``model`` is a zoo name or a user model spec (``path/to/file.py:function``, traced by
     ``frontend.user_model.trace_user_model``; it takes no ``options``). ``input_shape`` is one
@@ -479,16 +492,16 @@ def cached_trace(model: str, dtype: str, input_shape: Any = None, cache_dir: str
     folder = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     if user_model.is_user_model(model):
         spec = user_model.check_spec(model)
-        record = _user_key_inputs(spec, dtype, input_shape, batch, options)
+        record = _user_key_inputs(spec, dtype, input_shape, batch, options, tracing)
         stem = re.sub(r"[^A-Za-z0-9_.]", "_", spec.name)
         path = folder / f"user-{stem}-{dtype}-{record['key']}.json"
 
         def trace_now() -> nx.DiGraph:
-            return user_model.trace_user_model(spec, dtype, input_shape, batch)
+            return user_model.trace_user_model(spec, dtype, input_shape, batch, tracing=tracing)
     else:
         if not _MODEL_NAME.fullmatch(model):
             _check_model(model)  # raises UnknownModelError; the name never reaches a file name
-        record = _key_inputs(model, dtype, input_shape, batch, options)
+        record = _key_inputs(model, dtype, input_shape, batch, options, tracing)
         path = folder / f"{model}-{dtype}-{record['key']}.json"
         # batch and options are passed only when given: the graph is the same, and
         # ``zoo.trace_model``'s other callers (and stand-ins in tests) need not know them
@@ -497,6 +510,8 @@ def cached_trace(model: str, dtype: str, input_shape: Any = None, cache_dir: str
             extra["batch"] = batch
         if options:
             extra["options"] = dict(options)
+        if tracing is not None and tracing != Tracing():
+            extra["tracing"] = tracing
 
         def trace_now() -> nx.DiGraph:
             return zoo.trace_model(model, dtype=dtype, input_shape=input_shape, **extra)

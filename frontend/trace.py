@@ -130,12 +130,37 @@ reduction dim``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from frontend.errors import SymbolicTraceError, TraceError  # TraceError re-exported: frontend.TraceError
 
 #: the tracers ``trace`` can run: ``"auto"`` is torch.fx, then torch.export where symbolic tracing fails
 METHODS = ("auto", "fx", "export")
+
+
+@dataclass(frozen=True)
+class Tracing:
+    """How a model is traced: ``trace``'s ``method`` and ``host`` (``--trace-method``, ``--host``).
+
+    >>> Tracing("export", ("postprocess",))  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    ValueError: --host postprocess marks host operators in the torch.fx tracer's graph;
+    --trace-method export cannot mark them (use fx or auto)
+    """
+
+    method: str = "auto"
+    host: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"trace method {self.method!r} (--trace-method) is not one of {', '.join(METHODS)}")
+        if not isinstance(self.host, tuple) or not all(isinstance(h, str) and h for h in self.host):
+            raise ValueError(f"host={self.host!r} (--host) must be a tuple of module names or operator kinds")
+        if self.host and self.method == "export":
+            raise ValueError(f"--host {' '.join(self.host)} marks host operators in the torch.fx tracer's graph; "
+                             "--trace-method export cannot mark them (use fx or auto)")
 
 if TYPE_CHECKING:
     import networkx as nx

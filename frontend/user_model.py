@@ -72,6 +72,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from frontend.trace import Tracing
 from frontend.zoo import positive_dimensions
 
 if TYPE_CHECKING:
@@ -227,10 +228,12 @@ def import_function(spec: UserModelSpec) -> Any:
     return function
 
 
-def build(spec: UserModelSpec) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...] | None]:
+def build(spec: UserModelSpec, light: bool = False) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...] | None]:
     """Call ``spec.function()``: the module (in eval mode) and its example inputs as a tuple, or
-    ``None`` when it returned the module alone. ``UserModelError`` for anything else."""
-    from frontend.zoo import require_torch
+    ``None`` when it returned the module alone. ``UserModelError`` for anything else. With
+    ``light``, every parameter and buffer the function registers lands on the meta device
+    (``frontend.zoo.weights_on_meta``): no weight is ever materialised or initialised."""
+    from frontend.zoo import require_torch, weights_on_meta
 
     require_torch(f"tracing user model {spec.text}")
     import torch
@@ -238,7 +241,7 @@ def build(spec: UserModelSpec) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...
     function = import_function(spec)
     call = f"{spec.function}()"
     try:
-        with same_folder():
+        with same_folder(), (weights_on_meta() if light else contextlib.nullcontext()):
             returned = function()
     except (Exception, SystemExit) as exc:
         raise spec.error(f"{call} raised {_one_line(exc)}") from None
@@ -379,23 +382,29 @@ def check_input_memory(what: str, need: int) -> None:
 
 
 def load_user_model(model: str | Path | UserModelSpec, input_shape: Any = None,
-                    batch: int | None = None) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+                    batch: int | None = None, light: bool = False) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
     """The module ``model`` (``path/to/file.py:function``) builds, in eval mode, and the inputs
-    to trace it with (see the module docstring). Raises ``UserModelError``."""
+    to trace it with (see the module docstring). Raises ``UserModelError``. With ``light``, the
+    weights are on the meta device and so are the inputs (shapes and dtypes only)."""
     spec = model if isinstance(model, UserModelSpec) else parse_spec(model)
     as_shapes(f"user model {spec.text}", input_shape)  # a bad shape is refused before the file runs
     check_batch(f"user model {spec.text}", batch)
-    module, returned = build(spec)
+    module, returned = build(spec, light)
     try:
         inputs = example_inputs(f"{spec.function}()", returned, input_shape, batch)
     except ValueError as exc:
         raise spec.error(str(exc)) from None
+    if light:
+        import torch
+
+        inputs = tuple(torch.empty_like(x, device="meta") for x in inputs)
     return module, inputs
 
 
 def trace_user_model(model: str | Path | UserModelSpec, dtype: str = "fp32", input_shape: Any = None,
-                     batch: int | None = None) -> nx.DiGraph:
-    """``frontend.trace`` of ``load_user_model(model, input_shape, batch)``, named ``STEM.FUNCTION``.
+                     batch: int | None = None, tracing: Tracing | None = None) -> nx.DiGraph:
+    """``frontend.trace`` of ``load_user_model(model, input_shape, batch)``, named ``STEM.FUNCTION``,
+    with ``tracing``'s tracer and host operators (``frontend.trace.Tracing``; default ``"auto"``).
 
     Raises ``UserModelError`` and ``frontend.TraceError`` (the model fails on its inputs, or
     torch.fx cannot trace it; one line naming the spec).
@@ -403,10 +412,19 @@ def trace_user_model(model: str | Path | UserModelSpec, dtype: str = "fp32", inp
     from frontend.trace import TraceError, trace
 
     spec = model if isinstance(model, UserModelSpec) else parse_spec(model)
+    tracing = tracing or Tracing()
+    try:  # light first: weights and inputs on meta (the graph is the same; nothing materialised)
+        module, inputs = load_user_model(spec, input_shape, batch, light=True)
+        with same_folder():
+            return trace(module, inputs, dtype=dtype, name=spec.name, method=tracing.method, host=tracing.host)
+    except UserModelError:
+        raise
+    except (Exception, SystemExit):  # a model that needs real data (or builds on another device): as it is
+        pass
     module, inputs = load_user_model(spec, input_shape, batch)
     try:
         with same_folder():
-            return trace(module, inputs, dtype=dtype, name=spec.name)
+            return trace(module, inputs, dtype=dtype, name=spec.name, method=tracing.method, host=tracing.host)
     except TraceError as exc:
         raise TraceError(f"user model {spec.text}: {' '.join(str(exc).split())}") from None
     except (Exception, SystemExit) as exc:  # the user's forward runs while tracing: anything it raises is its own

@@ -65,6 +65,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from frontend import llm
+from frontend.trace import Tracing
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -314,7 +315,7 @@ def _refuse_download(url: str, *args: Any, **kwargs: Any) -> Any:
 
 
 @contextlib.contextmanager
-def _weights_on_meta() -> Iterator[None]:
+def weights_on_meta() -> Iterator[None]:
     """While active, every parameter and buffer a module registers is moved to the meta device.
 
     ``Module.register_parameter`` / ``register_buffer`` are patched (``nn.Module.__setattr__``
@@ -450,7 +451,7 @@ def load_model(name: str, input_shape: Any = None, device: str = "cpu", batch: i
     RAFT's ``num_flow_updates``, a two-stage detector's ``region_batch``). On ``device="cpu"``
     inputs are drawn from a fixed seed, so they are the same on every call. ``device="meta"``
     puts every parameter and buffer on the meta device as it is registered (shapes and dtypes
-    only: no data, no initialisation, no memory; see ``_weights_on_meta``) and gives
+    only: no data, no initialisation, no memory; see ``weights_on_meta``) and gives
     ``torch.empty`` meta inputs; that is enough for ``trace``, not for running the model.
 
     Detection models come back split for an accelerator (``frontend.detection``): the module
@@ -479,7 +480,7 @@ def load_model(name: str, input_shape: Any = None, device: str = "cpu", batch: i
     if llm.is_llm(name):
         return _load_llm(name, shapes, chosen)
     generator = torch.Generator().manual_seed(0)
-    weights = _weights_on_meta() if device == "meta" else contextlib.nullcontext()
+    weights = weights_on_meta() if device == "meta" else contextlib.nullcontext()
     if device == "meta":
         inputs = tuple(torch.empty(shape, device="meta") for shape in shapes)
     else:
@@ -534,7 +535,7 @@ def _load_llm(name: str, shapes: tuple[tuple[int, ...], ...],
 
 
 def trace_model(name: str, dtype: str = "fp32", input_shape: Any = None, batch: int | None = None,
-                options: Mapping[str, Any] | None = None) -> nx.DiGraph:
+                options: Mapping[str, Any] | None = None, tracing: Tracing | None = None) -> nx.DiGraph:
     """``trace(*load_model(name, input_shape, "meta", batch, options), dtype=dtype, name=name)``: the zoo model's graph.
 
     Built on the meta device (see the module docstring): the graph is the same as with real
@@ -545,16 +546,27 @@ def trace_model(name: str, dtype: str = "fp32", input_shape: Any = None, batch: 
     ends with the default shape, the one the model is known to accept). A language model's
     decoder graph names its KV cache in ``graph.graph["kv_cache"]`` (the cache it reads, the keys
     and values it writes), which ``frontend.precision`` gives a dtype of its own.
+
+    ``tracing`` (``frontend.trace.Tracing``) chooses the tracer and more host operators; by
+    default a detector and the llm family use torch.fx alone (a detector's host operators are
+    marked by it; the llm family is written for it), every other model ``"auto"``. A detector
+    traced with ``"export"`` is refused (``ValueError``).
     """
     from frontend.trace import TraceError, trace
 
+    tracing = tracing or Tracing()
+    if tracing.method == "export" and _split(name)[0] == "detection":
+        raise ValueError(f"model {name!r} marks its host operators in the torch.fx graph: --trace-method export "
+                         "cannot trace it (use fx or auto)")
     model, inputs = load_model(name, input_shape, device="meta", batch=batch, options=options)
     try:
         with _quiet_quantization():
             # host operators are marked by the torch.fx tracer alone: a detector never falls back
             # (the llm family is written for torch.fx: it never needs the slow fallback)
-            method = "fx" if _split(name)[0] == "detection" or llm.is_llm(name) else "auto"
-            graph = trace(model, inputs, dtype=dtype, name=name, method=method)
+            method = tracing.method
+            if method == "auto" and (_split(name)[0] == "detection" or llm.is_llm(name)):
+                method = "fx"
+            graph = trace(model, inputs, dtype=dtype, name=name, method=method, host=tracing.host)
     except TraceError as error:
         _retrace_hint(name, input_shape, error)
         raise

@@ -33,7 +33,8 @@ def run_one(model: str, hw_name: str, sram: int, prefill: int, decode: int) -> d
     try:
         r = generate(model, hw_name, prefill=prefill, decode=decode, sram=sram)
     except ValueError as exc:  # below M_R: the point does not run, and says why
-        row.update(status=f"does not run: {' '.join(str(exc).split())[:160]}", cpu_s=f"{time.process_time() - start:.1f}")
+        row.update(status=f"does not run: {' '.join(str(exc).split())[:160]}",
+                   cpu_s=f"{time.process_time() - start:.1f}")
         return row
     row.update(
         status="runs", ttft_ms=f"{r.ttft_s * 1e3:.3f}", prefill_over_floor=f"{r.prefill.cycles_over_floor:.3f}",

@@ -67,6 +67,12 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     run.add_argument("--weight-dtype", metavar="DTYPE",
                      help="weight-only quantisation: weights take this dtype's bytes (int4: half a byte per element) "
                           "and are dequantised on the fly; operators compute at --dtype")
+    run.add_argument("--trace-method", default="auto", choices=("auto", "fx", "export"),
+                     help="the tracer: auto (default: torch.fx, then torch.export where torch.fx cannot trace, with a "
+                          "note saying why), fx, or export (slower; executes the model on fake tensors)")
+    run.add_argument("--host", action="append", metavar="NAME", default=[],
+                     help="run this module (qualified name) or operator kind on the host, not the accelerator "
+                          "(repeatable; needs torch.fx): it leaves the graph, and what crosses is DRAM traffic")
     run.add_argument("--decode", type=positive_int, metavar="M",
                      help="a generation (llm.* decoders): a prompt of --prefill tokens, then M decode steps on one "
                           "schedule, the KV cache persistent; prints time to first token, time per token, tokens/s")
@@ -140,6 +146,7 @@ def handle(args: argparse.Namespace) -> int:
         timeout=args.timeout, scheduler=args.scheduler, replacement=args.replacement,
         budget=parse_budget(args.budget) if args.budget is not None else None, weights=args.weights,
         tiling=args.tiling, weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype,
+        trace_method=args.trace_method, host=tuple(args.host),
         time_limit=args.time_limit, fixed_order=args.fixed_order, cache=args.cache_traces, cache_dir=args.cache,
         overrides=overrides,  # applied below already; the pipeline checks them against the options and the graph
         **({"max_operators": args.max_operators} if args.max_operators is not None else {}),

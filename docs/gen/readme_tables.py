@@ -548,6 +548,23 @@ def table_llm() -> list[str]:
     return lines
 
 
+def table_llm_generation() -> list[str]:
+    """Llama-3.2-1B generations against prompt length and SRAM (studies/llm_generation_study.py)."""
+    lines = ["| config | SRAM | prompt | TTFT (× prefill floor) | time per token (× bound) | tokens/s | KV cache | "
+             "DRAM per token |", "|---|---:|---:|---:|---:|---:|---|---:|"]
+    for r in read("generation.csv", LLM):
+        sram = f"{int(r['sram_bytes']) / 2**20:g} MiB"
+        if r["status"] != "runs":
+            status = r["status"].split(": operator")[0]  # the reason's first clause: below M_R
+            lines.append(f"| {r['hw']} | {sram} | {int(r['prefill']):,} | {status} | | | | |")
+            continue
+        kv = f"{int(r['kv_bytes']) / 2**20:,.1f} MiB, {'pinned' if r['kv_resident'] == 'yes' else 'streams'}"
+        lines.append(f"| {r['hw']} | {sram} | {int(r['prefill']):,} | {r['ttft_ms']} ms ({r['prefill_over_floor']}×) | "
+                     f"{r['tpot_ms']} ms ({r['decode_over_bound']}×) | {r['tokens_per_s']} | {kv} | "
+                     f"{int(r['dram_bytes_per_token']) / 2**20:,.1f} MiB |")
+    return lines
+
+
 TABLES: dict[str, Callable[[], list[str]]] = {
     "fit": table_fit, "minimize": table_minimize, "traces": table_traces, "large": table_large,
     "limits": table_limits, "telamalloc": table_telamalloc, "sweep": table_sweep, "cmem": table_cmem,
@@ -556,6 +573,7 @@ TABLES: dict[str, Callable[[], list[str]]] = {
     "minimize10": table_minimize10, "first-contact": table_first_contact, "limit-cases": table_limit_cases,
     "zoo-coverage": table_zoo_coverage, "export-vs-fx": table_export_vs_fx, "headline": table_headline,
     "load-timing-models": table_load_timing_models, "sram-curve": table_sram_curve, "llm": table_llm,
+    "llm-generation": table_llm_generation,
 }
 
 
