@@ -417,10 +417,8 @@ def trace_user_model(model: str | Path | UserModelSpec, dtype: str = "fp32", inp
         module, inputs = load_user_model(spec, input_shape, batch, light=True)
         with same_folder():
             return trace(module, inputs, dtype=dtype, name=spec.name, method=tracing.method, host=tracing.host)
-    except UserModelError:
-        raise
-    except (Exception, SystemExit):  # a model that needs real data (or builds on another device): as it is
-        pass
+    except (Exception, SystemExit):  # a build or model that needs real data (a prefilled cache, a data-dependent
+        pass  # shape): as it is; the real attempt below raises what is wrong with the spec or the model
     module, inputs = load_user_model(spec, input_shape, batch)
     try:
         with same_folder():

@@ -12,6 +12,9 @@ auto``, bf16 on tpuv4, int8 on pixel6), deterministic:
   positions (512): its bound is what the step must read, (weights + KV cache) / DRAM bandwidth,
   in cycles (``decode_bound``): the weights read whole, the gathered embedding rows, and every
   layer's cached keys and values.
+* ``generation``: ``--prefill CONTEXT --decode STEPS`` (512 + 16; ``accelsim.generation``):
+  ``cycles`` is the prefill's and every step's together, ``decode_bound_cycles`` the steps'
+  bounds summed, ``ttft_ms``, ``tpot_ms``, ``tokens_per_s`` and where the KV cache lives.
 
 ``trace_s`` and ``cpu_s`` are CPU seconds of this process (trace, and the whole run), written
 for where-the-time-goes; every other column is deterministic.
@@ -30,7 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "llm" / "runs.csv"
 FIELDS = ("model", "hw", "phase", "tokens", "past", "cycles", "floor_cycles", "bound", "cycles_over_floor",
           "decode_bound_cycles", "cycles_over_decode_bound", "weight_bytes", "kv_bytes", "dram_read_bytes",
-          "dram_write_bytes", "m_r_bytes", "operators", "memory_check", "trace_s", "cpu_s")
+          "dram_write_bytes", "m_r_bytes", "operators", "memory_check", "ttft_ms", "tpot_ms", "tokens_per_s",
+          "kv_resident", "trace_s", "cpu_s")
 
 
 def run_one(model: str, hw_name: str, phase: str, context: int) -> dict[str, object]:
@@ -61,6 +65,25 @@ def run_one(model: str, hw_name: str, phase: str, context: int) -> dict[str, obj
     }
 
 
+def run_generation(model: str, hw_name: str, context: int, steps: int) -> dict[str, object]:
+    from accelsim.generation import generate
+
+    start = time.process_time()
+    r = generate(model, hw_name, prefill=context, decode=steps)
+    done = time.process_time()
+    cycles = int(r.prefill.cycles) + sum(r.step_cycles)
+    return {
+        "model": model, "hw": hw_name, "phase": "generation", "tokens": context, "past": steps,
+        "cycles": cycles, "floor_cycles": r.prefill.floor_cycles["cycles"] + sum(r.step_floors), "bound": "",
+        "cycles_over_floor": f"{cycles / (r.prefill.floor_cycles['cycles'] + sum(r.step_floors)):.3f}",
+        "decode_bound_cycles": sum(r.step_bounds), "cycles_over_decode_bound": f"{r.over_bound:.3f}",
+        "weight_bytes": "", "kv_bytes": r.kv_bytes, "dram_read_bytes": "", "dram_write_bytes": "",
+        "m_r_bytes": "", "operators": "", "memory_check": r.memory_check, "ttft_ms": f"{r.ttft_s * 1e3:.3f}",
+        "tpot_ms": f"{r.tpot_s * 1e3:.3f}", "tokens_per_s": f"{r.tokens_per_s:.1f}",
+        "kv_resident": "yes" if r.kv_resident else "no", "trace_s": "", "cpu_s": f"{done - start:.2f}",
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     from frontend import llm
 
@@ -68,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(llm.names()))
     parser.add_argument("--hw", default="tpuv4,pixel6")
     parser.add_argument("--context", type=int, default=512)
+    parser.add_argument("--steps", type=int, default=16, help="decode steps of the generation rows")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     rows = []
@@ -76,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         for hw in args.hw.split(","):
             for phase in phases:
                 row = run_one(model, hw, phase, args.context)
+                print(", ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+                rows.append(row)
+            if "decode" in phases:
+                row = run_generation(model, hw, args.context, args.steps)
                 print(", ".join(f"{k}={v}" for k, v in row.items()), flush=True)
                 rows.append(row)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -539,12 +539,27 @@ def table_llm() -> list[str]:
     lines = ["| model | config | step | cycles | floor (bound) | × floor | (weights + KV) ÷ bandwidth | × that | "
              "DRAM read | M_R | memory check |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in read("runs.csv", LLM):
+        if r["phase"] == "generation":
+            continue  # table_llm_zoo_generation
         step = f"prefill {r['tokens']}" if r["phase"] == "prefill" else f"decode at {int(r['past']) + 1}"
         decode = f"{int(r['decode_bound_cycles']):,}" if r["decode_bound_cycles"] else ""
         lines.append(f"| {r['model']} | {r['hw']} | {step} | {int(r['cycles']):,} | {int(r['floor_cycles']):,} "
                      f"({r['bound']}) | {r['cycles_over_floor']} | {decode} | {r['cycles_over_decode_bound']} | "
                      f"{int(r['dram_read_bytes']) / 2**20:,.1f} MiB | {int(r['m_r_bytes']) / 2**20:,.2f} MiB | "
                      f"{r['memory_check']} |")
+    return lines
+
+
+def table_llm_zoo_generation() -> list[str]:
+    """Every llm.* decoder's generation of 512 + 16 tokens (studies/llm_study.py's generation rows)."""
+    lines = ["| model | config | TTFT | time per token | tokens/s | steps × bound | KV cache | memory check |",
+             "|---|---|---:|---:|---:|---:|---|---|"]
+    for r in read("runs.csv", LLM):
+        if r["phase"] != "generation":
+            continue
+        kv = f"{int(r['kv_bytes']) / 2**20:,.1f} MiB, {'pinned' if r['kv_resident'] == 'yes' else 'streams'}"
+        lines.append(f"| {r['model']} | {r['hw']} | {r['ttft_ms']} ms | {r['tpot_ms']} ms | {r['tokens_per_s']} | "
+                     f"{r['cycles_over_decode_bound']} | {kv} | {r['memory_check']} |")
     return lines
 
 
@@ -573,7 +588,7 @@ TABLES: dict[str, Callable[[], list[str]]] = {
     "minimize10": table_minimize10, "first-contact": table_first_contact, "limit-cases": table_limit_cases,
     "zoo-coverage": table_zoo_coverage, "export-vs-fx": table_export_vs_fx, "headline": table_headline,
     "load-timing-models": table_load_timing_models, "sram-curve": table_sram_curve, "llm": table_llm,
-    "llm-generation": table_llm_generation,
+    "llm-generation": table_llm_generation, "llm-zoo-generation": table_llm_zoo_generation,
 }
 
 
