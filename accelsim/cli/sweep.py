@@ -30,7 +30,10 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     sweep.add_argument("--hw", default="pixel6", help="bundled config name or a .yaml path (default: pixel6)")
     sweep.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...",
                        help="a hardware field (as for --set) or one of sram, scheduler, allocator, budget, dtype, "
-                            "weights, batch, tiling, with its values; repeat for more keys: the grid is their product")
+                            "weights, batch, tiling, with its values; prefill and decode make every point a "
+                            "generation of an llm.* decoder (decode=16: 16 steps after a prompt of prefill tokens, "
+                            "512 by default; results.csv adds ttft_s, tpot_s, tokens_per_s); repeat for more keys: "
+                            "the grid is their product")
     sweep.add_argument("--out", required=True, help="results folder: results.csv, points/HASH.json, plots; "
                                                     "re-running the command there resumes")
     sweep.add_argument("--executor", choices=("local", "dask"), default="local",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelsim.errors import one_line
-from accelsim.sweeps.grid import Base, Point, effective
+from accelsim.sweeps.grid import Base, Point, effective, generation_of
 from accelsim.sweeps.results import STATUS_CHARS
 
 #: seconds a Dask scheduler at ``dask_address`` has to answer (connect and handshake)
@@ -67,6 +67,9 @@ def run_point(task: Task) -> tuple[dict[str, Any], dict[str, Any] | None]:
     report = None
     try:
         config, options = effective(task.point, task.base)
+        steps = generation_of(options)
+        if steps is not None:
+            return _generation_point(task, config, options, steps, row, began)
         graph = _graph(task)
         for traced in ("dtype", "input_shape", "batch", "model_options"):  # the graph is traced at them already
             options.pop(traced, None)
@@ -78,6 +81,32 @@ def run_point(task: Task) -> tuple[dict[str, Any], dict[str, Any] | None]:
                    noncompulsory_bytes=result.noncompulsory_bytes, energy_j=result.energy.get("total"),
                    peak_bytes=result.peak_bytes, min_capacity_bytes=result.min_capacity_bytes,
                    scheduler_status=result.scheduler_status, deterministic=result.deterministic)
+    except (ValueError, CompileError, SimulationError) as exc:
+        row["status"] = one_line(exc, STATUS_CHARS)
+    row["wall_s"] = round(time.perf_counter() - began, 4)
+    row["hash"] = task.hash
+    return row, report
+
+
+def _generation_point(task: Task, config: Any, options: dict[str, Any], steps: tuple[int, int], row: dict[str, Any],
+                      began: float) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A point of ``--grid decode=...``: ``accelsim.generation.generate`` on the point's model. Its
+    row's cycles and seconds are the whole generation's (the prefill and every step), with TTFT,
+    the time per token and tokens/s; the prefill's M_R and scheduler status."""
+    from accelsim.generation import generate
+    from accelsim.pipeline import CompileError, RunOptions
+    from accelsim.sim import SimulationError
+
+    report = None
+    try:
+        result = generate(task.point.model, config, RunOptions(**options), prefill=steps[0], decode=steps[1])
+        report = result.to_dict()
+        cycles = int(result.prefill.cycles) + sum(result.step_cycles)
+        row.update(status="ok" if result.memory_check == "ok" else f"memory check failed: {result.memory_check}",
+                   cycles=cycles, seconds=cycles / result.clock_hz, ttft_s=result.ttft_s, tpot_s=result.tpot_s,
+                   tokens_per_s=result.tokens_per_s, min_capacity_bytes=result.prefill.min_capacity_bytes,
+                   scheduler_status=result.prefill.scheduler_status,
+                   deterministic=result.prefill.deterministic and result.decode.deterministic)
     except (ValueError, CompileError, SimulationError) as exc:
         row["status"] = one_line(exc, STATUS_CHARS)
     row["wall_s"] = round(time.perf_counter() - began, 4)

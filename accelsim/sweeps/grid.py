@@ -19,7 +19,10 @@ from accelsim.units import format_bytes, parse_bytes
 from scheduler.registry import DEFAULT_SCHEDULER, ONLINE_ARENA, scheduler_entry
 
 #: grid keys that are run options rather than hardware fields
-RUN_KEYS = ("sram", "scheduler", "allocator", "budget", "dtype", "weights", "batch", "tiling")
+RUN_KEYS = ("sram", "scheduler", "allocator", "budget", "dtype", "weights", "batch", "tiling", "prefill", "decode")
+#: grid keys that make each point a generation (``accelsim.generation``: a prompt of ``prefill`` tokens,
+#: 512 unless the grid says, then ``decode`` steps) instead of one compile and simulate
+GENERATION_KEYS = ("prefill", "decode")
 #: the run options that choose how a model is built and traced (``RunOptions`` fields): a point's
 #: hash keys on the model's effective inputs instead (``model_inputs``)
 INPUT_OPTIONS = ("input_shape", "batch", "model_options")
@@ -40,9 +43,10 @@ OPTION_FLAGS = {"scheduler": "--scheduler", "allocator": "--allocator", "timeout
                 "tiling": "--tiling"}
 #: what a point measures beyond its inputs: raised whenever the flow's answer for the same inputs changes
 #: (2: loads issued at the steps the scheduler plans, ``scheduler.load_timing``; 3: ``--tiling auto`` cuts
-#: rows where an operator cannot run whole, ``frontend.row_tiling``), so that a resumed sweep never mixes
-#: points of two engines
-ENGINE = 3
+#: rows where an operator cannot run whole, ``frontend.row_tiling``; 4: gathers read rows, ``frontend.gathers``,
+#: and DRAM-bound operators stream smaller weight tiles, ``accelsim.tiling.streaming_limits``), so that a
+#: resumed sweep never mixes points of two engines
+ENGINE = 4
 
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
@@ -71,8 +75,9 @@ def parse_grid_value(key: str, value: Any) -> Any:
     options: ``sram`` bytes (positive), ``scheduler`` one of ``scheduler.SCHEDULERS``,
     ``allocator`` an allocator method or ``"online"``, ``budget`` ``MR``/``MH``/``MP`` or
     bytes, ``dtype`` a storage dtype, ``weights`` true/false, ``batch`` a positive integer (the
-    batch dimension of every input, as ``--batch``). Raises ``ValueError`` naming the key and
-    the value.
+    batch dimension of every input, as ``--batch``), ``prefill`` and ``decode`` positive
+    integers (a generation of an ``llm.*`` decoder, as ``accelsim run --prefill --decode``).
+    Raises ``ValueError`` naming the key and the value.
 
     >>> parse_grid_value("sram", "256KiB"), parse_grid_value("dram_bandwidth_bytes_per_s", "25.6e9")
     (262144, 25600000000.0)
@@ -110,12 +115,12 @@ def parse_grid_value(key: str, value: Any) -> Any:
         if not isinstance(text, str) or text not in DTYPE_BYTES:
             raise ValueError(f"--grid dtype={shown}: unknown dtype; valid: {', '.join(sorted(DTYPE_BYTES))}")
         return text
-    if key == "batch":
+    if key in ("batch", *GENERATION_KEYS):
         if isinstance(text, int) and not isinstance(text, bool) and text >= 1:
             return text
         if isinstance(text, str) and re.fullmatch(r"[0-9]+", text, re.ASCII) and int(text) >= 1:
             return int(text)
-        raise ValueError(f"--grid batch={shown}: must be a positive integer")
+        raise ValueError(f"--grid {key}={shown}: must be a positive integer")
     if key == "weights":
         if isinstance(text, bool):
             return text
@@ -320,6 +325,20 @@ def effective(point: Point, base: Base) -> tuple[HardwareConfig, dict[str, Any]]
     if options["dtype"] is None:
         options["dtype"] = config.dtype
     return config, options
+
+
+def generation_of(options: dict[str, Any]) -> tuple[int, int] | None:
+    """Remove a point's ``prefill`` and ``decode`` from its ``effective`` options: ``(prefill,
+    decode)`` for a generation (prefill 512 unless given), None for one compile and simulate.
+    ``ValueError`` for a ``prefill`` without ``decode``."""
+    prefill, decode = options.pop("prefill", None), options.pop("decode", None)
+    if decode is None:
+        if prefill is not None:
+            raise ValueError("--grid prefill needs --grid decode (a prompt alone is --input-shape 1,N)")
+        return None
+    from frontend.llm import DEFAULT_TOKENS
+
+    return (DEFAULT_TOKENS if prefill is None else prefill), decode
 
 
 def point_hash(point: Point, base: Base) -> str:

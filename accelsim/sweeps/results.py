@@ -26,9 +26,15 @@ METRICS = ("status", "cycles", "seconds", "utilization", "dram_read_bytes", "dra
            "wall_s", "hash")
 
 
+#: the measured columns a grid over ``decode`` adds (a generation: ``accelsim.generation``), before ``wall_s``
+GENERATION_METRICS = ("ttft_s", "tpot_s", "tokens_per_s")
+
+
 def result_columns(keys: Sequence[str]) -> list[str]:
     """The columns of ``results.csv`` for a grid of ``keys``."""
-    return ["model", "hw", *keys, *METRICS]
+    if "decode" not in keys:
+        return ["model", "hw", *keys, *METRICS]
+    return ["model", "hw", *keys, *METRICS[:-2], *GENERATION_METRICS, *METRICS[-2:]]
 
 
 def read_results(path: Path, keys: Sequence[str]) -> list[dict[str, str]]:
@@ -141,7 +147,7 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
 
 
 _INTS = {"cycles", "dram_read_bytes", "dram_write_bytes", "noncompulsory_bytes", "peak_bytes", "min_capacity_bytes"}
-_FLOATS = {"seconds", "utilization", "energy_j", "wall_s"}
+_FLOATS = {"seconds", "utilization", "energy_j", "wall_s", *GENERATION_METRICS}
 _BOOLS = {"deterministic"}
 
 

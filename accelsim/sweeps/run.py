@@ -27,6 +27,7 @@ from accelsim.sweeps.grid import (
     config_hash,
     config_of,
     effective,
+    generation_of,
     grid_points,
     parse_grid,
 )
@@ -228,7 +229,13 @@ def check_sweep(
     first: dict[str, Point] = {}
     for point in points:
         config, opts = effective(point, base)  # every point's config is checked before any work
-        RunOptions(**opts).check()
+        run_opts = dict(opts)
+        steps = generation_of(run_opts)
+        RunOptions(**run_opts).check()
+        if steps is not None:
+            from accelsim.generation import check_generation
+
+            check_generation(point.model, *steps)
         digest = config_hash(point, config, opts)
         if digest in first:
             raise ValueError(f"the points {first[digest].label()!r} and {point.label()!r} are one configuration; "
@@ -403,6 +410,9 @@ def _tasks(plan: SweepPlan, todo: Sequence[int], cache_dir: str | Path | None,
     tasks = []
     for i in todo:
         point, dtype = plan.points[i], plan.dtypes[i]
+        if "decode" in point.run_settings():  # a generation traces its own steps (accelsim.generation)
+            tasks.append(Task(point, plan.base, plan.hashes[i], ""))
+            continue
         batch = point.run_settings().get("batch", plan.base.options.get("batch"))
         key = (point.model, dtype, batch)
         if key not in sources:
