@@ -50,7 +50,8 @@ An operator's GEMMs sum to its MACs: ``sum(t * k * n * count) == macs(call)``.
   KV head's matrix loaded once for its group). A 1-D ``A`` is one row (``M = 1``),
   a 1-D ``B`` one column (``N = 1``).
 * scaled_dot_product_attention: ``Q K^T`` (``L x E x S``) and ``A V`` (``L x S x E_v``), each
-  ``batch * heads`` times.
+  ``batch * heads`` times; with ``is_causal=True``, per block of ``CAUSAL_BLOCK`` queries only the
+  keys up to the block's last row (what a block-skipping kernel computes).
 * nn.MultiheadAttention: the q, k and v in-projections, ``Q K^T`` and ``A V`` per head
   (``count = batch * num_heads``, ``k`` or ``n`` the head dimension ``embed / num_heads``) and the
   out-projection: six GEMMs.
@@ -262,10 +263,9 @@ def _einsum(call: OpCall) -> int:
 
 
 def _sdpa(call: OpCall) -> int:
-    """``batch * L * S * (E + E_v)``: ``Q K^T`` then ``A V``; q ``(..., L, E)``, k ``(..., S, E)``."""
-    query, key, value = call.operands[0], call.operands[1], call.operands[2]
-    rows = numel(call.outputs[0]) // int(value[-1])  # batch * heads * L
-    return rows * int(key[-2]) * (int(query[-1]) + int(value[-1]))
+    """``batch * L * S * (E + E_v)``: ``Q K^T`` then ``A V``; q ``(..., L, E)``, k ``(..., S, E)``
+    (causal: the blocks a block-skipping kernel computes, ``_sdpa_gemm``)."""
+    return sum(t * k * n * count for t, k, n, count in _sdpa_gemm(call))
 
 
 def _mha(call: OpCall) -> int:
@@ -410,14 +410,32 @@ def _einsum_gemm(call: OpCall) -> list[Gemm]:
     return [(numel(output) // columns, contracted, columns, 1)]
 
 
+#: query rows per block of a causal ``scaled_dot_product_attention`` (FlashAttention's block of
+#: queries; assumption: 128, FlashAttention-2's default on its GPUs)
+CAUSAL_BLOCK = 128
+
+
 def _sdpa_gemm(call: OpCall) -> list[Gemm]:
-    """``Q K^T`` (``L x E x S``) and ``A V`` (``L x S x E_v``), ``batch * heads`` of each."""
+    """``Q K^T`` (``L x E x S``) and ``A V`` (``L x S x E_v``), ``batch * heads`` of each.
+
+    With ``is_causal=True`` a fused kernel skips the key blocks above the diagonal: query block
+    ``j`` (``CAUSAL_BLOCK`` rows) attends to the keys up to its last row (torch's causal mask is
+    aligned top-left: row ``i`` sees keys ``0..i``), so each block is its own pair of GEMMs and
+    the MACs are about half of the dense ones for a square prefill (the diagonal blocks count whole).
+    """
     query, key, value = call.operands[0], call.operands[1], call.operands[2]
     q_len = int(query[-2]) if len(query) >= 2 else 1
     rows = numel(call.outputs[0]) // int(value[-1])  # batch * heads * L
     count = rows // q_len
     keys = int(key[-2])
-    return [(q_len, int(query[-1]), keys, count), (q_len, keys, int(value[-1]), count)]
+    if call.arguments.get("is_causal") is not True:
+        return [(q_len, int(query[-1]), keys, count), (q_len, keys, int(value[-1]), count)]
+    gemm: list[Gemm] = []
+    for start in range(0, q_len, CAUSAL_BLOCK):
+        block = min(CAUSAL_BLOCK, q_len - start)
+        seen = min(start + block, keys)
+        gemm += [(block, int(query[-1]), seen, count), (block, seen, int(value[-1]), count)]
+    return gemm
 
 
 def _mha_gemm(call: OpCall) -> list[Gemm]:

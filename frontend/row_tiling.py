@@ -31,7 +31,11 @@ input is read whole (``None``):
 * ``matmul`` and ``bmm``: the rows of the left operand (the right read whole: attention's
   query blocks read all of K and V), the columns of the right one, or a batch dimension (heads);
 * ``ROW_WISE`` kinds (MViT's relative-position term): any dimension but the last, each
-  activation input cut alike, weights whole.
+  activation input cut alike, weights whole;
+* ``scaled_dot_product_attention`` (a fused kernel: its scores never leave it): the query rows
+  (``Q`` cut, ``K`` and ``V`` whole), unless causal, or batch and heads (all three cut); not
+  with a mask input. Its working memory is then one query block's ``Q`` and output with all of
+  ``K`` and ``V``.
 
 Everything else (transposes, views, concatenations, adaptive pooling, ...) is never cut: a
 chain ends there, and an operator whose MACs have no GEMM shape to divide is never cut.
@@ -94,6 +98,8 @@ REDUCING = frozenset({"mean", "sum"})
 #: kinds that normalise their trailing dimensions (as many as their weights have)
 NORMALISING = frozenset({"layer_norm", "rms_norm"})
 MATMUL = frozenset({"matmul", "bmm"})
+#: a fused attention (``F.scaled_dot_product_attention``): cut by query rows or by batch and heads
+SDPA = "scaled_dot_product_attention"
 #: kinds whose every output row (all dimensions but the last) depends only on the same row of
 #: each activation input, weights read whole: MViT's relative-position term (torchvision's
 #: ``_add_rel_pos`` adds to each query row's scores terms computed from that query row alone)
@@ -167,7 +173,25 @@ def _dims(graph: nx.DiGraph, op: str, d: int) -> list[int | None]:
                                     for s, w in zip(shapes, weights, strict=True)):
             raise _Uncut
         return [None if w else d for w in weights]
+    if kind == SDPA:
+        return _sdpa_dims(shapes, out, d, len(data.get("gemm") or ()))
     raise _Uncut
+
+
+def _sdpa_dims(shapes: list[list[int]], out: list[int], d: int, entries: int) -> list[int | None]:
+    """A fused attention's inputs cut with its output: by query rows (``Q`` cut, ``K`` and ``V``
+    read whole: query blocks, each holding its rows' scores only inside the kernel), or by batch
+    and heads (all three cut). Not along the output's features, not with a mask input, and not by
+    query rows when causal (``entries`` > 2: a causal kernel's blocks see different keys)."""
+    if len(shapes) != 3 or any(len(s) != len(out) for s in shapes) or d == len(out) - 1:
+        raise _Uncut
+    if d == len(out) - 2:
+        if entries != 2 or shapes[0][d] != out[d]:
+            raise _Uncut
+        return [d, None, None]
+    if any(s[d] != out[d] for s in shapes):
+        raise _Uncut  # broadcast K or V (grouped heads): not cut alike
+    return [d, d, d]
 
 
 def cut_inputs(graph: nx.DiGraph, op: str, d: int) -> list[int | None] | None:
@@ -205,6 +229,8 @@ def _tile_gemm(graph: nx.DiGraph, op: str, d: int, extent: int, width: int) -> l
     rank = len(graph.graph["tensors"][data["out_tensors"][0]]["shape"])
     if data["op"] in MATMUL:
         factor = 0 if d == rank - 2 else 2 if d == rank - 1 else 3
+    elif data["op"] == SDPA:
+        factor = 0 if d == rank - 2 else 3  # query rows in both products, or their count (batch, heads)
     elif data["op"] == "linear" or data["op"].startswith("conv"):
         factor = 0  # the streamed rows: tokens, or batch x output positions
     else:
