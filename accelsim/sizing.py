@@ -168,8 +168,12 @@ def _model_graph(model: Any, dtype: str, inputs: Any) -> Any:
     elif is_saved_graph(model):
         graph = frontend.load_graph(str(model), inputs.max_operators)
     else:
+        from frontend.trace import Tracing
+
+        tracing = Tracing(inputs.trace_method, tuple(inputs.host))
         graph = cached_trace(str(model), dtype, inputs.input_shape, batch=inputs.batch,
-                             options=dict(inputs.model_options) or None).graph
+                             options=dict(inputs.model_options) or None,
+                             tracing=None if tracing == Tracing() else tracing).graph
     frontend.check_operator_count(graph.number_of_nodes(), str(graph.graph.get("name", model)), inputs.max_operators)
     return graph
 
@@ -186,6 +190,8 @@ def size(
     input_shape: Any = None,
     batch: int | None = None,
     model_options: dict[str, int] | None = None,
+    trace_method: str = "auto",
+    host: tuple[str, ...] = (),
 ) -> SizeReport:
     """The minimum SRAM of ``model`` on ``hw`` for each (scheduler, allocator) pair (see the module docstring).
 
@@ -197,7 +203,8 @@ def size(
     itself (the cosma* schedulers). ``timeout`` is a wall-clock safety net in
     seconds for each allocation-aware loop (``scheduler.spill_loop.allocation_aware``),
     ``time_limit`` for each cosma* solve; both are off by default (see the module docstring).
-    ``max_operators`` is ``RunOptions.max_operators``.
+    ``max_operators`` is ``RunOptions.max_operators``; ``trace_method`` and ``host`` its tracer
+    choice (``--trace-method``, ``--host``).
     Raises ``ValueError`` for an unknown model, scheduler, allocator or hardware field, or a
     graph too large (``frontend.check_operator_count``).
     """
@@ -212,7 +219,7 @@ def size(
     )
 
     inputs = RunOptions(input_shape=input_shape, batch=batch, model_options=model_options or {},
-                        max_operators=max_operators)
+                        max_operators=max_operators, trace_method=trace_method, host=tuple(host))
     inputs.check(traced=not is_traced(model))
     check_model(model, inputs)
     config = load_hw(hw, overrides or {})

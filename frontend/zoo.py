@@ -218,7 +218,8 @@ def _unknown(name: str, known: dict[str, list[str]]) -> UnknownModelError:
     return UnknownModelError(
         f"unknown model {name!r}{hint} (frontend.list_models() lists the supported models; "
         f"every torchvision name is accepted: classification by its plain name, the others as "
-        f"{' / '.join(f + '.NAME' for f in FAMILIES)}; zoo.torchvision_models() lists them)"
+        f"{' / '.join(f + '.NAME' for f in FAMILIES)}; zoo.torchvision_models() lists them; language models "
+        f"are {', '.join(llm.names())})"
     )
 
 

@@ -131,8 +131,9 @@ def parse_model_options(texts: list[str] | None) -> dict[str, int]:
 
 
 def add_model_input_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--input-shape`` (repeatable), ``--batch`` and ``--model-option`` (repeatable): how a zoo
-    or user model is built and traced; ``run``, ``size`` and ``sweep`` take them alike."""
+    """``--input-shape`` (repeatable), ``--batch``, ``--trace-method``, ``--host`` (repeatable) and
+    ``--model-option`` (repeatable): how a zoo or user model is built and traced; ``run``, ``size``
+    and ``sweep`` take them alike."""
     parser.add_argument("--input-shape", action="append", metavar="SHAPE",
                         help="input shape, e.g. 1,3,224,224 (default: the zoo's, or the user model's own example "
                              "inputs); repeat it for a model of several inputs, one per input in order (one shape "
@@ -141,6 +142,12 @@ def add_model_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=positive_int, metavar="N",
                         help="batch size: replaces dimension 0 of every input of a zoo or user model (the "
                              "transformer's batch dimension, its second)")
+    parser.add_argument("--trace-method", default="auto", choices=("auto", "fx", "export"),
+                        help="the tracer: auto (default: torch.fx, then torch.export where torch.fx cannot trace, "
+                             "with a note saying why), fx, or export (slower; executes the model on fake tensors)")
+    parser.add_argument("--host", action="append", metavar="NAME", default=[],
+                        help="run this module (qualified name) or operator kind on the host, not the accelerator "
+                             "(repeatable; needs torch.fx): it leaves the graph, and what crosses is DRAM traffic")
     parser.add_argument("--model-option", action="append", metavar="KEY=VALUE",
                         help="a zoo model family's build option (repeatable): num_flow_updates=N for "
                              "optical_flow.* (RAFT's refinements, default 12), region_batch=N for the two-stage "

@@ -67,12 +67,6 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
     run.add_argument("--weight-dtype", metavar="DTYPE",
                      help="weight-only quantisation: weights take this dtype's bytes (int4: half a byte per element) "
                           "and are dequantised on the fly; operators compute at --dtype")
-    run.add_argument("--trace-method", default="auto", choices=("auto", "fx", "export"),
-                     help="the tracer: auto (default: torch.fx, then torch.export where torch.fx cannot trace, with a "
-                          "note saying why), fx, or export (slower; executes the model on fake tensors)")
-    run.add_argument("--host", action="append", metavar="NAME", default=[],
-                     help="run this module (qualified name) or operator kind on the host, not the accelerator "
-                          "(repeatable; needs torch.fx): it leaves the graph, and what crosses is DRAM traffic")
     run.add_argument("--decode", type=positive_int, metavar="M",
                      help="a generation (llm.* decoders): a prompt of --prefill tokens, then M decode steps on one "
                           "schedule, the KV cache persistent; prints time to first token, time per token, tokens/s")

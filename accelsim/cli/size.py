@@ -72,6 +72,7 @@ def handle(args: argparse.Namespace) -> int:
     report = size(args.model, args.hw, pairs, overrides=parse_overrides(args.set or []), timeout=args.timeout,
                   time_limit=args.time_limit, weights=args.weights, input_shape=parse_shapes(args.input_shape),
                   batch=args.batch, model_options=parse_model_options(args.model_option),
+                  trace_method=args.trace_method, host=tuple(args.host),
                   **({"max_operators": args.max_operators} if args.max_operators is not None else {}))
     print(report.format())
     if csv_path is not None:

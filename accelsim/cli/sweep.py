@@ -88,6 +88,10 @@ def handle(args: argparse.Namespace) -> int:
         options["batch"] = args.batch
     if args.model_option:
         options["model_options"] = parse_model_options(args.model_option)
+    if args.trace_method != "auto":
+        options["trace_method"] = args.trace_method
+    if args.host:
+        options["host"] = tuple(args.host)
     if not args.grid:
         raise ValueError("give at least one --grid KEY=V1,V2,... (e.g. --grid sram=256KiB,1MiB)")
     check_named_cache(args.cache)

@@ -71,7 +71,7 @@ def run_point(task: Task) -> tuple[dict[str, Any], dict[str, Any] | None]:
         if steps is not None:
             return _generation_point(task, config, options, steps, row, began)
         graph = _graph(task)
-        for traced in ("dtype", "input_shape", "batch", "model_options"):  # the graph is traced at them already
+        for traced in ("dtype", "input_shape", "batch", "model_options", "trace_method", "host"):  # traced already
             options.pop(traced, None)
         result = compile_and_simulate(graph, hw=config, options=RunOptions(**options))
         report = result.to_dict()

@@ -407,6 +407,10 @@ def _tasks(plan: SweepPlan, todo: Sequence[int], cache_dir: str | Path | None,
     traced = 0
     shape = plan.base.options.get("input_shape")
     model_options = dict(plan.base.options.get("model_options") or {}) or None
+    from frontend.trace import Tracing
+
+    chosen = Tracing(plan.base.options.get("trace_method", "auto"), tuple(plan.base.options.get("host", ())))
+    tracing = None if chosen == Tracing() else chosen
     tasks = []
     for i in todo:
         point, dtype = plan.points[i], plan.dtypes[i]
@@ -422,7 +426,8 @@ def _tasks(plan: SweepPlan, todo: Sequence[int], cache_dir: str | Path | None,
             else:
                 from frontend.cache import cached_trace
 
-                cached = cached_trace(point.model, dtype, shape, cache_dir, batch=batch, options=model_options)
+                cached = cached_trace(point.model, dtype, shape, cache_dir, batch=batch, options=model_options,
+                                      tracing=tracing)
                 source, graph = str(cached.path), cached.graph
                 traced += 0 if cached.hit else 1
                 saved = cached.saved

@@ -117,3 +117,13 @@ def test_a_saved_graph_takes_no_tracing_choice(tmp_path, capsys):
     save_graph(chain(3), tmp_path / "g.json")
     assert main(["run", str(tmp_path / "g.json"), "--trace-method", "fx", "--out", str(tmp_path / "r")]) == 2
     assert "cannot apply to a graph that is already traced" in capsys.readouterr().err
+
+
+def test_sweep_and_size_take_the_tracing_choice_too(net, tmp_path, capsys):
+    out = tmp_path / "sw"
+    assert main(["sweep", f"{net}:build", "--hw", "tpuv4", "--grid", "sram=1MiB,2MiB", "--trace-method", "export",
+                 "--out", str(out), "--jobs", "1", "--no-plots", "--cache", str(tmp_path / "c")]) == 0
+    assert {json.loads(p.read_text())["tracer"] for p in (out / "points").glob("*.json")} == {"export"}
+    assert main(["size", f"{net}:build", "--hw", "tpuv4", "--host", "head", "--no-weights"]) == 0
+    assert main(["size", f"{net}:build", "--hw", "tpuv4", "--host", "nothing_called_so"]) == 2
+    assert "nothing_called_so" in capsys.readouterr().err
