@@ -16,14 +16,17 @@ runs a zoo language model (``llm.*`` decoders) the way a static-shape compiler d
    tokens, every layer's keys and values) takes at most half the scratchpad
    (``KV_SHARE``; assumption: the other half is left for the weights to stream through), it
    is pinned: one region at the top of the scratchpad, at a fixed offset for the whole
-   generation, which the prefill fills and every step appends to in place. The steps'
-   schedule is then made in the rest of the scratchpad (``capacity - region``), and a step
-   reads its cache from that region: no DRAM traffic and no copy, whatever the context. When
+   generation, that every step appends to in place. The first step loads the prefill's cache
+   into it (its own schedule, compiled as the step is: the prefill wrote the cache to DRAM);
+   the later steps' schedule is made in the rest of the scratchpad (``capacity - region``),
+   and they read the cache from the region: no DRAM traffic and no copy, whatever the context. When
    the cache does not fit, it streams: each step loads each layer's cache from DRAM once
    (decode attention then reads it once per step, bandwidth-bound). Either way the new keys and
    values of every step are also written to DRAM (write-through, so the cache outlives the
    chip's state; one token per layer per step).
-4. **Weights** re-stream every step unless they fit (the load timing of ``--tiling auto``).
+4. **Weights** re-stream every step (the load timing of ``--tiling auto``) unless they fit in
+   the region's share with the cache: then the first step loads them with the cache and they
+   stay, and the later steps read only their ids from DRAM and write their new keys and values.
 
 Each step's cycles come from simulating it (``accelsim.sim.simulate``), never from a formula.
 The steps' graphs are made from two traces, at the first and the last step's context: every
@@ -78,7 +81,8 @@ class GenerationReport:
     step_floors: list[int]  #: each step's floor: max(its operators' stall-free cycles, its DRAM bytes at full rate)
     kv_bytes: int  #: the whole generation's KV cache, chip bytes (``prefill + decode`` tokens)
     kv_resident: bool  #: the cache is pinned on chip (True) or streams from DRAM each step
-    kv_region: int  #: bytes of the pinned region (per PE on per-PE targets; 0 when it streams)
+    kv_region: int  #: bytes of the pinned region: the cache, and the weights when they stay (per PE; 0: it streams)
+    weights_resident: bool  #: the weights stay on chip after the first step (they fit in the region too)
     memory_check: str  #: "ok" when the prefill and every step passed the overlap check
     seconds: dict[str, float] = field(default_factory=dict)  #: wall seconds: prefill, compile decode, steps
 
@@ -121,7 +125,8 @@ class GenerationReport:
             "step_floor_cycles": self.step_floors, "decode_cycles_over_floor": self.over_floor,
             "step_dram_bytes": self.step_dram_bytes, "dram_bytes_per_token": self.dram_bytes_per_token,
             "kv_cache_bytes": self.kv_bytes, "kv_cache_resident": self.kv_resident,
-            "kv_region_bytes": self.kv_region, "memory_check": self.memory_check, "seconds": self.seconds,
+            "kv_region_bytes": self.kv_region, "weights_resident": self.weights_resident,
+            "memory_check": self.memory_check, "seconds": self.seconds,
         }
 
 
@@ -193,6 +198,28 @@ def _cache_names(graph: nx.DiGraph) -> tuple[list[str], list[str]]:
     return [t for t in cache if t in inputs], [t for t in cache if t not in inputs]
 
 
+def _pinned(last: nx.DiGraph, config: HardwareConfig, weights: bool) -> tuple[list[str], int, bool]:
+    """What stays on chip across the steps (the tensors, the region's bytes, whether the weights are
+    among them): the cache when it takes at most ``1/KV_SHARE`` of the scratchpad, and the weights
+    too when they fit in that share with it; nothing otherwise."""
+    reads, writes = _cache_names(last)
+    sizes = _on_chip_sizes(last, config)
+    align = config.alignment
+    tensors = last.graph["tensors"]
+
+    def room(names: list[str]) -> int:
+        return sum(-(-sizes[t] // align) * align for t in names)
+
+    limit = config.sram_bytes_per_pe // KV_SHARE
+    cache = room(reads + writes)
+    if cache > limit:
+        return [], 0, False
+    held = [t for t, r in tensors.items() if r["kind"] == "weight"] if weights else []
+    if held and cache + room(held) <= limit:
+        return reads + held, cache + room(held), True
+    return reads, cache, False
+
+
 def check_generation(model: Any, prefill: int, decode: int) -> None:
     """``ValueError`` (one line) unless ``model`` is a zoo decoder and the counts are positive."""
     from frontend import llm
@@ -243,7 +270,7 @@ def generate(model: str, hw: str | HardwareConfig = "pixel6", options: RunOption
         model=model, hw=config.name, batch=batch, prefill_tokens=prefill, decode_steps=decode,
         clock_hz=config.clock_hz, prefill=first, decode=steps.report, step_cycles=cycles, step_dram_bytes=dram,
         step_bounds=bounds, step_floors=floors, kv_bytes=steps.kv_bytes, kv_resident=steps.region > 0,
-        kv_region=steps.region,
+        kv_region=steps.region, weights_resident=steps.weights_resident,
         memory_check=failed[0] if failed else "ok", seconds=seconds,
     )
 
@@ -253,30 +280,27 @@ class _Steps:
 
     def __init__(self, model: str, config: HardwareConfig, opts: RunOptions, batch: int, prefill: int,
                  decode: int) -> None:
-        from accelsim.pipeline import compile_and_simulate
+        from accelsim.pipeline import compile_and_simulate, on_chip_graph
 
         self.config, self.first_past, self.last_past = config, prefill, prefill + decode - 1
         first, last = (self._traced(model, opts, batch, past) for past in (self.first_past, self.last_past))
-        reads, writes = _cache_names(last)
-        sizes = _on_chip_sizes(last, config)
-        align = config.alignment
-        self.kv_bytes = sum(int(last.graph["tensors"][t]["nbytes"]) for t in reads + writes)
-        region = sum(-(-sizes[t] // align) * align for t in reads + writes)
-        self.region = region if region * KV_SHARE <= config.sram_bytes_per_pe else 0
+        pinned, self.region, self.weights_resident = _pinned(last, config, opts.weights)
+        tensors = last.graph["tensors"]
+        self.kv_bytes = sum(int(tensors[t]["nbytes"]) for t in _cache_names(last)[0] + _cache_names(last)[1])
         step_hw = config
-        if self.region:
-            step_hw = config.with_sram((config.sram_bytes_per_pe - self.region) // align * align)
-            for graph in (first, last):  # pinned: no room in the step's plan, no DRAM traffic
-                for t in reads:
-                    graph.graph["tensors"][t]["nbytes"] = 0
         step_opts = replace(opts, sram=None, overrides={}, input_shape=None, batch=None, model_options={},
                             weight_dtype=None, kv_dtype=None)  # the anchors are narrowed already
+        self.first_report: SimReport | None = None
+        if self.region:
+            step_hw = config.with_sram(config.sram_bytes_per_pe - self.region)
+            # the first step loads what it pins (the prefill's cache, weights that stay): compiled as it is
+            self.first_report = compile_and_simulate(copy.deepcopy(first), step_hw, step_opts, plots=False)
+            for graph in (first, last):  # pinned: no room in the steps' plan, no DRAM traffic after
+                for t in pinned:
+                    graph.graph["tensors"][t]["nbytes"] = 0
         self.report = compile_and_simulate(last, step_hw, step_opts, plots=False)
-        from accelsim.pipeline import on_chip_graph
-
         self.first, _, _ = on_chip_graph(first, step_hw, opts.weights, opts.tiling)
         self.step_hw = step_hw
-        self.opts = opts
 
     def _traced(self, model: str, opts: RunOptions, batch: int, past: int) -> nx.DiGraph:
         import frontend
@@ -308,6 +332,16 @@ class _Steps:
         floors: list[int] = []
         checks: list[str] = []
         for past in range(self.first_past, self.last_past + 1):
+            if past == self.first_past and self.first_report is not None:  # the step that fills the region
+                report = self.first_report
+                cycles.append(int(report.cycles))
+                dram.append(int(report.dram_read_bytes + report.dram_write_bytes))
+                reads = sum(int(r["nbytes"]) for r in report.graph.graph["tensors"].values()
+                            if r["kind"] in ("weight", "input"))
+                bounds.append(math.ceil(reads / per_cycle))
+                floors.append(int(report.floor_cycles["cycles"]))
+                checks.append(report.memory_check)
+                continue
             graph = graph_at(self.first, last, self.first_past, self.last_past, past)
             step = resized(schedule, _on_chip_sizes(graph, self.step_hw))
             result = simulate(graph, step, step.offsets, self.step_hw, capacity=self.report.capacity_bytes)
@@ -339,6 +373,9 @@ def format_generation(report: GenerationReport) -> str:
          f"(weights + KV read from DRAM) ÷ bandwidth, {r.over_floor:.2f}× the steps' floors"),
         ("tokens/s", f"{r.tokens_per_s:,.1f}", f"batch {r.batch}"),
         ("KV cache", format_bytes(r.kv_bytes), f"{r.prefill_tokens + r.decode_steps:,} tokens; {where}"),
+        ("weights", "stay" if r.weights_resident else "stream",
+         "on chip after the first step loads them (they fit in the region with the cache)" if r.weights_resident
+         else "from DRAM every step"),
         ("DRAM per token", format_bytes(r.dram_bytes_per_token), "read and written, mean over the steps"),
         ("memory check", "ok" if r.memory_check == "ok" else "FAILED",
          "prefill and every step" if r.memory_check == "ok" else r.memory_check),

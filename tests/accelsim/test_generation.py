@@ -59,8 +59,23 @@ def test_a_generation_pins_a_cache_that_fits_and_reports_its_figures():
     cache = [t for t in report.decode.graph.graph["inputs"] if t != "ids"]
     assert all(report.decode.graph.graph["tensors"][t]["nbytes"] == 0 for t in cache)  # pinned: never loaded
     per_cycle = load_hw("tpuv4").dram_bytes_per_cycle
-    assert report.step_bounds == [math.ceil((weights + 8) / per_cycle)] * 3  # the weights and one int64 id
+    assert report.step_bounds[1:] == [math.ceil((weights + 8) / per_cycle)] * 2  # the weights and one int64 id
+    prefill_cache = 12 * 2 * 12 * 64 * 8 * 2  # the first step loads the prefill's 8 tokens into the region
+    assert report.step_bounds[0] == math.ceil((weights + 8 + prefill_cache) / per_cycle)
+    assert report.step_dram_bytes[0] - report.step_dram_bytes[1] == prefill_cache
+    assert not report.weights_resident
     assert report.decode.capacity_bytes == 128 * 2**20 - report.kv_region  # the steps plan in the rest
+
+
+def test_weights_that_fit_with_the_cache_stay_after_the_first_step():
+    report = generate("llm.gpt2", "tpuv4", prefill=8, decode=3, sram="1GiB")  # 249 MB of weights: they fit
+    assert report.memory_check == "ok" and report.kv_resident and report.weights_resident
+    weights = llm.parameter_count(llm.shape_of("llm.gpt2")) * 2
+    assert report.step_dram_bytes[0] > weights - 1024 * 768 * 2  # the first step loads them (a position row only)
+    writes = 12 * 2 * 12 * 64 * 2  # one token's keys and values per layer, written through
+    logits = 50257 * 2
+    assert report.step_dram_bytes[1:] == [8 + writes + logits] * 2  # then only the id is read
+    assert all(c >= f for c, f in zip(report.step_cycles, report.step_floors, strict=True))
 
 
 def test_a_cache_too_large_to_pin_streams_from_dram_every_step():
