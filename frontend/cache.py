@@ -114,7 +114,7 @@ from frontend.trace import Tracing
 #: ``frontend.fx_convert``, ``frontend.cost``), how the zoo builds a model or picks its default
 #: input (``frontend.zoo``), or the format ``save_graph`` writes (``frontend.graph``). Every
 #: cached graph is then traced again.
-FRONTEND_VERSION = "6"
+FRONTEND_VERSION = "7"
 
 #: the graph attribute that holds the key inputs in a cache file (removed from a loaded graph)
 RECORD_ATTRIBUTE = "trace_cache"

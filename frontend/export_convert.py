@@ -300,6 +300,13 @@ class _Converter(GraphBuilder):
         self.calls = calls
         self.leaf_paths = {path for path, _ in _leaves(model, "", leaf_types)}
         self.env: dict[Node, Any] = {}  # node -> tensor name, list of names, or None
+        # a tied parameter (a language model's head and embedding) is one weight, named as the model
+        # first lists it; torch.export would name it once per place it is bound
+        first: dict[int, str] = {}
+        self.canonical: dict[str, str] = {}
+        for qualified, tensor in [*model.named_parameters(remove_duplicate=False),
+                                  *model.named_buffers(remove_duplicate=False)]:
+            self.canonical[qualified] = first.setdefault(id(tensor), qualified)
 
     # ---- helpers
 
@@ -416,7 +423,7 @@ class _Converter(GraphBuilder):
     def placeholder(self, node: Node, weights: Mapping[str, str], user_inputs: set[str]) -> None:
         value = node.meta.get("val")
         if node.name in weights:
-            qualified = weights[node.name]
+            qualified = self.canonical.get(weights[node.name], weights[node.name])
             if isinstance(value, torch.Tensor):
                 if qualified.split(".")[-1] == "num_batches_tracked":
                     self.env[node] = None  # a training-only counter; inference never reads it
@@ -494,7 +501,7 @@ class _Converter(GraphBuilder):
         for local, tensor in [*module.named_parameters(), *module.named_buffers()]:
             if local.split(".")[-1] == "num_batches_tracked":
                 continue
-            qualified = f"{path}.{local}"
+            qualified = self.canonical.get(f"{path}.{local}", f"{path}.{local}")
             if qualified not in self.tensors:
                 self.register(qualified, tensor.shape, tensor.dtype)
                 self.weights.add(qualified)

@@ -65,3 +65,25 @@ def test_a_gather_from_an_activation_is_unchanged():
 
     graph = trace(Pick(), (torch.zeros(100, 8), torch.zeros(3, dtype=torch.long)), dtype="fp32")
     assert not any("gathered_from" in t for t in graph.graph["tensors"].values())
+
+
+class TiedModules(nn.Module):
+    """A head bound to the embedding's parameter (``head.weight = emb.weight``), as transformers ties them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(1000, 16)
+        self.head = nn.Linear(16, 1000, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, ids):
+        return self.head(self.emb(ids))
+
+
+@pytest.mark.parametrize("method", ["fx", "export"])
+def test_a_tied_parameter_is_one_weight_read_whole_once_whichever_tracer(method):
+    graph = trace(TiedModules(), (torch.zeros(1, 4, dtype=torch.long),), dtype="fp32", method=method)
+    whole = {t: r for t, r in graph.graph["tensors"].items() if r["kind"] == "weight" and "gathered_from" not in r}
+    assert list(whole) == ["emb.weight"] and len(whole["emb.weight"]["consumers"]) == 1
+    [rows] = [r for r in graph.graph["tensors"].values() if r.get("gathered_from") == "emb.weight"]
+    assert rows["nbytes"] == 4 * 16 * 4
