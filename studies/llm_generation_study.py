@@ -13,10 +13,12 @@ then 16 decode steps, at the config's scratchpad and at half and a quarter of it
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from llm_study import show, write_csv  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "llm" / "generation.csv"
@@ -57,19 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shares", default="1,2,4", help="the scratchpads: the config's divided by each")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
-    rows = []
+    rows: list[dict[str, object]] = []
     for hw in args.hw.split(","):
         full = load_hw(hw).sram_bytes_per_pe
         for share in (int(s) for s in args.shares.split(",")):
             for prefill in (int(p) for p in args.prefill.split(",")):
-                row = run_one(args.model, hw, full // share, prefill, args.decode)
-                print(", ".join(f"{k}={v}" for k, v in row.items()), flush=True)
-                rows.append(row)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
+                show(run_one(args.model, hw, full // share, prefill, args.decode), rows)
+    write_csv(args.out, FIELDS, rows)
     return 0
 
 

@@ -65,6 +65,21 @@ def run_one(model: str, hw_name: str, phase: str, context: int) -> dict[str, obj
     }
 
 
+def show(row: dict[str, object], rows: list[dict[str, object]]) -> None:
+    """Print ``row`` as one line and keep it."""
+    print(", ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+    rows.append(row)
+
+
+def write_csv(path: Path, fields: tuple[str, ...], rows: list[dict[str, object]]) -> None:
+    """``rows`` as a CSV file of ``fields`` at ``path`` (its folder made)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def run_generation(model: str, hw_name: str, context: int, steps: int) -> dict[str, object]:
     from accelsim.generation import generate
 
@@ -94,23 +109,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=16, help="decode steps of the generation rows")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
-    rows = []
+    rows: list[dict[str, object]] = []
     for model in args.models.split(","):
         phases = ["prefill", "decode"] if llm.shape_of(model).kind == "decoder" else ["prefill"]
         for hw in args.hw.split(","):
             for phase in phases:
-                row = run_one(model, hw, phase, args.context)
-                print(", ".join(f"{k}={v}" for k, v in row.items()), flush=True)
-                rows.append(row)
+                show(run_one(model, hw, phase, args.context), rows)
             if "decode" in phases:
-                row = run_generation(model, hw, args.context, args.steps)
-                print(", ".join(f"{k}={v}" for k, v in row.items()), flush=True)
-                rows.append(row)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
+                show(run_generation(model, hw, args.context, args.steps), rows)
+    write_csv(args.out, FIELDS, rows)
     return 0
 
 
