@@ -6,11 +6,11 @@ Llama-3.1-8B, Qwen2.5-0.5B, Mistral-7B (decoders) and BERT-base (an encoder).
 ``load(name, ...)`` builds one as a compact PyTorch model of our own with random weights.
 
 **Why our own model and not ``transformers``** (decision): torch.fx cannot trace transformers
-5.x models, so they would go through torch.export, which takes 15-50 s and materialises the
-weights (a 1.1B model's decode trace used 5.4 GB); and it would add a dependency. The compact
+5.x models, so they would go through torch.export, which is much slower and materialises the
+weights; and it would add a dependency. The compact
 model is written operator by operator as transformers' "eager" attention is, has the same
 parameters (``parameter_count`` equals the built model's, and matches the published count; the
-tests check both), builds on the meta device in well under a second, and traces with torch.fx.
+tests check both), builds on the meta device with no weight storage, and traces with torch.fx.
 
 What the model computes, and the decisions behind it:
 
@@ -35,7 +35,7 @@ What the model computes, and the decisions behind it:
   as of queries (FlashAttention's running softmax), which the row tiling of
   ``frontend.row_tiling`` does not split. So a prefill's attention MACs are twice what a
   block-skipping kernel does; attention is a small part of a prefill's MACs at 512 tokens
-  (Llama-3.2-1B: 4 %). The mask is made on chip (``full`` then ``triu``), as a kernel makes it
+  (Llama-3.2-1B: 3.3 %). The mask is made on chip (``full`` then ``triu``), as a kernel makes it
   from indices, never read from DRAM.
 * **Rotary positions**: the cos and sin tables of the step's positions are constants (weights
   of ``tokens x head_dim``); GPT-2 and BERT read learned position rows.
