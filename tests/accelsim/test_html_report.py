@@ -35,6 +35,7 @@ def test_every_run_writes_a_self_contained_report_html(run):
     assert data["peak"] == report.peak_bytes and data["capacity"] == report.capacity_bytes
 
 
+@pytest.mark.browser
 def test_report_html_in_headless_chromium(run):
     report, path = run
     with Page(path) as page:
@@ -78,6 +79,7 @@ def test_report_html_in_headless_chromium(run):
         assert page.errors == []
 
 
+@pytest.mark.browser
 def test_a_sweep_writes_an_index_html_that_works_in_headless_chromium(tmp_path):
     from accelsim.cli import main
 
@@ -122,6 +124,7 @@ def build():
 """
 
 
+@pytest.mark.browser
 def test_pages_built_from_hostile_names_draw_and_run_no_injected_script(tmp_path):
     from accelsim.cli import main
 
