@@ -295,8 +295,8 @@ class _Steps:
         self.config, self.first_past, self.last_past = config, prefill, prefill + decode - 1
         first, last = (self._traced(model, opts, batch, past) for past in (self.first_past, self.last_past))
         pinned, self.region, self.weights_resident = _pinned(last, config, opts.weights)
-        tensors = last.graph["tensors"]
-        self.kv_bytes = sum(int(tensors[t]["nbytes"]) for t in _cache_names(last)[0] + _cache_names(last)[1])
+        reads, writes = _cache_names(last)
+        self.kv_bytes = sum(int(last.graph["tensors"][t]["nbytes"]) for t in reads + writes)
         step_hw = config
         step_opts = replace(opts, sram=None, overrides={}, input_shape=None, batch=None, model_options={},
                             weight_dtype=None, kv_dtype=None)  # the anchors are narrowed already
@@ -317,14 +317,11 @@ class _Steps:
         from frontend.precision import set_precision
 
         dtype = opts.dtype or self.config.dtype
-        from frontend.trace import Tracing
-
         options = {"past": past}
-        tracing = Tracing(opts.trace_method, tuple(opts.host))
-        chosen = tracing if tracing != Tracing() else None
         graph = (frontend.cached_trace(model, dtype, (batch, 1), opts.cache_dir, must_save=opts.cache_dir is not None,
-                                       options=options, tracing=chosen).graph
-                 if opts.cache else frontend.trace_model(model, dtype, (batch, 1), options=options, tracing=chosen))
+                                       options=options, tracing=opts.tracing).graph
+                 if opts.cache else frontend.trace_model(model, dtype, (batch, 1), options=options,
+                                                         tracing=opts.tracing))
         if opts.weight_dtype is not None or opts.kv_dtype is not None:
             graph = set_precision(graph, opts.weight_dtype, opts.kv_dtype)
         return graph
@@ -343,18 +340,12 @@ class _Steps:
         checks: list[str] = []
         for past in range(self.first_past, self.last_past + 1):
             if past == self.first_past and self.first_report is not None:  # the step that fills the region
-                report = self.first_report
-                cycles.append(int(report.cycles))
-                dram.append(int(report.dram_read_bytes + report.dram_write_bytes))
-                reads = sum(int(r["nbytes"]) for r in report.graph.graph["tensors"].values()
-                            if r["kind"] in ("weight", "input"))
-                bounds.append(math.ceil(reads / per_cycle))
-                floors.append(int(report.floor_cycles["cycles"]))
-                checks.append(report.memory_check)
-                continue
-            graph = graph_at(self.first, last, self.first_past, self.last_past, past)
-            step = resized(schedule, _on_chip_sizes(graph, self.step_hw))
-            result = simulate(graph, step, step.offsets, self.step_hw, capacity=self.report.capacity_bytes)
+                graph, result = self.first_report.graph, self.first_report.sim
+                assert result is not None  # compile_and_simulate keeps its SimResult
+            else:
+                graph = graph_at(self.first, last, self.first_past, self.last_past, past)
+                step = resized(schedule, _on_chip_sizes(graph, self.step_hw))
+                result = simulate(graph, step, step.offsets, self.step_hw, capacity=self.report.capacity_bytes)
             cycles.append(int(result.cycles))
             dram.append(int(result.dram_read_bytes + result.dram_write_bytes))
             reads = sum(int(r["nbytes"]) for r in graph.graph["tensors"].values()

@@ -68,6 +68,7 @@ from scheduler.registry import DEFAULT_SCHEDULER, ONLINE_ARENA, check_allocator,
 if TYPE_CHECKING:
     import networkx as nx
 
+    from frontend.trace import Tracing
     from scheduler.schedule import Schedule
 
 
@@ -93,7 +94,7 @@ def _to_graph(
         if is_saved_graph(text):
             return frontend.load_graph(text, opts.max_operators)
         options = dict(opts.model_options) or None
-        tracing = Tracing(opts.trace_method, tuple(opts.host))
+        tracing = opts.tracing
         if not opts.cache:
             if user_model.is_user_model(text):
                 check_model(text, opts)  # (the cache refuses model options itself)
@@ -107,8 +108,7 @@ def _to_graph(
                 extra["tracing"] = tracing
             return frontend.trace_model(text, dtype=dtype, input_shape=input_shape, **extra)
         return frontend.cached_trace(text, dtype, input_shape, opts.cache_dir, must_save=opts.cache_dir is not None,
-                                     batch=opts.batch, options=options,
-                                     tracing=tracing if tracing != Tracing() else None).graph
+                                     batch=opts.batch, options=options, tracing=tracing).graph
     label = name or type(model_or_name).__name__
     check_model(model_or_name, opts)
     if example_inputs is None and input_shape is None:
@@ -120,8 +120,8 @@ def _to_graph(
         example_inputs = user_model.example_inputs(
             f"module {label}", _as_tuple(example_inputs) if example_inputs is not None else None,
             input_shape, opts.batch)
-    return frontend.trace(model_or_name, example_inputs, dtype=dtype, name=label, method=opts.trace_method,
-                          host=tuple(opts.host))
+    return frontend.trace(model_or_name, example_inputs, dtype=dtype, name=label, method=opts.tracing.method,
+                          host=opts.tracing.host)
 
 
 def _as_tuple(example_inputs: Any) -> tuple[Any, ...]:
@@ -386,9 +386,8 @@ scheduler='cosma'
             raise ValueError(f"max_operators={self.max_operators!r} must be a positive integer (or None)")
         check_tiling(self.tiling)
         from frontend.precision import PRECISIONS
-        from frontend.trace import Tracing
 
-        Tracing(self.trace_method, tuple(self.host) if isinstance(self.host, list) else self.host)  # names the flag
+        self.tracing  # noqa: B018 (it raises ValueError naming the flag)
         for key in ("weight_dtype", "kv_dtype"):
             value = getattr(self, key)
             if value is not None and value not in PRECISIONS:
@@ -430,6 +429,13 @@ scheduler='cosma'
         if not traced and self.model_options:
             raise ValueError(f"model_options={dict(self.model_options)!r} cannot apply to a graph that is already "
                              "traced (the model was built when it was traced); trace the model again")
+
+    @property
+    def tracing(self) -> Tracing:
+        """``trace_method`` and ``host`` as ``frontend.trace.Tracing`` (``ValueError`` naming the flag)."""
+        from frontend.trace import Tracing
+
+        return Tracing(self.trace_method, tuple(self.host))
 
     def check_graph_dtype(self, graph_dtype: str) -> None:
         """A traced graph's dtype is fixed: ``dtype``, and a ``dtype`` among the hardware

@@ -168,12 +168,8 @@ def _model_graph(model: Any, dtype: str, inputs: Any) -> Any:
     elif is_saved_graph(model):
         graph = frontend.load_graph(str(model), inputs.max_operators)
     else:
-        from frontend.trace import Tracing
-
-        tracing = Tracing(inputs.trace_method, tuple(inputs.host))
         graph = cached_trace(str(model), dtype, inputs.input_shape, batch=inputs.batch,
-                             options=dict(inputs.model_options) or None,
-                             tracing=None if tracing == Tracing() else tracing).graph
+                             options=dict(inputs.model_options) or None, tracing=inputs.tracing).graph
     frontend.check_operator_count(graph.number_of_nodes(), str(graph.graph.get("name", model)), inputs.max_operators)
     return graph
 

@@ -112,7 +112,7 @@ def streaming_limits(graph: nx.DiGraph, hw: HardwareConfig, limit: int) -> dict[
     from frontend.graph import dtype_bytes
 
     half = limit // 2
-    bytes_per_cycle = hw.dram_bandwidth_bytes_per_s / hw.clock_hz
+    bytes_per_cycle = hw.dram_bytes_per_cycle
     element_bytes = dtype_bytes(graph.graph["dtype"])
     tensors = graph.graph["tensors"]
     found: dict[str, int] = {}

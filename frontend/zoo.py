@@ -531,7 +531,6 @@ def _load_llm(name: str, shapes: tuple[tuple[int, ...], ...],
     (shape,) = shapes
     if len(shape) != 2:
         raise ValueError(f"input shape {shape!r} of model {name!r}: token ids are (batch, tokens), 2 dimensions")
-    llm.check_options(name, shape[1], options["past"])
     return llm.load(name, batch=shape[0], tokens=shape[1], past=options["past"])
 
 

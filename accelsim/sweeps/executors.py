@@ -69,18 +69,19 @@ def run_point(task: Task) -> tuple[dict[str, Any], dict[str, Any] | None]:
         config, options = effective(task.point, task.base)
         steps = generation_of(options)
         if steps is not None:
-            return _generation_point(task, config, options, steps, row, began)
-        graph = _graph(task)
-        for traced in ("dtype", "input_shape", "batch", "model_options", "trace_method", "host"):  # traced already
-            options.pop(traced, None)
-        result = compile_and_simulate(graph, hw=config, options=RunOptions(**options))
-        report = result.to_dict()
-        row.update(status="ok" if result.ok else f"memory check failed: {result.memory_check}",
-                   cycles=result.cycles, seconds=result.seconds, utilization=result.utilization,
-                   dram_read_bytes=result.dram_read_bytes, dram_write_bytes=result.dram_write_bytes,
-                   noncompulsory_bytes=result.noncompulsory_bytes, energy_j=result.energy.get("total"),
-                   peak_bytes=result.peak_bytes, min_capacity_bytes=result.min_capacity_bytes,
-                   scheduler_status=result.scheduler_status, deterministic=result.deterministic)
+            report = _generation_point(task, config, options, steps, row)
+        else:
+            graph = _graph(task)
+            for traced in ("dtype", "input_shape", "batch", "model_options", "trace_method", "host"):  # traced already
+                options.pop(traced, None)
+            result = compile_and_simulate(graph, hw=config, options=RunOptions(**options))
+            report = result.to_dict()
+            row.update(status="ok" if result.ok else f"memory check failed: {result.memory_check}",
+                       cycles=result.cycles, seconds=result.seconds, utilization=result.utilization,
+                       dram_read_bytes=result.dram_read_bytes, dram_write_bytes=result.dram_write_bytes,
+                       noncompulsory_bytes=result.noncompulsory_bytes, energy_j=result.energy.get("total"),
+                       peak_bytes=result.peak_bytes, min_capacity_bytes=result.min_capacity_bytes,
+                       scheduler_status=result.scheduler_status, deterministic=result.deterministic)
     except (ValueError, CompileError, SimulationError) as exc:
         row["status"] = one_line(exc, STATUS_CHARS)
     row["wall_s"] = round(time.perf_counter() - began, 4)
@@ -88,30 +89,22 @@ def run_point(task: Task) -> tuple[dict[str, Any], dict[str, Any] | None]:
     return row, report
 
 
-def _generation_point(task: Task, config: Any, options: dict[str, Any], steps: tuple[int, int], row: dict[str, Any],
-                      began: float) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """A point of ``--grid decode=...``: ``accelsim.generation.generate`` on the point's model. Its
-    row's cycles and seconds are the whole generation's (the prefill and every step), with TTFT,
-    the time per token and tokens/s; the prefill's M_R and scheduler status."""
+def _generation_point(task: Task, config: Any, options: dict[str, Any], steps: tuple[int, int],
+                      row: dict[str, Any]) -> dict[str, Any]:
+    """A point of ``--grid decode=...``: ``accelsim.generation.generate`` on the point's model; fills
+    ``row`` (cycles and seconds the whole generation's, the prefill and every step, with TTFT, the
+    time per token and tokens/s; the prefill's M_R and scheduler status) and returns the report."""
     from accelsim.generation import generate
-    from accelsim.pipeline import CompileError, RunOptions
-    from accelsim.sim import SimulationError
+    from accelsim.pipeline import RunOptions
 
-    report = None
-    try:
-        result = generate(task.point.model, config, RunOptions(**options), prefill=steps[0], decode=steps[1])
-        report = result.to_dict()
-        cycles = int(result.prefill.cycles) + sum(result.step_cycles)
-        row.update(status="ok" if result.memory_check == "ok" else f"memory check failed: {result.memory_check}",
-                   cycles=cycles, seconds=cycles / result.clock_hz, ttft_s=result.ttft_s, tpot_s=result.tpot_s,
-                   tokens_per_s=result.tokens_per_s, min_capacity_bytes=result.prefill.min_capacity_bytes,
-                   scheduler_status=result.prefill.scheduler_status,
-                   deterministic=result.prefill.deterministic and result.decode.deterministic)
-    except (ValueError, CompileError, SimulationError) as exc:
-        row["status"] = one_line(exc, STATUS_CHARS)
-    row["wall_s"] = round(time.perf_counter() - began, 4)
-    row["hash"] = task.hash
-    return row, report
+    result = generate(task.point.model, config, RunOptions(**options), prefill=steps[0], decode=steps[1])
+    cycles = int(result.prefill.cycles) + sum(result.step_cycles)
+    row.update(status="ok" if result.memory_check == "ok" else f"memory check failed: {result.memory_check}",
+               cycles=cycles, seconds=cycles / result.clock_hz, ttft_s=result.ttft_s, tpot_s=result.tpot_s,
+               tokens_per_s=result.tokens_per_s, min_capacity_bytes=result.prefill.min_capacity_bytes,
+               scheduler_status=result.prefill.scheduler_status,
+               deterministic=result.prefill.deterministic and result.decode.deterministic)
+    return result.to_dict()
 
 
 def _cell(value: Any) -> Any:

@@ -409,8 +409,7 @@ def _tasks(plan: SweepPlan, todo: Sequence[int], cache_dir: str | Path | None,
     model_options = dict(plan.base.options.get("model_options") or {}) or None
     from frontend.trace import Tracing
 
-    chosen = Tracing(plan.base.options.get("trace_method", "auto"), tuple(plan.base.options.get("host", ())))
-    tracing = None if chosen == Tracing() else chosen
+    tracing = Tracing(plan.base.options.get("trace_method", "auto"), tuple(plan.base.options.get("host", ())))
     tasks = []
     for i in todo:
         point, dtype = plan.points[i], plan.dtypes[i]
