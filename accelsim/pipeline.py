@@ -33,11 +33,12 @@ numbers and returns a ``SimReport``:
 **The same answer on every machine.** Every default limit of these stages is work, never
 seconds: the spill loop's rounds and its allocator's search nodes
 (``allocator.METHODS[name].work_limit``), CP-SAT's deterministic time for the cosma* models and
-the MPMF order (``scheduler.CosmaOptions``). Before any stage's clock starts, the compiled code
-the run's allocator uses is loaded, or compiled on a first run with an empty compile cache
-(``compile_kernels``); that time is the report's ``compile`` stage, so it never eats into a
-stage. ``timeout`` and ``time_limit`` add wall-clock limits as safety nets (off by default);
-when one fires, the report's ``deterministic`` is False and ``clock_stopped`` names the
+the MPMF order (``scheduler.CosmaOptions``). Compiled code loads (or, with an empty compile
+cache, compiles) when a stage first calls it, only for the kernels the run reaches; every
+clock reads ``allocator.core.kernel_clock.work_clock``, which stands still meanwhile, so that
+time never eats into a stage or a limit and is reported apart as the ``kernels`` stage.
+``timeout`` and ``time_limit`` add wall-clock limits as safety nets (off by default); when one
+fires, the report's ``deterministic`` is False and ``clock_stopped`` names the
 stages whose clock ended a search.
 
 Frontend, scheduler and allocator are imported inside the function, so ``import accelsim``
@@ -47,7 +48,6 @@ stays light (no torch).
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -60,7 +60,8 @@ from accelsim.sim import simulate
 from accelsim.sources import input_files, is_saved_graph, is_traced
 from accelsim.tiling import DEFAULT_TILING, check_tiling
 from accelsim.units import format_bytes
-from allocator.core.defaults import DEFAULT_METHOD, UNBOUNDED_METHOD
+from allocator.core.defaults import DEFAULT_METHOD
+from allocator.core.kernel_clock import kernel_seconds, work_clock
 from frontend.limits import MAX_OPERATORS
 from scheduler.order import PROGRAM
 from scheduler.registry import DEFAULT_SCHEDULER, ONLINE_ARENA, check_allocator, check_options, scheduler_entry
@@ -252,9 +253,9 @@ def place(schedule: Schedule, method: str | None, timeout: float | None = None) 
     chosen = method or DEFAULT_METHOD
     work = allocator.METHODS[chosen].work_limit
     limit = {} if work is None else {work.option: work.total}
-    began = time.perf_counter()
+    began = work_clock()
     result = allocator.solve(problem, chosen, timeout, **limit)
-    stopped = timeout is not None and time.perf_counter() - began >= timeout
+    stopped = timeout is not None and work_clock() - began >= timeout
     if not result.solved or result.solution is None:
         peak = f", best peak {result.peak} bytes" if result.peak is not None else ""
         raise AllocationFailedError(
@@ -262,34 +263,6 @@ def place(schedule: Schedule, method: str | None, timeout: float | None = None) 
             f"{schedule.capacity} bytes: {result.status}{peak}: {result.reason or 'no reason given'}"
         )
     return result.method, dict(result.solution.offsets), stopped
-
-
-def compile_kernels(scheduler_name: str, allocator_name: str | None) -> float:
-    """Load the compiled code a run will use, or compile it when the compile cache is empty; the
-    seconds it took (``stage_seconds["compile"]``).
-
-    Called before any stage's clock starts, so compiling is never counted in a stage's time. The
-    kernels are those of the run's allocator (``allocator_name``, or ``allocator.DEFAULT_METHOD``
-    for a scheduler that takes an allocator; none for a schedule that keeps its own addresses) and
-    of the spill loop's overflow locator (``allocator.core.defaults.UNBOUNDED_METHOD``), each fitted on tiny
-    problems as a placement runs (``allocator.search.warmup.warm_up`` in ``"fit"`` mode: no time limit,
-    no minimisation). The validator needs none below ``allocator.core.problem.COMPILED_FROM``
-    residencies (it runs in Python there); above, its kernels load in the validate stage, which
-    no limit bounds, so the answer cannot depend on it.
-    """
-    from allocator.search.warmup import warm_up
-
-    began = time.perf_counter()
-    methods: list[str] = []
-    if scheduler_entry(scheduler_name).capabilities.allocator:
-        chosen = allocator_name or DEFAULT_METHOD
-        if chosen != ONLINE_ARENA:
-            methods = [chosen, UNBOUNDED_METHOD]
-    elif allocator_name is not None:
-        methods = [allocator_name]
-    for method in dict.fromkeys(methods):
-        warm_up(method, "fit")
-    return time.perf_counter() - began
 
 
 @dataclass(frozen=True)
@@ -510,18 +483,20 @@ def compile_and_simulate(
         # absolute now: a user model's build() may change the working folder
         target = check_outputs([Output("out_dir", out_dir, folder=True, files=REPORT_FILES)],
                                input_files(model_or_name, hw))[0]
-    run = _Run(stage={}, stopped=[])
+    # "kernels" first in the report's order, filled in at the end: the seconds this run spent
+    # loading or compiling allocator kernels, left out of every other stage's clock
+    run = _Run(stage={"kernels": 0.0}, stopped=[])
+    kernels_before = kernel_seconds()
     config = load_hw(hw, opts.overrides)
     if opts.sram is not None:
         config = config.with_sram(opts.sram)
     run_dtype = opts.dtype or config.dtype
-    run.stage["compile"] = compile_kernels(opts.scheduler, opts.allocator)
     graph = _trace_stage(model_or_name, run_dtype, example_inputs, name, opts, run)
     if opts.weight_dtype is not None or opts.kv_dtype is not None:
         from frontend.precision import set_precision
 
         graph = set_precision(graph, opts.weight_dtype, opts.kv_dtype)
-    clock = time.perf_counter()
+    clock = work_clock()
     graph, sizes, tiled = on_chip_graph(graph, config, opts.weights, opts.tiling)
     check_dram(dram_footprint_bytes(graph, None, config, opts.weights), config,
                "the model's inputs, outputs" + (" and weights" if opts.weights else ""))
@@ -530,9 +505,10 @@ def compile_and_simulate(
     dram_need = dram_footprint_bytes(graph, sched, config, opts.weights)
     check_dram(dram_need, config, "every tensor it loads, stores, spills or retrieves")
     placed = _validate_stage(sched, offsets, allocator_name, run)
-    clock = time.perf_counter()
+    clock = work_clock()
     result = simulate(graph, sched, offsets, config, capacity=capacity, raise_on_violation=opts.raise_on_violation)
-    run.stage["simulate"] = time.perf_counter() - clock
+    run.stage["simulate"] = work_clock() - clock
+    run.stage["kernels"] = kernel_seconds() - kernels_before
     import scheduler
 
     need, need_op = scheduler.min_capacity(graph, sizes=sizes, alignment=config.alignment)
@@ -576,12 +552,12 @@ def _trace_stage(model_or_name: Any, run_dtype: str, example_inputs: Any, name: 
     """The run's graph (traced, from the cache or a file), its size and dtype checked: the trace stage."""
     from frontend.limits import check_operator_count
 
-    clock = time.perf_counter()
+    clock = work_clock()
     graph = _to_graph(model_or_name, run_dtype, opts.input_shape, example_inputs, name, opts)
     check_operator_count(graph.number_of_nodes(), str(graph.graph.get("name", "the graph")), opts.max_operators)
     if "dtype" in graph.graph and is_traced(model_or_name):
         opts.check_graph_dtype(str(graph.graph["dtype"]))
-    run.stage["trace"] = time.perf_counter() - clock
+    run.stage["trace"] = work_clock() - clock
     return graph
 
 
@@ -629,7 +605,7 @@ def _schedule_stage(graph: nx.DiGraph, sizes: dict[str, int] | None, config: Har
         )
         assert sched.offsets is not None
         looped = sched.stats.loop_seconds or 0.0
-        run.stage["schedule"] = time.perf_counter() - clock - looped
+        run.stage["schedule"] = work_clock() - clock - looped
         run.stage["allocate"] = looped
         if sched.stats.clock_stopped:
             run.stopped.append("allocate")
@@ -638,12 +614,12 @@ def _schedule_stage(graph: nx.DiGraph, sizes: dict[str, int] | None, config: Har
         graph, capacity, opts.scheduler, replacement, sizes, config.alignment, cosma_options,
         opts.fixed_order or PROGRAM,
     )
-    run.stage["schedule"] = time.perf_counter() - clock
+    run.stage["schedule"] = work_clock() - clock
     if sched.stats.clock_stopped and "schedule" not in run.stopped:
         run.stopped.append("schedule")
-    clock = time.perf_counter()
+    clock = work_clock()
     allocator_name, offsets, placement_stopped = place(sched, opts.allocator, opts.timeout)
-    run.stage["allocate"] = time.perf_counter() - clock
+    run.stage["allocate"] = work_clock() - clock
     if placement_stopped:
         run.stopped.append("allocate")
     return sched, allocator_name, offsets, capacity
@@ -658,9 +634,9 @@ LOAD_TIMING_WORK = 16
 def _load_timing_stage(graph: nx.DiGraph, sched: Schedule, offsets: dict[str, int], allocator_name: str,
                        config: HardwareConfig, opts: RunOptions, run: _Run) -> tuple[Schedule, dict[str, int]]:
     """The load-timing stage (``time_loads``): ``(schedule, offsets)``, its wall time recorded."""
-    clock = time.perf_counter()
+    clock = work_clock()
     planned = time_loads(graph, sched.with_offsets(offsets), config, allocator_name, opts.timeout)
-    run.stage["load timing"] = time.perf_counter() - clock
+    run.stage["load timing"] = work_clock() - clock
     assert planned.offsets is not None
     return planned, dict(planned.offsets)
 
@@ -713,7 +689,7 @@ def _validate_stage(sched: Schedule, offsets: dict[str, int], allocator_name: st
     (``InvalidPlacementError``: not simulated); the problem also lists the report's buffers."""
     import allocator as alloc
 
-    clock = time.perf_counter()
+    clock = work_clock()
     placed = sched.problem()
     verdict = alloc.validate(placed, alloc.Solution(offsets))
     if not verdict.ok:
@@ -722,5 +698,5 @@ def _validate_stage(sched: Schedule, offsets: dict[str, int], allocator_name: st
             f"placement by {allocator_name!r} is invalid ({len(verdict.violations)} violation(s)), not simulated; "
             f"first: {first}"
         )
-    run.stage["validate"] = time.perf_counter() - clock
+    run.stage["validate"] = work_clock() - clock
     return placed

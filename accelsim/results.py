@@ -65,10 +65,10 @@ class SimReport:
     #: dma_wait_split {bandwidth, late}, sram_bytes, mapping, folds, energy {compute, sram, dram, total}
     #: (joules), and tiles: the records of its tiles and concat when it was tiled (their sums are above)
     ops: list[dict[str, Any]]
-    #: wall time of compile (loading or compiling the allocator's code, before the other clocks
-    #: start), trace, schedule, allocate, validate, simulate, report (writing the folder; the
-    #: allocation-aware loop of the program / min-peak schedulers, plans and placements, counts
-    #: as allocate). The report's
+    #: wall time of kernels (loading or, the first time, compiling the allocator kernels the run
+    #: reaches; left out of every other stage's clock), trace, schedule, allocate, validate,
+    #: simulate, report (writing the folder; the allocation-aware loop of the program / min-peak
+    #: schedulers, plans and placements, counts as allocate). The report's
     #: timing fields are this and every ``scheduler_stats`` key ending in ``seconds``: all else is
     #: the same on every machine while ``deterministic`` holds
     stage_seconds: dict[str, float]

@@ -37,7 +37,6 @@ before the first probe, so a pair's ``seconds`` never include compiling.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ from accelsim.hw import HardwareConfig, load_hw
 from accelsim.sources import is_saved_graph, is_traced
 from accelsim.units import format_bytes
 from allocator.core.defaults import DEFAULT_METHOD
+from allocator.core.kernel_clock import work_clock
 from frontend.limits import MAX_OPERATORS
 from scheduler.registry import (
     DEFAULT_SCHEDULER,
@@ -209,7 +209,6 @@ def size(
         RunOptions,
         check_dram,
         check_model,
-        compile_kernels,
         dram_footprint_bytes,
         on_chip_graph,
     )
@@ -248,11 +247,9 @@ def size(
             clocked.add((sched, alloc))
         return result
 
-    for sched, alloc in chosen:  # compiled code loads before any pair's clock starts
-        compile_kernels(sched, None if alloc == OWN else alloc)
-    results = []
+    results = []  # each pair's seconds by work_clock: a kernel compiled on first use is not counted
     for sched, alloc in chosen:
-        began = time.perf_counter()
+        began = work_clock()
         probes: list[tuple[int, int]] = []
 
         def spills(capacity: int, sched: str = sched, alloc: str = alloc, probes: list = probes) -> int:
@@ -271,7 +268,7 @@ def size(
         stopped = (sched, alloc) in clocked
         if stopped:
             note = (note + "; " if note else "") + "a wall-clock limit ended a search: not the deterministic answer"
-        results.append(PairSize(sched, alloc, found, peak, moved_there, probes, time.perf_counter() - began, note,
+        results.append(PairSize(sched, alloc, found, peak, moved_there, probes, work_clock() - began, note,
                                 stopped))
     auto_need, auto_op = auto_min_capacity(traced, config, weights, (need, need_op))
     return SizeReport(str(graph.graph.get("name", model)), config.name, config.capacity_label,

@@ -46,13 +46,13 @@ no spills, constraints (13)-(15)), ``cosma_dnc`` (§IV divide and conquer) and `
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
+from allocator.core.kernel_clock import work_clock
 from scheduler.budget import check_alignment, check_capacity, data_bytes, min_capacity, onchip_sizes
 from scheduler.options import DEFAULT_DETERMINISTIC_TIME, DEFAULTS, CosmaOptions  # noqa: F401  (re-exported)
 from scheduler.order import PROGRAM, resolve_order
@@ -500,7 +500,7 @@ class _Part:
         # so that the commands can report what they have (it then arrives when the solve returns).
         solver.parameters.catch_sigint_signal = False
         if deadline is not None:
-            solver.parameters.max_time_in_seconds = max(0.01, deadline - time.perf_counter())
+            solver.parameters.max_time_in_seconds = max(0.01, deadline - work_clock())
         if work is not None:
             solver.parameters.max_deterministic_time = work
         solver.parameters.num_workers = self.options.workers
@@ -517,7 +517,7 @@ class _Part:
             raise ScheduleError(f"CP-SAT rejected the model: {self.model.validate()}")
         # Stopped by a limit: by the clock when the work limit was not reached and the deadline passed.
         worked_out = work is not None and solver.deterministic_time >= work
-        if deadline is not None and not worked_out and time.perf_counter() >= deadline:
+        if deadline is not None and not worked_out and work_clock() >= deadline:
             self.clock_stopped = True
         return solver, "feasible" if code == cp_model.FEASIBLE else "timeout"
 
@@ -713,7 +713,7 @@ def min_peak(
     >>> footprint(g), best.peak, best.order, best.status
     (151, 102, ['a', 'b', 'c', 'd', 'join'], 'optimal')
     """
-    began = time.perf_counter()
+    began = work_clock()
     ctx = _Context(graph, sizes, alignment)
     part = _Part(ctx, list(graph.nodes), None, _State(), set(), options, mode="peak")
     program = list(graph.nodes)
@@ -725,10 +725,10 @@ def min_peak(
     solver, status = part.solve(deadline, options.deterministic_time)
     if status not in ("optimal", "feasible"):
         peak = footprint(graph, program, sizes, alignment)
-        return MinPeak(program, peak, 0, "timeout", time.perf_counter() - began, part.clock_stopped)
+        return MinPeak(program, peak, 0, "timeout", work_clock() - began, part.clock_stopped)
     order = part.order_of(solver)
     peak = footprint(graph, order, sizes, alignment)
-    return MinPeak(order, peak, int(solver.best_objective_bound), status, time.perf_counter() - began,
+    return MinPeak(order, peak, int(solver.best_objective_bound), status, work_clock() - began,
                    part.clock_stopped)
 
 
@@ -820,7 +820,7 @@ def cosma(
     >>> s.status, s.noncompulsory_bytes, [(t.kind, t.tensor, t.step) for t in s.transfers if not t.compulsory]
     ('optimal', 20, [('spill', 's', 2), ('retrieve', 's', 4)])
     """
-    began = time.perf_counter()
+    began = work_clock()
     deadline = None if options.time_limit is None else began + options.time_limit
     work = options.deterministic_time
     clock_stopped = False
@@ -844,7 +844,7 @@ def cosma(
         if status in ("optimal", "feasible"):
             start = warm.answer(solver, capacity_bytes, method)
             if start.noncompulsory_bytes == 0:
-                return _finish(start, need, "optimal", 0, 0, time.perf_counter() - began,
+                return _finish(start, need, "optimal", 0, 0, work_clock() - began,
                                warm_start=True, **warm.size(), clock_stopped=clock_stopped)
     part = _Part(ctx, list(graph.nodes), capacity_bytes, _State(), set(), options, fixed_order=fixed)
     if options.hint:
@@ -854,15 +854,15 @@ def cosma(
     if status not in ("optimal", "feasible"):
         bound = max(0, int(solver.best_objective_bound)) if status == "timeout" else 0
         if start is not baseline:
-            return _finish(start, need, "feasible", start.noncompulsory_bytes, bound, time.perf_counter() - began,
+            return _finish(start, need, "feasible", start.noncompulsory_bytes, bound, work_clock() - began,
                            **size)
         baseline.method = f"{method} ({status}; {baseline.method} kept)"
-        return _finish(baseline, need, status, baseline.noncompulsory_bytes, bound, time.perf_counter() - began,
+        return _finish(baseline, need, status, baseline.noncompulsory_bytes, bound, work_clock() - began,
                        **size)
     result = part.answer(solver, capacity_bytes, method)
     objective = int(round(solver.objective_value))
     bound = int(math.ceil(solver.best_objective_bound - 1e-6))
-    return _finish(result, need, status, objective, min(objective, max(0, bound)), time.perf_counter() - began,
+    return _finish(result, need, status, objective, min(objective, max(0, bound)), work_clock() - began,
                    **size)
 
 
@@ -913,7 +913,7 @@ def cosma_dnc(
     ``status`` is ``"optimal"`` only if every part is; ``stats.bound`` is the sum of the
     parts' bounds (a bound for the cut problem, not the whole graph).
     """
-    began = time.perf_counter()
+    began = work_clock()
     need = check_capacity(graph, capacity_bytes, sizes, alignment)
     ctx = _Context(graph, sizes, alignment)
     names = list(graph.nodes)
@@ -938,7 +938,7 @@ def cosma_dnc(
         part = _Part(ctx, ops, capacity_bytes, state, later, options)
         if options.hint:
             part.hint(len(order), baseline.order, hint)
-        now = time.perf_counter()
+        now = work_clock()
         solver, status = part.solve(None if deadline is None else now + (deadline - now) / (len(parts) - i),
                                     None if work_left is None else max(work_left / (len(parts) - i), 1e-3))
         clock_stopped = clock_stopped or part.clock_stopped
@@ -946,7 +946,7 @@ def cosma_dnc(
             work_left -= part.work_used
         if status not in ("optimal", "feasible"):
             baseline.method = f"cosma-dnc ({status} in part {i + 1} of {len(parts)}; {baseline.method} kept)"
-            return _finish(baseline, need, "timeout", baseline.noncompulsory_bytes, 0, time.perf_counter() - began,
+            return _finish(baseline, need, "timeout", baseline.noncompulsory_bytes, 0, work_clock() - began,
                            parts=len(parts), clock_stopped=clock_stopped)
         statuses.append(status)
         objective += int(round(solver.objective_value))
@@ -955,5 +955,5 @@ def cosma_dnc(
         order += part.order_of(solver)
     result = _assemble(ctx, order, timeline, capacity_bytes, "cosma-dnc")
     status = "optimal" if all(s == "optimal" for s in statuses) else "feasible"
-    return _finish(result, need, status, objective, min(objective, max(0, bound)), time.perf_counter() - began,
+    return _finish(result, need, status, objective, min(objective, max(0, bound)), work_clock() - began,
                    parts=len(parts), clock_stopped=clock_stopped)

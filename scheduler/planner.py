@@ -122,7 +122,7 @@ def plan_residencies(
     See the module docstring. ``replacement`` is a policy that evicts (``"belady"`` or
     ``"greedy"``). Returns a ``Schedule`` without offsets (``offsets`` None), whose peak live
     bytes are at most ``max(caps)`` (each cap raised to its step's footprint); ``stats`` holds
-    ``evictions`` and ``peak_live_bytes``. With a ``deadline`` (a ``time.perf_counter()`` value)
+    ``evictions`` and ``peak_live_bytes``. With a ``deadline`` (a ``work_clock()`` value)
     the plan raises ``DeadlineReached`` once the clock passes it (looked at every
     ``DEADLINE_STRIDE`` steps): a plan of a very large graph takes seconds, and the spill loop's
     ``timeout`` covers it.

@@ -30,11 +30,11 @@ residency ends; a graph input or weight is simply dropped.
 from __future__ import annotations
 
 import sys
-import time
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from allocator.core.kernel_clock import work_clock
 from scheduler.budget import check_alignment, data_bytes, onchip_sizes
 from scheduler.order import resolve_order
 from scheduler.schedule import Residency, Schedule, Transfer, TransferKind
@@ -131,10 +131,10 @@ class Residents:
     # -- the run -------------------------------------------------------------------------------
 
     def run(self, deadline: float | None = None) -> None:
-        """Walk every step's events; ``DeadlineReached`` once ``time.perf_counter()`` passes ``deadline``."""
+        """Walk every step's events; ``DeadlineReached`` once ``work_clock()`` passes ``deadline``."""
         steps = len(self.names)
         for step in range(steps):
-            if deadline is not None and step % DEADLINE_STRIDE == 0 and time.perf_counter() >= deadline:
+            if deadline is not None and step % DEADLINE_STRIDE == 0 and work_clock() >= deadline:
                 raise DeadlineReached(f"the plan passed its deadline at step {step:,} of {steps:,}")
             if step:
                 self._free_dead(step)

@@ -82,13 +82,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import networkx as nx
 
 from allocator.core.defaults import DEFAULT_METHOD, UNBOUNDED_METHOD
+from allocator.core.kernel_clock import work_clock
 from scheduler.budget import check_alignment, check_capacity
 from scheduler.options import DEFAULT_REPLACEMENT
 from scheduler.order import PROGRAM
@@ -215,7 +215,7 @@ def allocation_aware(
     # the online arena's schedule, the safety net kept when it moves fewer bytes: one pass over
     # the order, made before the loop's clock starts
     online = planner.online(capacity_bytes, need)
-    began = time.perf_counter()
+    began = work_clock()
     deadline = None if timeout is None else began + timeout
     loop = _Loop(planner, capacity_bytes, allocator, dict(allocator_options or {}), work_limit, max_rounds, deadline)
     loop.fit_phase()
@@ -223,7 +223,7 @@ def allocation_aware(
     fitted = loop.fitted
     if fitted is not None:
         fitted.capacity = capacity_bytes
-    loop_seconds = time.perf_counter() - began
+    loop_seconds = work_clock() - began
     keep_online = fitted is None or online.noncompulsory_bytes < fitted.noncompulsory_bytes
     chosen = online if keep_online else fitted
     assert chosen is not None
@@ -276,8 +276,8 @@ class _Loop:
             extra[work.option] = limit
         call_deadline = None
         if self.deadline is not None:
-            left = self.deadline - time.perf_counter()
-            call_deadline = time.perf_counter() + max(left if left < 0.1 else left * share, 1e-3)
+            left = self.deadline - work_clock()
+            call_deadline = work_clock() + max(left if left < 0.1 else left * share, 1e-3)
         return extra, limit, call_deadline
 
     def out_of_work(self) -> bool:
@@ -285,16 +285,16 @@ class _Loop:
         return work is not None and work.shared and self.work_left < (1 if isinstance(work.total, int) else 1e-6)
 
     def clock_out(self) -> bool:
-        return self.deadline is not None and time.perf_counter() >= self.deadline
+        return self.deadline is not None and work_clock() >= self.deadline
 
     def place(self, plan: Schedule, share: float) -> tuple[Any, float | None, bool]:
         """Place ``plan``: the result, the work limit it had, and whether the clock ended it."""
         import allocator as alloc
 
         extra, limit, call_deadline = self.limits(share)
-        timeout_s = None if call_deadline is None else max(call_deadline - time.perf_counter(), 1e-3)
+        timeout_s = None if call_deadline is None else max(call_deadline - work_clock(), 1e-3)
         result = alloc.solve(plan.problem_under(self.capacity), self.allocator, timeout=timeout_s, **extra)
-        stopped = call_deadline is not None and time.perf_counter() >= call_deadline
+        stopped = call_deadline is not None and work_clock() >= call_deadline
         if limit is not None and self.work is not None and self.work.shared and not result.solved:
             self.work_left -= limit  # a placement that failed used its whole share (see the module docstring)
         self.clock_stopped = self.clock_stopped or stopped
@@ -304,7 +304,7 @@ class _Loop:
                limit: float | None = None, stopped: bool = False) -> None:
         assert plan.stats.peak_live_bytes is not None
         self.rounds.append(Round(plan.noncompulsory_bytes, plan.stats.peak_live_bytes, len(plan.residencies),
-                                 status, peak, lowered, time.perf_counter() - since, phase, limit, stopped))
+                                 status, peak, lowered, work_clock() - since, phase, limit, stopped))
 
     def plan(self, caps: list[int]) -> Schedule | None:
         """The plan under ``caps``, or None (``clock_stopped``) when the clock ran out during it."""
@@ -317,7 +317,7 @@ class _Loop:
     def fit_phase(self) -> None:
         """Phase 1: lower the caps where the allocator overflowed until a plan fits."""
         while len(self.rounds) < self.max_rounds:
-            clock = time.perf_counter()
+            clock = work_clock()
             if self.clock_out():
                 self.clock_stopped = True
                 return
@@ -347,7 +347,7 @@ class _Loop:
 
         offsets = result.solution.offsets if result.solution is not None else None
         if offsets is None:
-            left = None if self.deadline is None else max(self.deadline - time.perf_counter(), 1e-3)
+            left = None if self.deadline is None else max(self.deadline - work_clock(), 1e-3)
             located = alloc.solve(plan.problem_under(None), UNBOUNDED_METHOD, timeout=left)
             offsets = located.solution.offsets if located.solution is not None else None
         if offsets is None:
@@ -371,7 +371,7 @@ class _Loop:
         low, high = list(self.caps), [self.capacity] * len(self.caps)
         relaxed = 0
         while self.fitted is not None and len(self.rounds) < self.max_rounds and relaxed < MAX_RELAX_ROUNDS:
-            clock = time.perf_counter()
+            clock = work_clock()
             trial = [max(lo, (lo + hi) // 2 // alignment * alignment) for lo, hi in zip(low, high, strict=True)]
             if trial == low or self.out_of_work():
                 return

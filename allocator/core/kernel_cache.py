@@ -47,6 +47,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from allocator.core import kernel_clock
+
 __all__ = ["CACHE_DIR", "ENV", "default_cache_dir"]
 
 #: the environment variable numba reads its cache directory from
@@ -81,3 +83,7 @@ def _configure() -> str:
 
 #: the directory numba caches compiled kernels in for this process ("" : numba's default, next to the sources)
 CACHE_DIR: str = _configure()
+
+# Measured from the first kernel on, so that every clock of the library can leave the time out
+# (``allocator.core.kernel_clock``).
+kernel_clock.install(CACHE_DIR)

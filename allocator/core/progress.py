@@ -11,11 +11,11 @@ imports a method module.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import numpy as np
 
+from allocator.core.kernel_clock import work_clock
 from allocator.core.problem import AllocationResult, MinimizeResult, Problem, Solution
 from allocator.core.registry import MinimizeRequest, fallback_heuristic, solve, starting_heuristics
 from allocator.core.validate import lower_bound
@@ -84,14 +84,14 @@ class Progress:
         if self.reported == (self.best_peak, self.bound):
             return
         self.reported = (self.best_peak, self.bound)
-        self.history.append((time.perf_counter() - self.request.began, self.best_peak, self.bound))
+        self.history.append((work_clock() - self.request.began, self.best_peak, self.bound))
         if self.request.on_improve is not None:
             self.request.on_improve(self.result(False))
 
     def result(self, timed_out: bool) -> MinimizeResult:
         """The result so far; ``timed_out``: the time or node budget ended the search."""
         request = self.request
-        seconds = time.perf_counter() - request.began
+        seconds = work_clock() - request.began
         if self.best is None:
             return MinimizeResult(request.method, None, None, self.bound, False, seconds, True, list(self.history),
                                   list(self.probes), dict(self.stats), self.capacity, self.reason)
@@ -109,9 +109,9 @@ class Progress:
         the best is reported (``improved``) as soon as it exists, so that Ctrl-C during the
         next heuristic or the search after them keeps it."""
         for name in names:
-            if time.perf_counter() >= until or self.reached_bound():
+            if work_clock() >= until or self.reached_bound():
                 break
-            self.keep(solve(self.free, name, timeout=max(until - time.perf_counter(), 1e-3)))
+            self.keep(solve(self.free, name, timeout=max(until - work_clock(), 1e-3)))
             if self.best is not None:
                 self.improved()
 
@@ -120,9 +120,9 @@ class Progress:
         the registry's ``fallback_heuristic`` gets the rest of the time. Without one, ``reason``
         says why."""
         request = self.request
-        if self.best is None and time.perf_counter() < request.deadline:
+        if self.best is None and work_clock() < request.deadline:
             fallback = solve(self.free, fallback_heuristic(),
-                             timeout=max(request.deadline - time.perf_counter(), 1e-3))
+                             timeout=max(request.deadline - work_clock(), 1e-3))
             self.keep(fallback)
             if self.best is None:
                 self.reason = f"no placement within {request.timeout:g} s: {fallback.reason}"

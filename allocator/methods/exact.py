@@ -62,11 +62,11 @@ from __future__ import annotations
 
 import math
 import operator
-import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from allocator.core.kernel_clock import work_clock
 from allocator.core.options import CPSATOptions, MIPOptions, NoOptions
 from allocator.core.problem import Buffer, InvalidProblemError, Problem, Solution
 from allocator.core.registry import MethodOutput
@@ -151,7 +151,7 @@ def _horizon(problem: Problem, unit: int) -> int:
 
 
 def _seconds_left(deadline: float | None) -> float | None:
-    return None if deadline is None else deadline - time.perf_counter()
+    return None if deadline is None else deadline - work_clock()
 
 
 def _proven_bound(objective_bound: float, load: int, unit: int) -> int:
@@ -237,7 +237,7 @@ def cpsat(problem: Problem, deadline: float | None, options: CPSATOptions) -> Me
     ----------
     problem : the buffers; a capacity asks for any placement that fits, ``None`` for the
         lowest peak.
-    deadline : ``time.perf_counter()`` value to stop at (the solver's time limit), or None.
+    deadline : ``work_clock()`` value to stop at (the solver's time limit), or None.
     options : a ``CPSATOptions``:
 
         * ``workers``: CP-SAT ``num_workers``; with 1 worker and a fixed ``seed`` the answer
@@ -283,7 +283,7 @@ def cpsat(problem: Problem, deadline: float | None, options: CPSATOptions) -> Me
     load = lower_bound(problem)
     horizon = _horizon(problem, unit)
     # the hint may take half of the time at most: without it CP-SAT still searches
-    hint_deadline = None if deadline is None else (time.perf_counter() + deadline) / 2
+    hint_deadline = None if deadline is None else (work_clock() + deadline) / 2
     start_offsets = _greedy(problem, hint_deadline) if hint else None
 
     if problem.capacity is not None:
@@ -338,7 +338,7 @@ def _cpsat_model(problem: Problem, deadline: float | None, unit: int, top: int, 
     times, addresses, demands = [], [], []
     ks: dict[int, cp_model.IntVar] = {}
     for i, b in enumerate(problem.buffers):
-        if i % 4096 == 4095 and deadline is not None and time.perf_counter() >= deadline:
+        if i % 4096 == 4095 and deadline is not None and work_clock() >= deadline:
             return MethodOutput("timeout", None, f"CP-SAT not run: ran out of time building the model "
                                 f"({i:,} of {len(problem):,} buffers)", {"optimal": 0.0})
         size, align = b.size // unit, b.alignment // unit
@@ -403,7 +403,7 @@ def mip(problem: Problem, deadline: float | None, options: MIPOptions) -> Method
     ----------
     problem : the buffers; a capacity asks for any placement that fits, ``None`` for the
         lowest peak.
-    deadline : ``time.perf_counter()`` value to stop at (``SetTimeLimit``), or None.
+    deadline : ``work_clock()`` value to stop at (``SetTimeLimit``), or None.
     options : a ``MIPOptions``:
 
         * ``backend``: a ``pywraplp`` MIP solver id, one of ``MIP_BACKENDS``
@@ -504,7 +504,7 @@ def _mip_model(solver: Any, problem: Problem, pairs: list[tuple[int, int]], big_
             lows.append((b.alignment // unit) * ks[i])
     below: dict[tuple[int, int], Any] = {}  # z_ij = 1: i lies below j
     for count, (i, j) in enumerate(pairs):
-        if count % 4096 == 4095 and deadline is not None and time.perf_counter() >= deadline:
+        if count % 4096 == 4095 and deadline is not None and work_clock() >= deadline:
             return MethodOutput("timeout", None, f"MIP {chosen}: time limit reached while building the model "
                                 f"({count:,} of {len(pairs):,} pairs)", {"optimal": 0.0})
         if bufs[i].offset is not None and bufs[j].offset is not None:

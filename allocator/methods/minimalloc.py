@@ -61,12 +61,12 @@ ablations. ``canonical=False`` also disables ``dominance``, ``offset_floor`` and
 from __future__ import annotations
 
 import os
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
+from allocator.core.kernel_clock import work_clock
 from allocator.core.problem import InvalidProblemError, MinimizeResult, Problem, Solution
 from allocator.core.progress import Progress, peak_granularity
 from allocator.core.registry import MethodOutput, MinimizeRequest, starting_heuristics
@@ -330,7 +330,7 @@ class PreparedProblem:
         """The kernel's record of the preorder ``key`` (with ``noise``, see :meth:`rank`), and
         whether it can re-rank groups (it can when the key has T). Cached when ``noise`` is None.
 
-        ``deadline`` (a ``time.perf_counter()`` value) is read between the steps, each a sort
+        ``deadline`` (a ``work_clock()`` value) is read between the steps, each a sort
         of all buffers (about a second each on two million): None when it passed before the
         record was complete. With T in the key the rank is the order of ``(pre, T, post)``,
         the re-ranking keys, which give back :meth:`rank` (``post`` is distinct per buffer):
@@ -341,7 +341,7 @@ class PreparedProblem:
             return cached
 
         def late() -> bool:
-            return deadline is not None and time.perf_counter() >= deadline
+            return deadline is not None and work_clock() >= deadline
 
         rerank = self.rerank_keys(key, noise)
         if late():
@@ -418,7 +418,7 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
     depend on the number of workers; only the ``nodes`` statistics can (stopped runs count
     the nodes they did).
 
-    ``deadline`` is a ``time.perf_counter()`` value; every run reads the clock often enough to
+    ``deadline`` is a ``work_clock()`` value; every run reads the clock often enough to
     stop within milliseconds of it, and no run or round starts after it. ``node_limit`` (or
     ``options.node_limit`` when it is None; 0 is none) bounds the nodes of all runs together:
     status ``"node_limit"`` when it is used up. ``capacity`` must be at most ``MAX_VALUE``.
@@ -426,7 +426,7 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
     """
     if not 0 < capacity <= MAX_VALUE:
         raise InvalidProblemError(f"capacity {capacity} is outside 1..MAX_VALUE = 2**62 - 1")
-    if deadline is not None and time.perf_counter() >= deadline:  # preparing takes seconds on millions of buffers
+    if deadline is not None and work_clock() >= deadline:  # preparing takes seconds on millions of buffers
         return SearchOutcome("timeout", None, 0, 0, 0)
     data = prepared or PreparedProblem(problem)
     if data.n == 0:
@@ -442,7 +442,7 @@ def canonical_search(problem: Problem, capacity: int, options: MiniMallocOptions
     time_limit = -1.0 if deadline is None else deadline
 
     def past_deadline() -> bool:
-        return deadline is not None and time.perf_counter() >= deadline
+        return deadline is not None and work_clock() >= deadline
 
     def outcome(status: str, offsets: np.ndarray | None = None) -> SearchOutcome:
         return SearchOutcome(status, offsets, totals["nodes"], totals["backtracks"], totals["runs"],
@@ -533,7 +533,7 @@ def next_probe(progress: Progress, step: int, ceiling: int, nodes_left: int | No
     highest = min(progress.best_peak - step, ceiling)
     if progress.bound > highest:
         return highest, "closed"
-    if time.perf_counter() >= progress.request.deadline or (nodes_left is not None and nodes_left <= 0):
+    if work_clock() >= progress.request.deadline or (nodes_left is not None and nodes_left <= 0):
         return highest, "out"
     return highest, None
 
@@ -578,7 +578,7 @@ def canonical_bisection(progress: Progress, options: MiniMallocOptions = MiniMal
         if stop is not None:
             ran_out = stop == "out"
             break
-        now = time.perf_counter()
+        now = work_clock()
         if data is None:
             data = PreparedProblem(free)
             continue  # read the clock again: preparing a large problem takes time
@@ -595,7 +595,7 @@ def canonical_bisection(progress: Progress, options: MiniMallocOptions = MiniMal
         progress.stats["backtracks"] += outcome.backtracks
         if nodes_left is not None:
             nodes_left -= outcome.sequential_nodes
-        progress.probes.append((target, outcome.status, time.perf_counter() - now))
+        progress.probes.append((target, outcome.status, work_clock() - now))
         if outcome.status == "solved":
             assert outcome.offsets is not None
             placement = Solution(dict(zip(free.ids, outcome.offsets.tolist(), strict=True)))

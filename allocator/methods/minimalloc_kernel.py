@@ -270,7 +270,7 @@ def run_search(instance: SearchInstance, preorder: Preorder, switches: SearchSwi
     """Run the depth-first search over canonical partial solutions once.
 
     ``capacity`` is in bytes (at most ``MAX_VALUE``); the search stops after ``node_limit``
-    nodes (NODE_LIMIT), when ``time.perf_counter()`` passes ``deadline`` (TIME_LIMIT; a
+    nodes (NODE_LIMIT), when ``work_clock()`` passes ``deadline`` (TIME_LIMIT; a
     negative deadline means none), or when another thread sets ``stop[0]`` (a one-element
     int64 array) to non-zero (CANCELLED). The compiled search releases the GIL. Ctrl-C
     raises KeyboardInterrupt at the kernel's next reading of the clock.
@@ -643,8 +643,8 @@ def _rerank(members, begin, end, preorder, buffers, placement, sections, rank_tr
     pre = np.empty(g, np.int64)
     old = np.empty(g, np.int64)
     klo = sections.free.shape[0]
-    khi = 0
-    span = 0
+    khi = np.int64(0)  # np.int64, not 0: a literal 0 would compile _max_tree and _tree_worthwhile twice
+    span = np.int64(0)
     for x in range(g):
         j = members[begin + x]
         span += buffers.last_section[j] - buffers.first_section[j]
@@ -1140,7 +1140,7 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
     Returns ``(status, offsets, nodes, backtracks, splits, table_hits)``; ``status`` is SOLVED,
     EXHAUSTED (the whole space was searched: infeasible), NODE_LIMIT, TIME_LIMIT or CANCELLED
     (another thread set ``stop[0]``, a one-element int64 array, to non-zero). ``deadline`` is a
-    ``time.perf_counter()`` value, or a negative number for none. ``switches.table_bits > 0``
+    ``work_clock()`` value, or a negative number for none. ``switches.table_bits > 0``
     turns on the failed-state ``table`` (see the module docstring).
 
     The search is a state machine over the frame stack: _OPEN a node on a group, _NEXT
@@ -1170,7 +1170,7 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
     section_top, position_top, rank_top, placed_top, bounds_top = (np.int64(0), np.int64(0), np.int64(0),
                                                                    np.int64(0), np.int64(0))
     members_top = n
-    depth = 0
+    depth = np.int64(0)
     nodes, backtracks, splits, hits = 0, 0, 0, 0
     state = _OPEN
     g_begin, g_end, omax, imax = np.int64(0), n, np.int64(0), np.int64(-1)

@@ -359,7 +359,7 @@ def place(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, alignments: n
     Parameters are flat int64 arrays indexed by buffer, as ``Problem.arrays()`` gives them;
     ``order`` lists buffer indices (fixed ones in it are skipped, missing free ones stay
     unplaced). ``best_fit`` chooses the smallest gap that holds the buffer instead of the
-    lowest; ``deadline`` is a ``time.perf_counter()`` value (``None``: no limit).
+    lowest; ``deadline`` is a ``work_clock()`` value (``None``: no limit).
 
     >>> starts, ends = np.array([0, 1, 2]), np.array([2, 3, 4])
     >>> sizes, ones = np.array([4, 4, 4]), np.ones(3, np.int64)

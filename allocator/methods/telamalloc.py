@@ -56,12 +56,12 @@ the paper's Fig. 14 (max size, max area, max lifetime, lowest position).
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from allocator.core.kernel_clock import work_clock
 from allocator.core.problem import InvalidProblemError, MinimizeResult, Problem, Solution, Status
 from allocator.core.progress import Progress, peak_granularity
 from allocator.core.registry import METHODS, MethodOutput, MinimizeRequest, fallback_heuristic, starting_heuristics
@@ -157,7 +157,7 @@ def kernel_switches(options: TelaMallocOptions, step_limit: int | None = None,
     """The compiled search's record of ``options``: every switch by name, typed as numba expects.
 
     ``step_limit`` overrides ``options.step_limit`` (the descent's probes use smaller budgets);
-    ``deadline`` is a ``time.perf_counter()`` value or None. Compulsory parts only count with
+    ``deadline`` is a ``work_clock()`` value or None. Compulsory parts only count with
     propagation (they are found by it); the section check only runs when ``options.energy``.
     Every field gets a fixed Python type (int, bool, float), so one compiled signature serves
     every call.
@@ -217,7 +217,7 @@ def contention_phases(problem: Problem, capacity: int, step: float = 0.05, cross
 
     ``cross`` is ``sweep(problem)`` when the caller has it. Each threshold costs O(n + sections)
     (the members of the runs are grouped by one sort); with a ``deadline``
-    (``time.perf_counter()``) the clock is read between thresholds and None is returned once
+    (``work_clock()``) the clock is read between thresholds and None is returned once
     it has passed.
 
     >>> from allocator.core.problem import Buffer
@@ -244,7 +244,7 @@ def contention_phases(problem: Problem, capacity: int, step: float = 0.05, cross
     phases: list[np.ndarray] = []
     rounds = math.ceil(1 / step)
     for k in range(rounds + 1):
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and work_clock() > deadline:
             return None
         threshold = max(capacity * (1 - k * step), 0.0) if k < rounds else 0.0
         hot = totals >= threshold
@@ -406,7 +406,7 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
                       mode: int = kernel.MODE_DEFAULT, threshold: float = 0.0) -> TelaMallocOutcome:
     """Run the search for a placement of ``problem`` within ``capacity`` bytes.
 
-    ``deadline`` (a ``time.perf_counter()`` value) bounds the whole call: the compiled search
+    ``deadline`` (a ``work_clock()`` value) bounds the whole call: the compiled search
     reads the clock every 16 steps (every step when a buffer has over 2,000 neighbours), the
     grouping into contention phases between thresholds, and the neighbour lists every 2**20
     pairs (they are not even started when their estimated cost, ``SECONDS_PER_PAIR`` a pair,
@@ -426,7 +426,7 @@ def telamalloc_search(problem: Problem, capacity: int, options: TelaMallocOption
         return TelaMallocOutcome("failed", None, f"{data.pairs:,} time-overlapping pairs exceed the "
                                  f"search's limit of {MAX_NEIGHBOUR_ENTRIES // 2:,}")
     if deadline is not None and not data.has_neighbour_lists():
-        left = deadline - time.perf_counter()
+        left = deadline - work_clock()
         if data.pairs * SECONDS_PER_PAIR > max(left, 0.0):
             return TelaMallocOutcome("timeout", None, f"ran out of time: building the time-overlap lists of "
                                      f"{data.pairs:,} pairs takes about {data.pairs * SECONDS_PER_PAIR:.2f} s, "
@@ -510,7 +510,7 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
     first heuristic's included, as soon as it exists (``descent_minimize`` reports them, so
     that Ctrl-C keeps the best so far); ``offsets`` are int64 per buffer, not yet validated.
     """
-    began = time.perf_counter()
+    began = work_clock()
     free = problem.with_capacity(None)
     best: np.ndarray | None = None
     best_peak = -1
@@ -518,7 +518,7 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
     start_deadline = None if deadline is None else began + (deadline - began) / 3
     load = lower_bound(free)
     for name in starting_heuristics():
-        if start_deadline is not None and time.perf_counter() >= start_deadline:
+        if start_deadline is not None and work_clock() >= start_deadline:
             break  # keep the time for the search
         if best is not None and best_peak <= load:
             break  # optimal: no later heuristic can place lower (as Progress.run_heuristics stops)
@@ -544,9 +544,9 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
             on_improve(best, best_peak)
     step = peak_granularity(problem)
     proven = -(-load // step) * step
-    history = [(time.perf_counter() - began, best_peak)]
+    history = [(work_clock() - began, best_peak)]
     stats: dict[str, float] = {"steps": 0, "probes": 0, "rounds": 0}
-    left = None if deadline is None else deadline - time.perf_counter()
+    left = None if deadline is None else deadline - work_clock()
     # the neighbour lists cannot be interrupted: only build them when they take at most half
     # the time left (iopddl/S_1: 43 million pairs, ~1.1 s)
     data = _Prepared(free) if best_peak > proven else None
@@ -559,7 +559,7 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
         stats["rounds"] += 1
         low = proven
         while low <= best_peak - step:
-            if deadline is not None and time.perf_counter() >= deadline:
+            if deadline is not None and work_clock() >= deadline:
                 timed_out = True
                 break
             target = (low + best_peak - step) // (2 * step) * step
@@ -574,7 +574,7 @@ def telamalloc_minimize(problem: Problem, deadline: float | None, options: TelaM
                 assert outcome.offsets is not None
                 best = outcome.offsets
                 best_peak = int((best + sizes).max())
-                history.append((time.perf_counter() - began, best_peak))
+                history.append((work_clock() - began, best_peak))
                 if on_improve is not None:
                     on_improve(best, best_peak)
             elif outcome.status == "infeasible":
@@ -627,7 +627,7 @@ def descent_minimize(problem: Problem, request: MinimizeRequest, options: TelaMa
     free = progress.free
     placed = Solution(dict(zip(free.ids, descent.offsets.tolist(), strict=True)))
     check(free, placed)
-    seconds = time.perf_counter() - request.began
+    seconds = work_clock() - request.began
     optimal = descent.peak <= descent.bound
     return MinimizeResult(request.method, placed, descent.peak, descent.bound, optimal, seconds,
                           not optimal and descent.timed_out,

@@ -108,7 +108,7 @@ class Switches(NamedTuple):
     stuck_limit: int  #: backtracks in a choice's subtree before it is abandoned (0: never)
     explain_depth: int  #: how deep the reasons of compulsory parts are traced
     step_limit: int  #: placements tried before giving up (>= 0)
-    deadline: float  #: ``time.perf_counter()`` value to stop at; negative: no time limit
+    deadline: float  #: ``work_clock()`` value to stop at; negative: no time limit
     mode: int = MODE_DEFAULT  #: one of ``MODE_*``: how a major backtrack picks its target
     threshold: float = 0.0  #: ``MODE_LEARNED``: the model's best score must exceed this
 
@@ -253,7 +253,7 @@ def neighbours(starts, ends, deadline):  # pragma: no cover - compiled
     """Time-overlap lists in CSR form: ``idx[ptr[i]:ptr[i + 1]]`` are the buffers overlapping i.
 
     Buffers are visited in start order; every later-starting buffer that starts before i ends
-    overlaps it, so building costs O(n log n + pairs). ``deadline`` (a ``time.perf_counter()``
+    overlaps it, so building costs O(n log n + pairs). ``deadline`` (a ``work_clock()``
     value; negative: none) is checked every 2**20 pairs; past it, ``complete`` is False and the
     lists are empty. Returns ``(ptr, idx, complete)``.
     """

@@ -50,9 +50,9 @@ from __future__ import annotations
 
 import copy
 import math
-import time
 from collections.abc import Callable
 
+from allocator.core.kernel_clock import work_clock
 from allocator.core.problem import InvalidProblemError, MinimizeResult, Problem
 from allocator.core.progress import Progress
 from allocator.core.registry import METHODS, MinimizeRequest, check_problem, fallback_heuristic, method_entry, solve
@@ -133,7 +133,7 @@ def minimize(problem: Problem, method: str = "minimalloc", timeout: float = 10.0
     entry = METHODS[method]
     if options is not None:
         options = entry.record(options)  # the method's own record, its fields' types checked
-    began = time.perf_counter()
+    began = work_clock()
     request = MinimizeRequest(method, float(timeout), began, began + timeout, options, float(load_share), node_limit,
                               on_improve)
     routine = entry.anytime
@@ -163,7 +163,7 @@ def _run_once(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
             interim.keep(insurance)
             interim.reason = f"{method} still running; the placement is {fallback}'s, made first as insurance"
             interim.improved()
-    solved = solve(progress.free, method, timeout=max(request.deadline - time.perf_counter(), 1e-3),
+    solved = solve(progress.free, method, timeout=max(request.deadline - work_clock(), 1e-3),
                    options=request.options)
     progress.keep(solved)
     if "bound" in solved.stats:
@@ -179,4 +179,4 @@ def _run_once(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
             progress.reason += f"; the insurance, {fallback} in half the time: {insurance.reason}"
         return progress.result(True)
     progress.improved()
-    return progress.result(progress.ran_out or time.perf_counter() - request.began >= timeout * 0.99)
+    return progress.result(progress.ran_out or work_clock() - request.began >= timeout * 0.99)

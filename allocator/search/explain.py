@@ -41,13 +41,13 @@ set is still proven infeasible, but its minimality is then not proven for that b
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
+from allocator.core.kernel_clock import work_clock
 from allocator.core.options import NoOptions
 from allocator.core.problem import BufferId, InvalidProblemError, Problem, Solution
 from allocator.core.sections import sweep_arrays
@@ -168,7 +168,7 @@ def explain_infeasible(problem: Problem, timeout: float | None = None, node_limi
     >>> e.ids, e.minimal_proven, e.reason
     (('a', 'b'), True, 'live together at step 1 they need 9 B, more than the capacity 8 B')
     """
-    began = time.perf_counter()
+    began = work_clock()
     if problem.capacity is None:
         raise InvalidProblemError("explain_infeasible needs a problem with a capacity: without one every problem "
                                   "has a placement")
@@ -187,14 +187,14 @@ def explain_infeasible(problem: Problem, timeout: float | None = None, node_limi
             return Explanation(search.subset(np.zeros(0, np.int64)), False, False, (), "unproven",
                                f"infeasibility not proven: the exact search ran out of nodes or time ({search.probes} "
                                f"probes, {search.nodes:,} nodes)", search.probes, search.nodes,
-                               time.perf_counter() - began)
+                               work_clock() - began)
         core, needed = found, set()
     # groups only pay where most buffers can go: in the LOAD case nearly all are needed
     core, unproven = search.deletion_filter(core, needed, groups=options.groups and overloaded is None)
     subset = search.subset(core)
     cause, reason = _why(subset)
     return Explanation(subset, True, not unproven, tuple(problem.ids[i] for i in sorted(unproven)), cause, reason,
-                       search.probes, search.nodes, time.perf_counter() - began)
+                       search.probes, search.nodes, work_clock() - began)
 
 
 # --- the LOAD case ---------------------------------------------------------------------------
@@ -275,7 +275,7 @@ class _Search:
                                    self.capacity)
 
     def time_left(self) -> float | None:
-        return None if self.deadline is None else self.deadline - time.perf_counter()
+        return None if self.deadline is None else self.deadline - work_clock()
 
     def out_of_time(self) -> bool:
         left = self.time_left()
@@ -298,7 +298,7 @@ class _Search:
         if left is not None and left <= 0:
             return "unknown"
         share = self.options.probe_time_share if share is None else share
-        deadline = None if left is None else time.perf_counter() + share * left
+        deadline = None if left is None else work_clock() + share * left
         outcome = canonical_search(sub, self.capacity, self.options.search, deadline,
                                    node_limit=self.node_limit or 0)
         self.nodes += outcome.nodes

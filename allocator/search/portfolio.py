@@ -45,8 +45,7 @@ only one or two finish, so the one with the lowest peak on most large traces goe
 
 from __future__ import annotations
 
-import time
-
+from allocator.core.kernel_clock import work_clock
 from allocator.core.problem import MinimizeResult, Problem, Solution
 from allocator.core.progress import Progress
 from allocator.core.registry import (
@@ -69,7 +68,7 @@ def auto_minimize(problem: Problem, request: MinimizeRequest) -> MinimizeResult:
     first = minimize_stages()
     progress = Progress(problem, request)
     progress.run_heuristics(first, request.deadline)
-    now = time.perf_counter()
+    now = work_clock()
     progress.run_heuristics([name for name in starting_heuristics() if name not in first],
                             now + (request.deadline - now) / 3)
     options = request.options_or_defaults(MiniMallocOptions)

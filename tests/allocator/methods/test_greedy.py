@@ -1,7 +1,6 @@
 """The greedy methods: validated placements, their documented orders, capacity verdicts, determinism."""
 
 import random
-import time
 
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ from allocator import (
     solve,
     validate,
 )
+from allocator.core.kernel_clock import work_clock
 from allocator.core.options import NoOptions
 from allocator.core.problem import MAX_VALUE
 from allocator.methods.greedy import wide_product
@@ -195,7 +195,7 @@ def test_each_greedy_method_places_exactly_like_its_plain_definition(problem, me
 @pytest.mark.parametrize("method", GREEDY)
 def test_a_passed_deadline_gives_timeout_without_a_placement(method):
     p = Problem([Buffer("a", 0, 2, 4), Buffer("pinned", 1, 3, 4, offset=0), Buffer("b", 2, 5, 4)])
-    out = METHODS[method].function(p, time.perf_counter() - 1, NoOptions())
+    out = METHODS[method].function(p, work_clock() - 1, NoOptions())
     assert out.status == "timeout" and out.offsets is None
     assert out.reason == f"{method} placed 1 of 3 buffers before the deadline"  # the pinned one
 

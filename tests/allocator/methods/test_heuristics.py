@@ -1,6 +1,5 @@
 """The production heuristics of allocator.methods.heuristics: valid placements, their documented orders, verdicts."""
 
-import time
 
 import numpy as np
 import pytest
@@ -8,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from allocator import METHODS, Buffer, Problem, lower_bound, read_csv, solve, validate
+from allocator.core.kernel_clock import work_clock
 from allocator.core.problem import MAX_VALUE
 from allocator.core.registry import starting_heuristics
 from allocator.methods.heuristics import breadth_visit_rank, conflict_counts, product_limbs
@@ -189,11 +189,11 @@ def test_hill_climb_refuses_a_negative_iteration_count():
 def test_a_passed_deadline_gives_timeout_without_a_placement(method):
     # hill-climb too: the deadline passes before its first (greedy-by-size) placement is complete
     entry = METHODS[method]
-    out = entry.function(FRAGMENTED.with_capacity(8), time.perf_counter() - 1, entry.options())
+    out = entry.function(FRAGMENTED.with_capacity(8), work_clock() - 1, entry.options())
     assert out.status == "timeout" and out.offsets is None
     assert out.reason == f"{method} placed 0 of 5 buffers before the deadline"
     pinned = Problem([Buffer("p", 0, 2, 4, offset=0), Buffer("x", 1, 3, 4)])
-    assert entry.function(pinned, time.perf_counter() - 1, entry.options()).reason == (
+    assert entry.function(pinned, work_clock() - 1, entry.options()).reason == (
         f"{method} placed 1 of 2 buffers before the deadline")
 
 

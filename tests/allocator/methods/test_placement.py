@@ -1,7 +1,6 @@
 """The shared placement kernel: the same offsets as a plain scan over every placed buffer, work in
 proportion to the overlapping pairs, the deadline, and arithmetic near the int64 limit."""
 
-import time
 
 import numpy as np
 from hypothesis import given
@@ -9,6 +8,7 @@ from hypothesis import strategies as st
 
 from allocator import Buffer, Problem, Solution, validate
 from allocator.core.generators import generate
+from allocator.core.kernel_clock import work_clock
 from allocator.core.sections import compress_times, range_max, sweep_arrays
 from allocator.methods.heuristics import conflict_counts
 from allocator.methods.placement import Placement, greedy_method, place, verdict
@@ -150,7 +150,7 @@ def test_a_passed_deadline_stops_the_kernel_before_any_free_buffer():
     starts, ends, sizes, aligns, _ = problem.arrays()
     fixed = np.full(len(starts), -1, np.int64)
     fixed[0] = 0  # a pinned buffer is placed whatever the clock says
-    result = place(starts, ends, sizes, aligns, fixed, np.arange(len(starts)), deadline=time.perf_counter() - 1)
+    result = place(starts, ends, sizes, aligns, fixed, np.arange(len(starts)), deadline=work_clock() - 1)
     assert result.stop == "deadline" and not result.complete
     assert result.placed == 1 and (result.offsets[1:] == -1).all()
     out = verdict(problem, result, sizes, "some-method")

@@ -4,7 +4,6 @@ No test here reads the clock: budgets are steps, and the time limit is tested wi
 that has already passed (the tests at the end of this file).
 """
 
-import time
 from dataclasses import replace
 
 import numpy as np
@@ -13,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allocator import Buffer, InvalidProblemError, Problem, lower_bound, minimize, read_csv, solve, validate
+from allocator.core.kernel_clock import work_clock
 from allocator.core.problem import Solution
 from allocator.core.registry import starting_heuristics
 from allocator.methods.telamalloc import (
@@ -129,7 +129,7 @@ def test_neighbour_lists_match_brute_force():
 def test_neighbour_lists_stop_at_a_passed_deadline():
     # 1,500 buffers all live together: 1,124,250 pairs, past the 2**20 pairs between clock readings
     starts, ends = np.zeros(1500, np.int64), np.ones(1500, np.int64)
-    ptr, idx, complete = neighbours(starts, ends, time.perf_counter() - 1.0)
+    ptr, idx, complete = neighbours(starts, ends, work_clock() - 1.0)
     assert not complete and len(idx) == 0
     ptr, idx, complete = neighbours(starts, ends, -1.0)
     assert complete and len(idx) == 1500 * 1499
@@ -210,7 +210,7 @@ PAPER_EXAMPLE = [Buffer("b1", 0, 3, 4), Buffer("b2", 3, 9, 4), Buffer("b3", 0, 9
 def test_a_passed_deadline_stops_the_compiled_search_before_its_first_step():
     # no two buffers overlap in time and no phases: nothing to prepare, so the kernel reads the clock
     problem = Problem([Buffer(f"b{i}", i, i + 1, 4) for i in range(5)], capacity=4)
-    out = telamalloc_search(problem, 4, TelaMallocOptions(phases=False), deadline=time.perf_counter() - 1.0)
+    out = telamalloc_search(problem, 4, TelaMallocOptions(phases=False), deadline=work_clock() - 1.0)
     assert out.status == "timeout" and out.offsets is None
     assert "ran out of time" in out.reason
     assert out.stats["steps"] == 0
@@ -218,15 +218,15 @@ def test_a_passed_deadline_stops_the_compiled_search_before_its_first_step():
 
 def test_a_passed_deadline_stops_the_grouping_into_phases():
     problem = Problem([Buffer(f"b{i}", i, i + 1, 4) for i in range(5)], capacity=4)
-    assert contention_phases(problem, 4, deadline=time.perf_counter() - 1.0) is None
+    assert contention_phases(problem, 4, deadline=work_clock() - 1.0) is None
     assert contention_phases(problem, 4) is not None
-    out = telamalloc_search(problem, 4, deadline=time.perf_counter() - 1.0)
+    out = telamalloc_search(problem, 4, deadline=work_clock() - 1.0)
     assert out.status == "timeout" and "ran out of time while grouping" in out.reason
 
 
 def test_a_passed_deadline_skips_building_the_neighbour_lists():
     problem = Problem(PAPER_EXAMPLE, capacity=12)
-    out = telamalloc_search(problem, 12, deadline=time.perf_counter() - 1.0)
+    out = telamalloc_search(problem, 12, deadline=work_clock() - 1.0)
     assert out.status == "timeout" and "ran out of time" in out.reason and "time-overlap lists" in out.reason
 
 
@@ -241,7 +241,7 @@ def test_the_descent_out_of_time_returns_no_placement_and_says_so():
     """Once the time is up neither a starting heuristic nor the fallback runs past it: a time
     limit is a limit, so the result has no placement and a reason, not an overrun."""
     problem = Problem(PAPER_EXAMPLE + [Buffer("b6", 2, 5, 3), Buffer("b7", 4, 12, 5)])
-    result = telamalloc_minimize(problem, time.perf_counter() - 1.0)
+    result = telamalloc_minimize(problem, work_clock() - 1.0)
     assert result.offsets is None and result.timed_out and result.reason.startswith("no placement in time")
     assert result.stats["steps"] == 0 and result.stats["probes"] == 0
     assert result.bound == lower_bound(problem)

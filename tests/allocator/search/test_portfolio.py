@@ -5,7 +5,6 @@ generous and never bind. Each instance's premise (which heuristic fits) is check
 the heuristics, so a change in a heuristic shows up as a failed premise, not a wrong stage.
 """
 
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 
 from allocator import METHODS, Buffer, InvalidProblemError, Problem, lower_bound, minimize, solve, validate
 from allocator.core.generators import generate
+from allocator.core.kernel_clock import work_clock
 from allocator.core.registry import fit_stages, minimize_stages
 from allocator.methods.minimalloc import MiniMallocOptions
 from allocator.search.portfolio import auto_minimize
@@ -130,7 +130,7 @@ def test_without_a_capacity_the_lowest_heuristic_peak_is_returned():
 
 def test_a_deadline_already_passed_gives_no_placement_and_says_why():
     problem = Problem(ONLY_EXACT_FITS, capacity=10)
-    out = METHODS["auto"].function(problem, time.perf_counter() - 1, MiniMallocOptions())
+    out = METHODS["auto"].function(problem, work_clock() - 1, MiniMallocOptions())
     assert out.status == "timeout" and out.offsets is None and out.stats["stage"] == -1
     assert "no heuristic placed the buffers in time" in out.reason
 
