@@ -1,6 +1,8 @@
-"""Byte counts as people write and read them: ``parse_bytes("8MiB")``, ``format_bytes(3 * 2**20)``,
-and the unit of a byte axis. One module for every command and picture (the hardware configs,
-the summary, the report's and the sweep's plots), importing nothing heavy.
+"""Quantities as people write and read them: byte counts (``parse_bytes("8MiB")``,
+``format_bytes(3 * 2**20)``, the unit of a byte axis), bandwidths, times and frequencies
+(``format_bandwidth``, ``format_seconds``, ``format_hertz``). One module for every command and
+picture (the hardware configs, the summary, the report's and the sweep's plots and pages, the
+sweep's progress), importing nothing heavy.
 """
 
 from __future__ import annotations
@@ -85,6 +87,55 @@ def format_bytes(n: float) -> str:
         if abs(n) >= scale:
             return f"{n // scale:.0f} {unit}" if n % scale == 0 else f"{n / scale:.2f} {unit}"
     return f"{int(n)} B"
+
+
+def _decimal(value: float, unit: str, prefixes: tuple[tuple[str, float], ...]) -> str:
+    """``value`` in ``unit`` with the largest decimal prefix it reaches, in 3 significant digits;
+    a value that rounds up to 1000 of one prefix is written in the next (``1 GB/s``, not ``1e+03 MB/s``)."""
+    for prefix, scale in prefixes:
+        if abs(value) >= scale * 0.9995:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+_PREFIXES = (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
+
+
+def format_bandwidth(bytes_per_s: float) -> str:
+    """A bandwidth in decimal units, as bandwidths are quoted (64 GB/s is 64e9 B/s), in 3
+    significant digits.
+
+    >>> format_bandwidth(25.6e9), format_bandwidth(4e9), format_bandwidth(512e6), format_bandwidth(999.9e6)
+    ('25.6 GB/s', '4 GB/s', '512 MB/s', '1 GB/s')
+    >>> format_bandwidth(100)
+    '100 B/s'
+    """
+    return _decimal(float(bytes_per_s), "B/s", _PREFIXES)
+
+
+def format_hertz(hz: float) -> str:
+    """A frequency in decimal units, 3 significant digits.
+
+    >>> format_hertz(1.066e9), format_hertz(940e6)
+    ('1.07 GHz', '940 MHz')
+    """
+    return _decimal(float(hz), "Hz", _PREFIXES)
+
+
+def format_seconds(seconds: float) -> str:
+    """A duration in s, ms, us or ns, 3 significant digits (whole seconds from 1,000 s up).
+
+    >>> format_seconds(16.136), format_seconds(0.0552), format_seconds(6.3583e-06), format_seconds(4e-9)
+    ('16.1 s', '55.2 ms', '6.36 us', '4 ns')
+    >>> format_seconds(0), format_seconds(3600.4)
+    ('0 s', '3,600 s')
+    """
+    s = float(seconds)
+    if abs(s) >= 999.5:
+        return f"{s:,.0f} s"
+    if s == 0:
+        return "0 s"
+    return _decimal(s, "s", (("", 1.0), ("m", 1e-3), ("u", 1e-6), ("n", 1e-9)))
 
 
 def byte_axis_unit(largest: float) -> tuple[str, float]:

@@ -34,7 +34,8 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
                             "generation of an llm.* decoder (decode=16: 16 steps after a prompt of prefill tokens, "
                             "512 by default; results.csv adds ttft_s, tpot_s, tokens_per_s); repeat for more keys: "
                             "the grid is their product")
-    sweep.add_argument("--out", required=True, help="results folder: results.csv, points/HASH.json, plots; "
+    sweep.add_argument("--out", required=True, help="results folder: results.csv, index.html (the table, whose "
+                                                    "rows open points/HASH.html), points/HASH.json, plots; "
                                                     "re-running the command there resumes")
     sweep.add_argument("--executor", choices=("local", "dask"), default="local",
                        help="local worker processes (default) or Dask distributed")
@@ -110,6 +111,7 @@ def handle(args: argparse.Namespace) -> int:
           f"not ok (their status says why); {outcome.traced} graphs traced, the rest from the trace cache; "
           f"{outcome.seconds:.1f} s")
     print(f"results: {out / 'results.csv'} (one report per point in {out / 'points'})")
+    print(f"page: {out / 'index.html'} (each row opens its point's page)")
     if outcome.plots:
         print(f"plots: {', '.join(str(p) for p in outcome.plots)}")
     return 0

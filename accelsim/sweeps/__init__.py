@@ -41,9 +41,15 @@ Decisions (recorded here and in the README):
   results never mix.
 * **Results** are appended to ``DIR/results.csv`` as each point finishes (flushed, so Ctrl-C
   loses no finished point), and the full ``report.json`` of each point goes to
-  ``DIR/points/HASH.json``. When the sweep ends, ``results.csv`` is rewritten in grid order.
+  ``DIR/points/HASH.json``, with a light page ``DIR/points/HASH.html`` (its settings, status
+  and figures). When the sweep ends, ``results.csv`` is rewritten in grid order and
+  ``DIR/index.html`` shows the table, each row opening its point's page (``index_html``).
   A failing point (below M_R, allocator failed, timeout) is a row whose ``status`` is the
   one-line reason; it never stops the others.
+* **Raw numbers in the file, human units on screen**: ``results.csv`` keeps the numbers as
+  they are, for machines; ``index.html``, the point pages and the progress lines write them in
+  human units (``format_cell``: ``256 KiB``, ``25.6 GB/s``, ``1.86 mJ``) and a status as one
+  short word (``status_word``) where the full reason would not fit.
 * **Budgets** are work, as in ``accelsim run``, so a point gives the same row on any worker
   and machine; its ``deterministic`` column is False when a wall-clock safety net among the
   base options (``timeout``, ``time_limit``) ended one of its searches.
@@ -82,8 +88,9 @@ Decisions (recorded here and in the README):
   which; the other points go on, and a re-run runs it again.
 
 The modules: ``grid`` (keys, values, points, hashes), ``executors`` (``run_point``, the local
-and Dask executors, dead workers), ``results`` (``results.csv`` and ``points/``), ``run`` (the
-checks, ``run_sweep`` / ``sweep``, progress) and ``plots`` (the figures).
+and Dask executors, dead workers), ``results`` (``results.csv`` and ``points/``, how a column
+reads), ``run`` (the checks, ``run_sweep`` / ``sweep``, progress), ``plots`` (the figures) and
+``index_html`` (``index.html`` and the point pages).
 """
 
 from accelsim.sweeps.executors import (

@@ -15,6 +15,7 @@ from typing import Any
 
 from accelsim.hw import HardwareConfig, apply_overrides, load_hw, parse_value, schema_fields
 from accelsim.sources import is_saved_graph, model_label, model_labels
+from accelsim.sweeps.results import format_setting
 from accelsim.units import format_bytes, parse_bytes
 from scheduler.registry import DEFAULT_SCHEDULER, ONLINE_ARENA, scheduler_entry
 
@@ -272,9 +273,15 @@ class Point:
         return {k: v for k, v in self.settings if k in RUN_KEYS}
 
     def label(self) -> str:
+        """The model and the grid values as ``KEY=VALUE``, as the grid spells them (error messages)."""
         parts = [f"{k}={format_bytes(v) if k in ('sram', 'sram_bytes_per_pe') and isinstance(v, int) else v}"
                  for k, v in self.settings]
         return " ".join([self.model_name, *parts])
+
+    def describe(self) -> str:
+        """The model and the grid values in human units, as progress lines print them:
+        ``resnet18, sram 256 KiB, dram_bandwidth 25.6 GB/s`` (``format_setting``)."""
+        return ", ".join([self.model_name, *(format_setting(k, v) for k, v in self.settings)])
 
 
 def grid_points(models: Sequence[str], grid: Mapping[str, Sequence[Any]]) -> list[Point]:

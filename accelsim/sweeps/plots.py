@@ -68,7 +68,8 @@ import numpy as np
 import numpy.typing as npt
 
 from accelsim.outputs import replaced
-from accelsim.units import byte_axis_unit, format_bytes
+from accelsim.sweeps.results import quantity
+from accelsim.units import byte_axis_unit, format_bandwidth, format_bytes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -138,13 +139,9 @@ def _order(value: Any) -> tuple[int, float, str]:
 
 
 def _unit_kind(key: str) -> str:
-    """``bytes``, ``bytes/s`` or ``number``, read from the key's last dotted part."""
-    name = key.rsplit(".", 1)[-1]
-    if name.endswith("_bytes_per_s"):
-        return "bytes/s"
-    if name in ("sram", "alignment") or name.endswith(("_bytes", "_bytes_per_pe")):
-        return "bytes"
-    return "number"
+    """``bytes``, ``bytes/s`` or ``number``: the axis units of a key (``results.quantity``)."""
+    kind = quantity(key)
+    return kind if kind in ("bytes", "bytes/s") else "number"
 
 
 def _compact(value: float, digits: int = 3) -> str:
@@ -237,11 +234,8 @@ def _format_value(key: str, value: Any) -> str:
     kind = _unit_kind(key)
     if kind == "bytes":
         return format_bytes(float(value))
-    if kind == "bytes/s":  # bandwidths are quoted in decimal units (64 GB/s is 64e9 B/s)
-        for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-            if abs(value) >= scale:
-                return f"{value / scale:.3g} {prefix}B/s"
-        return f"{value:.3g} B/s"
+    if kind == "bytes/s":
+        return format_bandwidth(float(value))
     return _compact(float(value))
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from accelsim.errors import one_line
+from accelsim.report import format_joules
+from accelsim.units import format_bandwidth, format_bytes, format_hertz, format_seconds
 
 #: the longest status a row of ``results.csv`` holds (a longer reason is cut, ending in "...")
 STATUS_CHARS = 300
@@ -35,6 +37,137 @@ def result_columns(keys: Sequence[str]) -> list[str]:
     if "decode" not in keys:
         return ["model", "hw", *keys, *METRICS]
     return ["model", "hw", *keys, *METRICS[:-2], *GENERATION_METRICS, *METRICS[-2:]]
+
+
+# --------------------------------------------------------------------------------------------
+# how a column reads (index.html, the point pages, progress); results.csv keeps the raw numbers
+
+
+def quantity(name: str) -> str:
+    """What a column of ``results.csv`` or a grid key holds, read from its name (its last dotted
+    part): ``bytes`` (``sram``, ``alignment``, ``..._bytes``, ``..._bytes_per_pe``), ``bytes/s``
+    (``..._bytes_per_s``), ``bytes/cycle``, ``hz`` (``..._hz``), ``seconds`` (``seconds``,
+    ``..._s`` but ``..._per_s``), ``joules`` (``..._j``), ``cycles`` (``cycles``, ``..._cycles``),
+    ``fraction`` (``utilization``) or ``number``.
+
+    >>> [quantity(n) for n in ("sram", "dram_bandwidth_bytes_per_s", "energy_j", "wall_s", "tokens_per_s")]
+    ['bytes', 'bytes/s', 'joules', 'seconds', 'number']
+    """
+    last = name.rsplit(".", 1)[-1]
+    if last.endswith("_bytes_per_s"):
+        return "bytes/s"
+    if last.endswith("_bytes_per_cycle"):
+        return "bytes/cycle"
+    if last in ("sram", "alignment") or last.endswith(("_bytes", "_bytes_per_pe")):
+        return "bytes"
+    if last.endswith("_hz"):
+        return "hz"
+    if last == "seconds" or (last.endswith("_s") and not last.endswith("_per_s")):
+        return "seconds"
+    if last.endswith("_j"):
+        return "joules"
+    if last == "cycles" or last.endswith("_cycles"):
+        return "cycles"
+    if last == "utilization":
+        return "fraction"
+    return "number"
+
+
+def format_cell(name: str, value: Any) -> str:
+    """``value`` of column or grid key ``name`` as a person reads it (``quantity`` says the unit):
+    ``131072`` bytes as ``128 KiB``, ``25.6e9`` B/s as ``25.6 GB/s``, ``0.001859`` J as
+    ``1.86 mJ``, seconds in s, ms or us, cycles and counts with thousands separators, a fraction
+    in percent; text as it is, a missing value (None, NaN) as ``""``.
+
+    >>> format_cell("sram", 131072), format_cell("dram_bandwidth_bytes_per_s", 25600000000.0)
+    ('128 KiB', '25.6 GB/s')
+    >>> format_cell("energy_j", 0.001859), format_cell("seconds", 6.36e-06), format_cell("cycles", 1603033.0)
+    ('1.86 mJ', '6.36 us', '1,603,033')
+    >>> format_cell("utilization", 0.6234), format_cell("budget", "MR"), format_cell("cycles", float("nan"))
+    ('62.3 %', 'MR', '')
+    >>> format_cell("utilization", 0.00278), format_cell("tokens_per_s", 12345.67), format_cell("compute.rows", 64)
+    ('0.278 %', '12,346', '64')
+    """
+    if value is None:
+        return ""
+    if hasattr(value, "item") and not isinstance(value, str):  # numpy scalars
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if not math.isfinite(value):
+        return "" if math.isnan(value) else str(value)
+    kind = quantity(name)
+    whole = float(value).is_integer()
+    if kind == "bytes" and whole:
+        return format_bytes(int(value))
+    if kind in _SHOWN:
+        return str(_SHOWN[kind](value))
+    if whole:
+        return f"{int(value):,}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+#: how each kind of quantity (``quantity``) but bytes and plain numbers reads
+_SHOWN: dict[str, Any] = {
+    "bytes/s": format_bandwidth, "hz": format_hertz, "seconds": format_seconds, "joules": format_joules,
+    "bytes/cycle": lambda v: f"{v:,.4g} B/cycle", "fraction": lambda v: f"{100 * v:.3g} %",
+}
+
+
+def readable_name(name: str) -> str:
+    """A column or grid key's name without the unit its formatted value shows
+    (``dram_bandwidth_bytes_per_s`` -> ``dram_bandwidth``): progress lines write ``NAME VALUE``.
+
+    >>> readable_name("dram_bandwidth_bytes_per_s"), readable_name("sram_bytes_per_pe"), readable_name("sram")
+    ('dram_bandwidth', 'sram_per_pe', 'sram')
+    """
+    for unit in ("_bytes_per_s", "_bytes_per_cycle", "_hz", "_bytes"):
+        if unit in name and quantity(name) != "number":
+            return name.replace(unit, "", 1)
+    return name
+
+
+def format_setting(key: str, value: Any) -> str:
+    """A grid key and its value as progress lines and the point pages write them.
+
+    >>> format_setting("dram_bandwidth_bytes_per_s", 25.6e9), format_setting("scheduler", "min-peak")
+    ('dram_bandwidth 25.6 GB/s', 'scheduler min-peak')
+    """
+    return f"{readable_name(key)} {format_cell(key, value)}"
+
+
+#: the short word of a point's status (``status_word``): the first whose pattern the status
+#: matches; a status that matches none is ``failed``
+STATUS_WORDS = (
+    ("ok", re.compile(r"ok")),
+    ("worker died", re.compile(r"worker died\b.*", re.S)),
+    ("below M_R", re.compile(r".*\bis below M_R\b.*", re.S)),
+    ("too small", re.compile(r".*\bmore than the whole budget\b.*", re.S)),
+    ("timeout", re.compile(r".*(: timeout\b|\btimed out\b|\btime limit\b).*", re.S)),
+    ("check failed", re.compile(r"memory check failed\b.*", re.S)),
+    ("alloc failed", re.compile(r"allocator .* could not place .*", re.S)),
+    ("invalid", re.compile(r"placement by .* is invalid\b.*", re.S)),
+)
+
+
+def status_word(status: Any) -> str:
+    """A point's status (``ok`` or the one-line reason it failed) as one short word for a
+    narrow column: ``ok``, ``worker died``, ``below M_R``, ``too small`` (one tensor exceeds the
+    budget), ``timeout``, ``check failed`` (the simulator's memory check), ``alloc failed``,
+    ``invalid`` (a placement the validator refused) or ``failed``. The full reason stays in the
+    row; the page shows it on hover and on the point's page.
+
+    >>> status_word("ok"), status_word("capacity 512 bytes is below M_R = 1088 bytes: operator 'op4' needs ...")
+    ('ok', 'below M_R')
+    >>> status_word("allocator 'exact' could not place the 9 residencies of the schedule in 4096 bytes: timeout: ...")
+    'timeout'
+    >>> status_word(""), status_word("tracing failed: no module named x")
+    ('', 'failed')
+    """
+    text = "" if status is None else str(status)
+    if not text:
+        return ""
+    return next((word for word, pattern in STATUS_WORDS if pattern.fullmatch(text)), "failed")
 
 
 def read_results(path: Path, keys: Sequence[str]) -> list[dict[str, str]]:

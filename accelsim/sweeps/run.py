@@ -31,6 +31,7 @@ from accelsim.sweeps.grid import (
     grid_points,
     parse_grid,
 )
+from accelsim.sweeps.index_html import write_index, write_point_page, write_point_pages
 from accelsim.sweeps.results import (
     SWEEP_FILES,
     check_results_folder,
@@ -303,7 +304,8 @@ def run_sweep(
             out.mkdir(parents=True, exist_ok=True)
             (out / "points").mkdir(exist_ok=True)
         bar = Progress(len(tasks), enabled=progress)
-        labels = {t.hash: t.point.label() for t in tasks}
+        labels = {t.hash: t.point.describe() for t in tasks}
+        sources = {t.hash: t.point.model for t in tasks}
         handle = None
         try:
             if results_csv is not None:
@@ -311,8 +313,10 @@ def run_sweep(
             stream = dask.run(tasks) if dask is not None else run_local(tasks, plan.workers)
             for row, report in stream:
                 ran += 1
-                if out is not None and report is not None:
-                    write_json(out / "points" / f"{row['hash']}.json", report)
+                if out is not None:
+                    if report is not None:
+                        write_json(out / "points" / f"{row['hash']}.json", report)
+                    write_point_page(out, row, keys, report, plan.base, sources[row["hash"]])
                 if handle is not None:
                     writer.writerow(row)
                     handle.flush()
@@ -341,8 +345,8 @@ def run_sweep(
 
         written = plot_sweep(table, keys, out)
     if out is not None:
-        from accelsim.sweeps.index_html import write_index
-
+        # the points of an earlier run, when it wrote no pages
+        write_point_pages(out, table, plan.base, {h: p.model for h, p in zip(plan.hashes, plan.points, strict=True)})
         over = ", ".join(keys) or "models"
         write_index(table, written, out, title=f"accelsim sweep: {len(table)} points over {over}")
     failed = int((table["status"] != "ok").sum()) if len(table) else 0
