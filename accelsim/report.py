@@ -33,16 +33,30 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from accelsim.html_report import KIND_COLOURS
-from accelsim.svg import FONT_SIZE, SMALL_FONT, Chart, LabelPlacer, LegendEntry, pixel_line, text_element, text_width
+from accelsim.html_report import KIND_COLOURS, MAPPING_COLOURS, SPREAD_GAP, not_on_roofline, on_roofline, scope_note
+from accelsim.svg import (
+    FONT_SIZE,
+    SMALL_FONT,
+    Chart,
+    LabelPlacer,
+    LegendEntry,
+    circle_element,
+    pixel_line,
+    short_label,
+    spread_points,
+    text_element,
+    text_width,
+)
 from accelsim.units import byte_axis_top, byte_axis_unit, format_bytes
 
 if TYPE_CHECKING:
     from accelsim.results import SimReport
+    from accelsim.sim import OpRecord
 
 _PID = 1
 _COMPUTE_TID = 1
@@ -56,12 +70,17 @@ _COMPUTE_TID = 1
 TRACER_NAMES = {"fx": "torch.fx", "export": "torch.export"}
 
 
-def _table(rows: list[tuple[str, str, str]]) -> str:
+#: a summary row: label, value, note
+SummaryRow = tuple[str, str, str]
+
+
+def _table(rows: Sequence[SummaryRow], trailing: Sequence[SummaryRow] = ()) -> str:
+    """The rows in aligned columns; ``trailing`` rows (a path of any length) follow in the same label
+    column but take no part in the widths, so that no column moves with them."""
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = []
-    for label, value, note in rows:
-        line = f"  {label:<{widths[0]}}  {value:<{widths[1]}}  {note}"
-        lines.append(line.rstrip())
+    widths[0] = max([widths[0], *(len(r[0]) for r in trailing)])
+    lines = [f"  {label:<{widths[0]}}  {value:<{widths[1]}}  {note}".rstrip() for label, value, note in rows]
+    lines += [f"  {label:<{widths[0]}}  {value}  {note}".rstrip() for label, value, note in trailing]
     return "\n".join(lines)
 
 
@@ -69,27 +88,41 @@ def _percent(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f} %" if whole else "-"
 
 
-def format_summary(report: SimReport) -> str:
-    """A plain-text table of the run's key numbers (aligned columns, no colour)."""
+def summary_title(report: SimReport) -> str:
+    """The summary's first line: ``accelsim: resnet50 on pixel6 (int8)``, with the narrowed dtypes."""
+    r = report
+    narrowed = "".join(f"; {what} {dtype}" for what, dtype in
+                       (("weights", r.precision.get("weights")), ("KV cache", r.precision.get("kv_cache"))) if dtype)
+    return f"accelsim: {r.model} on {r.hw} ({r.dtype}{narrowed})"
+
+
+def summary_rows(report: SimReport) -> list[SummaryRow]:
+    """The rows of the run's summary (``format_summary``; report.html shows them as a table). Every
+    byte figure says its scope: the capacity's (per PE on a target that splits tensors over its PEs)
+    or the chip total (DRAM traffic, the graph's tensors). "utilization" is the whole run's, stalls
+    included; report.html's operator table calls each operator's own figure mapping efficiency."""
     r = report
     traffic = r.dram_read_bytes + r.dram_write_bytes
+    scope = r.capacity_scope
     rows = [
         ("scheduler", r.scheduler, _solver_note(r)),
         ("allocator", r.allocator, ""),
-        ("capacity", format_bytes(r.capacity_bytes), f"{r.capacity_bytes:,} B {r.capacity_scope}"),
+        ("capacity", format_bytes(r.capacity_bytes), f"{r.capacity_bytes:,} B {scope}"),
         ("M_R (min capacity)", format_bytes(r.min_capacity_bytes),
-         f"{r.min_capacity_bytes:,} B, set by {r.min_capacity_op}"),
+         f"{r.min_capacity_bytes:,} B {scope}, set by {r.min_capacity_op}"),
         ("tiled operators", f"{len(r.tiled_operators)}", ", ".join(r.tiled_operators[:4])
          + (" ..." if len(r.tiled_operators) > 4 else "")),
-        ("peak address", format_bytes(r.peak_bytes), f"{_percent(r.peak_bytes, r.capacity_bytes)} of capacity"),
-        ("peak live bytes", format_bytes(r.peak_live_bytes), ""),
+        ("peak address", format_bytes(r.peak_bytes),
+         f"{scope}, {_percent(r.peak_bytes, r.capacity_bytes)} of capacity"),
+        ("peak live bytes", format_bytes(r.peak_live_bytes), scope),
         ("operators", f"{r.n_ops:,}", f"{r.macs:,} MACs"),
         ("residencies", f"{r.n_residencies:,}", f"{r.spills:,} spills, {r.retrieves:,} retrieves"),
         ("cycles", f"{r.cycles:,}", _floor_note(r)),
         ("time", _seconds(r.seconds),
          f"at {r.clock_hz / 1e6:g} MHz; compute busy {_percent(r.compute_cycles, r.cycles)}, "
          f"DMA busy {_percent(r.dma_cycles, r.cycles)}"),
-        ("utilization", f"{100 * r.utilization:.1f} %", f"of {r.peak_macs_per_cycle:,} MACs per cycle"),
+        ("utilization", f"{100 * r.utilization:.1f} %",
+         f"of {r.peak_macs_per_cycle:,} MACs per cycle over the whole run, stalls included"),
         ("stalls", f"{sum(r.stall_cycles.values()):,} cycles",
          f"DMA wait {r.stall_cycles.get('dma_wait', 0):,} (bandwidth {r.dma_wait_split.get('bandwidth', 0):,}, "
          f"late loads {r.dma_wait_split.get('late', 0):,}), "
@@ -98,12 +131,12 @@ def format_summary(report: SimReport) -> str:
          f"compute {format_joules(r.energy.get('compute', 0.0))}, SRAM {format_joules(r.energy.get('sram', 0.0))}, "
          f"DRAM {format_joules(r.energy.get('dram', 0.0))}"),
         ("DRAM read", format_bytes(r.dram_read_bytes), f"{r.dram_read_bytes:,} B (chip total)"),
-        ("DRAM write", format_bytes(r.dram_write_bytes), f"{r.dram_write_bytes:,} B"),
+        ("DRAM write", format_bytes(r.dram_write_bytes), f"{r.dram_write_bytes:,} B (chip total)"),
         ("compulsory", format_bytes(r.compulsory_bytes),
-         f"weights {format_bytes(r.weight_bytes)}, inputs {format_bytes(r.input_bytes)}, "
+         f"chip total: weights {format_bytes(r.weight_bytes)}, inputs {format_bytes(r.input_bytes)}, "
          f"outputs {format_bytes(r.output_bytes)}"),
         ("non-compulsory", format_bytes(r.noncompulsory_bytes),
-         f"{_percent(r.noncompulsory_bytes, traffic)} of traffic"),
+         f"chip total, {_percent(r.noncompulsory_bytes, traffic)} of traffic"),
         *([("host operators", f"{len(r.host_ops)}",
             f"{', '.join(dict.fromkeys(h['kind'] for h in r.host_ops))}: "
             f"{format_bytes(r.to_host_bytes)} to the host, {format_bytes(r.from_host_bytes)} back "
@@ -117,12 +150,15 @@ def format_summary(report: SimReport) -> str:
     ]
     if r.tracer is not None:  # a graph built by hand was traced by nothing
         rows.insert(0, ("traced by", TRACER_NAMES.get(r.tracer, r.tracer), ""))
-    if r.out_dir:
-        rows.append(("report", r.out_dir, ""))
-    narrowed = "".join(f"; {what} {dtype}" for what, dtype in
-                       (("weights", r.precision.get("weights")), ("KV cache", r.precision.get("kv_cache"))) if dtype)
-    title = f"accelsim: {r.model} on {r.hw} ({r.dtype}{narrowed})"
-    return title + "\n" + _table(rows)
+    return rows
+
+
+def format_summary(report: SimReport) -> str:
+    """A plain-text table of the run's key numbers (aligned columns, no colour): ``summary_title``,
+    then ``summary_rows`` and the report folder. The folder's path is written after the table's
+    columns are set, so that a long ``--out`` moves no column."""
+    trailing = [("report", report.out_dir, "")] if report.out_dir else []
+    return summary_title(report) + "\n" + _table(summary_rows(report), trailing)
 
 
 def _floor_note(r: SimReport) -> str:
@@ -199,9 +235,10 @@ def chrome_trace(report: SimReport) -> dict[str, Any]:
             "ts": us(o.start_cycle), "dur": round(us(o.end_cycle) - us(o.start_cycle), 3),
             "args": {"step": o.step, "op": o.op, "macs": o.macs, "cycles": o.end_cycle - o.start_cycle,
                      "compute_cycles": o.compute_cycles, "ideal_cycles": o.ideal_cycles,
-                     "utilization": round(o.utilization, 4), "mapping": o.mapping,
+                     # an operator's own MACs / (compute cycles x peak): report.html's mapping efficiency
+                     "mapping_efficiency": round(o.utilization, 4), "mapping": o.mapping,
                      "dma_wait_cycles": o.dma_stall_cycles, "sram_stall_cycles": o.sram_stall_cycles,
-                     "energy_j": o.energy.get("total", 0.0)},
+                     "dram_bytes": o.dram_read_bytes + o.dram_write_bytes, "energy_j": o.energy.get("total", 0.0)},
         })
     for t in report.sim.transfers:
         events.append({
@@ -274,29 +311,22 @@ def _capacity_marks(chart: Chart, report: SimReport, axis: _ByteAxis, placer: La
     """The peak as a dotted line and label; the capacity as a dashed red line and label when in view,
     else a note at the top of the plot saying how far above it is."""
     peak, cap = report.peak_bytes, report.capacity_bytes
+    scope = scope_note(report.capacity_scope)
     share = f"{_percent(peak, cap)} of capacity"
     y_peak = chart.y(peak / axis.scale)
     marks = [chart.hline(peak / axis.scale, colour=_PEAK_COLOUR, width=1.0, dash="2,3")]
-    marks.append(placer.place(f"peak {format_bytes(peak)} ({share})", [
+    marks.append(placer.place(f"peak {format_bytes(peak)}{scope}, {share}", [
         (chart.right - 4, y_peak - 4, "end"), (chart.right - 4, y_peak + 12, "end")], colour=_PEAK_COLOUR) or "")
     if axis.capacity_in_view:
         y_cap = chart.y(cap / axis.scale)
         marks.append(chart.hline(cap / axis.scale, colour="red"))
-        marks.append(placer.place(f"capacity {format_bytes(cap)}", [
+        marks.append(placer.place(f"capacity {format_bytes(cap)}{scope}", [
             (chart.left + 4, y_cap - 4, "start"), (chart.left + 4, y_cap + 12, "start")], colour="red") or "")
     else:
-        note = f"capacity {format_bytes(cap)} is above this axis: the peak uses {_percent(peak, cap)} of it"
+        note = f"capacity {format_bytes(cap)}{scope} is above this axis: the peak uses {_percent(peak, cap)} of it"
         marks.append(placer.place(note, [(chart.left + 6, chart.top + 14, "start")], colour="red", size=FONT_SIZE)
                      or text_element(chart.left + 6, chart.top + 14, note, colour="red", size=FONT_SIZE, halo=True))
     return [m for m in marks if m]
-
-
-def _short(name: str, most: int = 36) -> str:
-    """``name``, cut in the middle when longer than ``most`` characters."""
-    if len(name) <= most:
-        return name
-    keep = (most - 3) // 2
-    return name[:keep] + "..." + name[len(name) - (most - 3 - keep):]
 
 
 def _tensor_labels(chart: Chart, report: SimReport, scale: float, placer: LabelPlacer) -> list[str]:
@@ -314,7 +344,7 @@ def _tensor_labels(chart: Chart, report: SimReport, scale: float, placer: LabelP
         offset = report.offsets[r.id]
         left, right = chart.x(r.start), chart.x(r.end)
         top, bottom = chart.y((offset + r.size) / scale), chart.y(offset / scale)
-        text, centre, middle = _short(r.tensor), (left + right) / 2, (top + bottom) / 2
+        text, centre, middle = short_label(r.tensor), (left + right) / 2, (top + bottom) / 2
         width = text_width(text, SMALL_FONT)
         candidates = []
         if width + 6 <= right - left and bottom - top >= SMALL_FONT + 3:
@@ -349,13 +379,15 @@ def plot_layout(report: SimReport, path: str | Path) -> None:
     retrieved = {t.residency for t in sched.transfers if t.kind == "retrieve"}
     axis = _byte_axis(report)
     scale = axis.scale
+    scope = scope_note(report.capacity_scope)
     kinds = []
     for r in sched.residencies:
         kinds.append("retrieved" if r.id in retrieved else tensors[r.tensor]["kind"])
     present = set(kinds)
     chart = Chart(
-        title=f"{report.model} on {report.hw}: {len(sched.residencies)} residencies placed by {report.allocator}",
-        x_label="step (operator in schedule order)", y_label=f"address ({axis.unit}, {report.capacity_scope})",
+        title=f"{report.model} on {report.hw}: {len(sched.residencies)} residencies placed by {report.allocator}; "
+              f"addresses{scope}",
+        x_label="step (operator in schedule order)", y_label=f"address in {axis.unit}{scope}",
         x_range=(0, max(report.n_ops, 1)), y_range=(0, axis.top / scale),
         legend=[LegendEntry(k, c) for k, c in KIND_COLOURS.items() if k in present] + _capacity_legend(axis),
     )
@@ -366,7 +398,7 @@ def plot_layout(report: SimReport, path: str | Path) -> None:
         boxes.append(chart.rect(
             r.start, r.end, offset / scale, (offset + r.size) / scale, fill=KIND_COLOURS[kind], stroke=stroke,
             stroke_width=0.3, opacity=0.85,
-            tooltip=f"{r.id} ({kind}): steps {r.start}-{r.end}, offset {offset:,} B, {r.size:,} B"))
+            tooltip=f"{r.id} ({kind}): steps {r.start}-{r.end}, offset {offset:,} B, {r.size:,} B{scope}"))
     chart.group("data", "residencies", boxes)
     placer = LabelPlacer(chart.plot_box())
     chart.group("overlay", "capacity", _capacity_marks(chart, report, axis, placer))
@@ -386,7 +418,7 @@ def plot_memory(report: SimReport, path: str | Path) -> None:
     end = max(report.seconds * t_scale, 1e-9)
     chart = Chart(
         title=f"{report.model} on {report.hw}: scratchpad use over time",
-        x_label=f"simulated time ({t_unit})", y_label=f"{axis.unit} ({report.capacity_scope})",
+        x_label=f"simulated time ({t_unit})", y_label=f"bytes in {axis.unit}{scope_note(report.capacity_scope)}",
         x_range=(0, end), y_range=(0, axis.top / scale), height=420,
         legend=[LegendEntry("bytes allocated", "#4c72b0"), LegendEntry("highest address in use", "#8172b3", "line"),
                 *_capacity_legend(axis)],
@@ -398,17 +430,13 @@ def plot_memory(report: SimReport, path: str | Path) -> None:
     Path(path).write_text(chart.to_svg(), encoding="utf-8")
 
 
-_MAPPING_COLOURS = {"systolic-ws": "#4c72b0", "systolic-os": "#55a868", "lanes": "#dd8452", "ideal": "#8172b3",
-                    "ideal (no GEMM shape)": "#937860"}
-
-
 @dataclass(frozen=True)
 class _OpPoint:
     """One operator on the roofline: where its stalls put it and where it would be without them."""
 
     name: str
     mapping: str
-    intensity: float  #: MACs per byte streamed to and from the scratchpad
+    intensity: float  #: MACs per byte streamed to and from the scratchpad (chip)
     achieved: float  #: MACs per cycle over its cycles with its stalls (DMA wait before it, SRAM streaming)
     stall_free: float  #: MACs per cycle over its compute cycles only
     cycles: float  #: its cycles with its stalls
@@ -431,39 +459,41 @@ class _OpPoint:
                 f"SRAM bandwidth {self.sram_stall:,.0f}")
 
 
-def _roofline_points(report: SimReport) -> list[_OpPoint]:
-    """The operators with MACs, cycles and streamed bytes, in schedule order."""
+def _roofline_points(report: SimReport) -> tuple[list[_OpPoint], list[OpRecord]]:
+    """The operators with MACs, cycles and streamed bytes, in schedule order; and the others, which
+    have no place on the roofline (no MACs: no intensity in MACs per byte)."""
     assert report.sim is not None
-    points = []
+    points, others = [], []
     for o in report.sim.ops:
         duration = o.end_cycle - o.start_cycle
-        if o.macs <= 0 or duration <= 0 or o.sram_bytes <= 0:
+        if not on_roofline(o):
+            others.append(o)
             continue
         cycles = duration + o.dma_stall_cycles
         compute = o.compute_cycles if o.compute_cycles > 0 else duration
         points.append(_OpPoint(o.name, o.mapping, o.macs / o.sram_bytes, o.macs / cycles, o.macs / compute,
                                cycles, compute, o.dma_stall_cycles, o.sram_stall_cycles))
-    return points
+    return points, others
 
 
-def _stall_marks(chart: Chart, points: list[_OpPoint], placer: LabelPlacer) -> tuple[list[str], list[str], list[str]]:
+def _stall_marks(chart: Chart, points: list[_OpPoint], at: list[tuple[float, float]],
+                 placer: LabelPlacer) -> tuple[list[str], list[str], list[str]]:
     """For each stalled operator a thin vertical segment from its stall-free point (a ring) down to its
-    achieved point; labels naming the operators that lose the most cycles to stalls."""
+    achieved point ``at`` (pixels, spread); labels naming the operators that lose the most cycles to
+    stalls (``short_label``: their numbers stay)."""
     segments, rings, labels = [], [], []
-    for p in points:
+    for p, (px, py) in zip(points, at, strict=True):
+        top = chart.y(p.stall_free) + py - chart.y(p.achieved)  # the ring moves with its dot
+        placer.taken.append((px - 4, min(top, py) - 4, px + 4, py + 4))  # labels keep clear of them
         if not p.stalled:
             continue
-        colour = _MAPPING_COLOURS.get(p.mapping, "#333333")
-        segments.append(chart.line(p.intensity, p.stall_free, p.intensity, p.achieved, colour=colour, width=0.8))
-        rings.append(chart.circle(p.intensity, p.stall_free, colour=colour, radius=2.5, hollow=True,
-                                  tooltip=p.tooltip()))
-    for p in points:  # labels keep clear of the dots, rings and segments
-        px, top, bottom = chart.x(p.intensity), chart.y(p.stall_free), chart.y(p.achieved)
-        placer.taken.append((px - 4, top - 4, px + 4, bottom + 4))
-    worst = sorted((p for p in points if p.stalled), key=lambda p: (-p.stalls, p.name))[:_STALL_LABELS]
-    for p in worst:
-        px, py = chart.x(p.intensity), chart.y(p.achieved)
-        text = f"{_short(p.name, 28)} ({p.stalls:,.0f} stall cycles)"
+        colour = MAPPING_COLOURS.get(p.mapping, "#333333")
+        segments.append(pixel_line(px, top, px, py, colour=colour, width=0.8))
+        rings.append(circle_element(px, top, colour=colour, radius=2.5, hollow=True, tooltip=p.tooltip()))
+    ranked = sorted(range(len(points)), key=lambda i: (-points[i].stalls, points[i].name))
+    for i in [i for i in ranked if points[i].stalled][:_STALL_LABELS]:
+        p, (px, py) = points[i], at[i]
+        text = f"{short_label(p.name, 32)} ({p.stalls:,.0f} stall cycles)"
         candidates = [(px + side * dx, py + 3.5 + dy, "start" if side > 0 else "end")
                       for dx in (8, 30, 60, 100) for dy in (0, 14, -14, 28, -28, 42, -42, 56, -56)
                       for side in (1, -1)]
@@ -477,6 +507,26 @@ def _stall_marks(chart: Chart, points: list[_OpPoint], placer: LabelPlacer) -> t
     return segments, rings, labels
 
 
+def _roofline_legend(report: SimReport, points: list[_OpPoint], spread: bool) -> list[LegendEntry]:
+    hw = report.hardware
+    assert hw is not None
+    by_mapping: dict[str, int] = {}
+    for p in points:
+        by_mapping[p.mapping] = by_mapping.get(p.mapping, 0) + 1
+    legend = [LegendEntry(f"roof: {hw.peak_macs_per_cycle:,} MACs/cycle, scratchpad {hw.sram_bytes_per_cycle_total:,} "
+                          "B/cycle (chip)", "black", "line"),
+              LegendEntry(f"DRAM {hw.dram_bytes_per_cycle:,.1f} B/cycle (chip; operands from DRAM)", "red", "dash")]
+    legend += [LegendEntry(f"{mapping} ({n} operators): achieved, stalls included",
+                           MAPPING_COLOURS.get(mapping, "#333333"), "dot") for mapping, n in sorted(by_mapping.items())]
+    if any(p.stalled for p in points):
+        legend += [LegendEntry("stall-free: MACs / compute cycles only", "#555555", "ring"),
+                   LegendEntry("line from ring down to dot: rate lost to stalls", "#555555", "drop")]
+    if spread:
+        legend.append(LegendEntry("operators at the same point: spread around it, a thin line to it", "#555555",
+                                  "spread"))
+    return legend
+
+
 def plot_roofline(report: SimReport, path: str | Path) -> None:
     """roofline.svg: MACs per cycle against arithmetic intensity, with the ceilings (log axes).
 
@@ -484,37 +534,32 @@ def plot_roofline(report: SimReport, path: str | Path) -> None:
     stalls: the DMA wait before it and the SRAM streaming beyond its compute); an operator that
     stalled also has a ring at its stall-free rate (MACs over its compute cycles), joined to
     the dot by a thin vertical segment, the rate its stalls cost. Tooltips give both rates and
-    the stall cycles by cause; the operators losing the most cycles to stalls are named. A
-    ceiling ``min(peak, bandwidth x intensity)`` is a straight line on log axes, so it is drawn
-    through its three corners.
+    the stall cycles by cause; the operators losing the most cycles to stalls are named. Dots
+    that would hide one another (the same layer repeated: a transformer's blocks) are spread
+    around their centre (``accelsim.svg.spread_points``), each with its own tooltip. Operators
+    without MACs have no intensity: a note names them by kind. A ceiling ``min(peak, bandwidth x
+    intensity)`` is a straight line on log axes, so it is drawn through its three corners.
     """
     assert report.sim is not None and report.hardware is not None, "the report has no simulation result"
     hw = report.hardware
-    points = _roofline_points(report)
-    by_mapping: dict[str, list[_OpPoint]] = {}
-    for p in points:
-        by_mapping.setdefault(p.mapping, []).append(p)
+    points, others = _roofline_points(report)
     peak = hw.peak_macs_per_cycle
     sram_bw, dram_bw = hw.sram_bytes_per_cycle_total, hw.dram_bytes_per_cycle
     low = min([p.intensity for p in points] + [peak / sram_bw / 10, 0.1]) / 2
     high = max([p.intensity for p in points] + [peak / dram_bw * 10]) * 2
     y_low = min([p.achieved for p in points] + [dram_bw * low, sram_bw * low, peak]) / 2
     y_high = max([p.stall_free for p in points] + [peak]) * 2
-    legend = [LegendEntry(f"roof: {peak:,} MACs/cycle, scratchpad {sram_bw:,} B/cycle", "black", "line"),
-              LegendEntry(f"DRAM {dram_bw:,.1f} B/cycle (operands from DRAM)", "red", "dash")]
-    legend += [LegendEntry(f"{mapping} ({len(group)} operators): achieved, stalls included",
-                           _MAPPING_COLOURS.get(mapping, "#333333"), "dot")
-               for mapping, group in sorted(by_mapping.items())]
-    if any(p.stalled for p in points):
-        legend += [LegendEntry("stall-free: MACs / compute cycles only", "#555555", "ring"),
-                   LegendEntry("line from ring down to dot: rate lost to stalls", "#555555", "drop")]
     stalled = sum(report.stall_cycles.values())
+    title = (f"{report.model} on {report.hw}: roofline (utilization {100 * report.utilization:.1f} % of peak, "
+             f"stalls {_percent(stalled, report.cycles)} of the cycles)")
+    scale = Chart(title=title, x_label="", y_label="", x_range=(low, high), y_range=(y_low, y_high), x_log=True,
+                  y_log=True, width=1000, height=600, legend_inside=True)  # pixels, before the legend is known
+    exact = [(scale.x(p.intensity), scale.y(p.achieved)) for p in points]
+    at = spread_points(exact, SPREAD_GAP)
     chart = Chart(
-        title=f"{report.model} on {report.hw}: roofline ({100 * report.utilization:.1f} % of peak overall; "
-              f"stalls {_percent(stalled, report.cycles)} of the cycles)",
-        x_label="arithmetic intensity (MACs per byte streamed to and from the scratchpad)",
-        y_label="MACs per cycle", x_range=(low, high), y_range=(y_low, y_high), x_log=True, y_log=True,
-        width=1000, height=600, legend=legend, legend_inside=True,
+        title=title, x_label="arithmetic intensity (MACs per byte streamed to and from the scratchpad, chip)",
+        y_label="MACs per cycle (chip)", x_range=(low, high), y_range=(y_low, y_high), x_log=True, y_log=True,
+        width=1000, height=600, legend=_roofline_legend(report, points, at != exact), legend_inside=True,
     )
     for bandwidth, colour, width, dash in ((sram_bw, "black", 1.4, None), (dram_bw, "red", 1.0, "6,4")):
         knee = peak / bandwidth
@@ -523,14 +568,23 @@ def plot_roofline(report: SimReport, path: str | Path) -> None:
                                          dash=dash))
     legend_box = chart.legend_box()
     placer = LabelPlacer(chart.plot_box(), [legend_box] if legend_box else [])
-    segments, rings, labels = _stall_marks(chart, points, placer)
+    segments, rings, labels = _stall_marks(chart, points, at, placer)
+    note = not_on_roofline([(o.op, o.end_cycle - o.start_cycle + o.dma_stall_cycles) for o in others], report.cycles)
+    corners = [(chart.left + 6, chart.top + 14, "start"), (chart.left + 6, chart.bottom - 8, "start"),
+               (chart.right - 6, chart.top + 14, "end")]
+    notes = [placer.place(note, corners, colour="#555555")
+             or text_element(*corners[0][:2], note, colour="#555555", halo=True)] if note else []
+    chart.group("data", "legs", [pixel_line(ex, ey, px, py, colour="#999999", width=0.6)  # spread: to where it is
+                                 for (ex, ey), (px, py) in zip(exact, at, strict=True) if (ex, ey) != (px, py)])
     chart.group("data", "stalls", segments)
     chart.group("data", "stall-free", rings)
-    for mapping, group in sorted(by_mapping.items()):
-        colour = _MAPPING_COLOURS.get(mapping, "#333333")
+    for mapping in sorted({p.mapping for p in points}):
+        colour = MAPPING_COLOURS.get(mapping, "#333333")
         chart.group("data", f"points-{mapping.replace(' ', '-').replace('(', '').replace(')', '')}", [
-            chart.circle(p.intensity, p.achieved, colour=colour, tooltip=p.tooltip()) for p in group])
+            circle_element(px, py, colour=colour, tooltip=p.tooltip())
+            for p, (px, py) in zip(points, at, strict=True) if p.mapping == mapping])
     chart.group("overlay", "stall-labels", labels)
+    chart.group("overlay", "not-drawn", notes)
     Path(path).write_text(chart.to_svg(), encoding="utf-8")
 
 
@@ -556,7 +610,7 @@ def write_report(report: SimReport, out_dir: str | Path, recorded_dir: str | Pat
     report.out_dir = str(recorded_dir if recorded_dir is not None else folder)
     from accelsim.html_report import write_html
 
-    write_html(report, paths["report.html"], format_summary(report))
+    write_html(report, paths["report.html"], format_summary(report), summary_rows(report))
     report.stage_seconds["report"] = time.perf_counter() - clock
     paths["report.json"].write_text(json.dumps(report.to_dict(), indent=1) + "\n")
     return paths

@@ -62,7 +62,8 @@ class SimReport:
     memory_check: str  #: "ok" or the memory violation
     #: per operator of the traced graph, in schedule order of its first part: name, op, start_cycle,
     #: end_cycle, macs, compute_cycles, ideal_cycles, utilization, stall_cycles {dma_wait, sram_bandwidth},
-    #: dma_wait_split {bandwidth, late}, sram_bytes, mapping, folds, energy {compute, sram, dram, total}
+    #: dma_wait_split {bandwidth, late}, sram_bytes, dram_bytes {read, write} (chip total, the
+    #: transfers of its step), mapping, folds, energy {compute, sram, dram, total}
     #: (joules), and tiles: the records of its tiles and concat when it was tiled (their sums are above)
     ops: list[dict[str, Any]]
     #: wall time of kernels (loading or, the first time, compiling the allocator kernels the run
@@ -204,7 +205,9 @@ def _op_record(o: OpRecord) -> dict[str, Any]:
             "utilization": o.utilization,
             "stall_cycles": {"dma_wait": int(o.dma_stall_cycles), "sram_bandwidth": int(o.sram_stall_cycles)},
             "dma_wait_split": {"bandwidth": int(o.dma_bandwidth_stall_cycles), "late": int(o.dma_late_stall_cycles)},
-            "sram_bytes": o.sram_bytes, "mapping": o.mapping, "folds": o.folds, "energy": o.energy, "tiles": []}
+            "sram_bytes": o.sram_bytes,
+            "dram_bytes": {"read": int(o.dram_read_bytes), "write": int(o.dram_write_bytes)},
+            "mapping": o.mapping, "folds": o.folds, "energy": o.energy, "tiles": []}
 
 
 def traced_operator_records(ops: list[OpRecord], tiled: list[str], peak_macs_per_cycle: int) -> list[dict[str, Any]]:
@@ -232,7 +235,7 @@ def traced_operator_records(ops: list[OpRecord], tiled: list[str], peak_macs_per
             record[key] = sum(p[key] for p in shown)
         record["utilization"] = (record["macs"] / (record["compute_cycles"] * peak_macs_per_cycle)
                                  if record["macs"] and record["compute_cycles"] else first["utilization"])
-        for key in ("stall_cycles", "dma_wait_split", "energy"):
+        for key in ("stall_cycles", "dma_wait_split", "dram_bytes", "energy"):
             record[key] = {k: sum(p[key][k] for p in shown) for k in first[key]}
         records.append(record)
     return records

@@ -9,7 +9,12 @@ A ``Chart`` is one plot area with a title, two labelled axes (linear or logarith
 at round numbers) and an optional legend to the right. Data elements are added in data
 coordinates and clipped to the plot area; ``to_svg`` returns the document. ``LabelPlacer``
 puts text labels where they overlap neither each other nor what the caller reserved (a
-greedy first fit over a few candidate positions per label).
+greedy first fit over a few candidate positions per label). ``short_label`` shortens a name
+for a label and keeps the part that tells it from its neighbours (the layer number);
+``spread_points`` moves points that would hide one another apart, so that each stays visible.
+
+A chart is as wide as its ``width`` and no wider than what shows it (``max-width: 100%`` with
+its ``viewBox``): a browser window narrower than the chart scales it down instead of cutting it.
 
 >>> chart = Chart(title="t", x_label="x", y_label="y", x_range=(0, 10), y_range=(1, 1000), y_log=True)
 >>> chart.add("data", chart.rect(1, 2, 10, 100, fill="#4c72b0"))
@@ -23,6 +28,7 @@ True
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html import escape  # (xml.sax.saxutils would import urllib.request, http and ssl)
@@ -116,6 +122,123 @@ def log_label(value: float) -> str:
     return f"{mantissa:g}e{exponent}"
 
 
+#: what separates the parts of an operator's or tensor's name (``layer4.0.conv2``, ``encoder_layer_11``)
+_NAME_SEPARATORS = re.compile(r"([._\-/:])")
+_ELLIPSIS = "\u2026"
+
+
+def short_label(name: str, most: int = 36) -> str:
+    """``name`` in at most ``most`` characters for a label, keeping what tells it apart from the
+    names around it: its first part, every part with a digit (the layer and block numbers) and its
+    last part. Parts are the pieces between ``.``, ``_``, ``-``, ``/`` and ``:``. The other parts go
+    first, from the left, then the next-to-last part, then the words just before a number; each run
+    of dropped parts shows as one ``…``. Still too long, the first part goes, then the numbered
+    parts from the left (the last numbered part stays); a name still too long keeps its end.
+
+    A middle cut (``encoder_laye...elf_attention``) would give every layer of a transformer the
+    same label; this keeps their numbers:
+
+    >>> short_label("encoder_layers_encoder_layer_11_self_attention", 32)
+    'encoder…layer_11_self_attention'
+    >>> short_label("encoder_layers_encoder_layer_11_self_attention", 26)
+    'encoder…layer_11…attention'
+    >>> short_label("features.denseblock4.denselayer16.conv2.weight", 30)
+    '…denselayer16.conv2.weight'
+    >>> short_label("layer4.0.conv2.weight")  # short enough: unchanged
+    'layer4.0.conv2.weight'
+    >>> short_label("averyveryverylongname", 10)
+    '…ylongname'
+    """
+    if len(name) <= most:
+        return name
+    pieces = _NAME_SEPARATORS.split(name)  # part, separator, part, ..., part
+    parts, separators = pieces[0::2], pieces[1::2]
+    last = len(parts) - 1
+    numbered = [i for i, p in enumerate(parts) if any(c.isdigit() for c in p)]
+    keep_longest = {0, last, *numbered}
+    before_numbers = {i - 1 for i in numbered if i > 0}
+    order = [i for i in range(1, last - 1) if i not in keep_longest and i not in before_numbers]
+    order += [last - 1] if last > 1 and last - 1 not in keep_longest else []
+    order += sorted(i for i in before_numbers if i not in keep_longest and i != last - 1)
+    order += ([0] if last > 0 else []) + [i for i in numbered if i not in (0, last)][:-1]
+    kept = [True] * len(parts)
+
+    def joined() -> str:
+        out, dropped = "", False
+        for i, part in enumerate(parts):
+            if not kept[i]:
+                dropped = True
+                continue
+            if out or dropped:
+                out += _ELLIPSIS if dropped else separators[i - 1]
+            out, dropped = out + part, False
+        return out + (_ELLIPSIS if dropped else "")
+
+    text = name
+    for i in order:
+        if len(text) <= most:
+            break
+        kept[i] = False
+        text = joined()
+    if len(text) > most:
+        text = _ELLIPSIS + text[len(text) - most + 1:]
+    return text
+
+
+def spread_points(points: Sequence[tuple[float, float]], gap: float = 7.0,
+                  near: float | None = None) -> list[tuple[float, float]]:
+    """``points`` (pixels) moved apart so that each stays visible and can be hovered, as a map
+    spreads the markers of one address: the points closer than ``near`` (default ``gap / 2``) to
+    one another (in chains) form a group, drawn around the group's centre in the order of their
+    ``(x, y)``: up to six on a ring whose neighbours are ``gap`` apart, more on a sunflower spiral
+    (point ``k`` at radius ``gap / 1.5 x sqrt(k + 0.5)`` and angle ``k`` x 137.5 degrees, whose
+    closest two points are 1.55 x ``gap / 1.5`` apart). A point alone stays where it is; a chart
+    joins each moved point to where it belongs with a thin line. report.html's roofline spreads
+    its points the same way.
+
+    >>> spread_points([(10.0, 10.0), (10.0, 10.0), (50.0, 50.0)], gap=6)
+    [(7.0, 10.0), (13.0, 10.0), (50.0, 50.0)]
+    """
+    near = gap / 2 if near is None else near
+    cell: dict[tuple[int, int], list[int]] = {}
+    for i, (x, y) in enumerate(points):
+        cell.setdefault((math.floor(x / near), math.floor(y / near)), []).append(i)
+    parent = list(range(len(points)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for (cx, cy), members in cell.items():
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                for j in cell.get((cx + dx, cy + dy), ()):
+                    for i in members:
+                        if i < j and math.dist(points[i], points[j]) < near:
+                            parent[root(i)] = root(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(points)):
+        groups.setdefault(root(i), []).append(i)
+    out = list(points)
+    golden = math.pi * (3 - math.sqrt(5))
+    for members in groups.values():
+        n = len(members)
+        if n == 1:
+            continue
+        members.sort(key=lambda i: (points[i], i))
+        mx = sum(points[i][0] for i in members) / n
+        my = sum(points[i][1] for i in members) / n
+        for k, i in enumerate(members):
+            if n <= 6:
+                radius, angle = gap / (2 * math.sin(math.pi / n)), math.pi + 2 * math.pi * k / n
+            else:
+                radius, angle = gap / 1.5 * math.sqrt(k + 0.5), k * golden
+            out[i] = (round(mx + radius * math.cos(angle), 6), round(my + radius * math.sin(angle), 6))
+    return out
+
+
 #: a rectangle in pixels: left, top, right, bottom
 Box = tuple[float, float, float, float]
 
@@ -153,6 +276,20 @@ def pixel_line(px0: float, py0: float, px1: float, py1: float, *, colour: str = 
     """A segment in pixels (a leader from a label to what it names)."""
     return (f'<line x1="{_num(px0)}" y1="{_num(py0)}" x2="{_num(px1)}" y2="{_num(py1)}" stroke="{colour}" '
             f'stroke-width="{_num(width)}"/>')
+
+
+def circle_element(px: float, py: float, *, colour: str, radius: float = 3.0, opacity: float = 0.75,
+                   tooltip: str | None = None, hollow: bool = False) -> str:
+    """A point at pixel ``(px, py)`` (``hollow``: a white disc ringed in ``colour``); ``tooltip`` becomes
+    its ``<title>``."""
+    attrs = f'cx="{_num(px)}" cy="{_num(py)}" r="{_num(radius)}" '
+    if hollow:
+        attrs += f'fill="white" stroke="{colour}" stroke-width="1.2"'
+    else:
+        attrs += f'fill="{colour}" fill-opacity="{_num(opacity)}"'
+    if tooltip is None:
+        return f"<circle {attrs}/>"
+    return f"<circle {attrs}><title>{escape(tooltip)}</title></circle>"
 
 
 def boxes_overlap(a: Box, b: Box, gap: float = 0.0) -> bool:
@@ -208,7 +345,8 @@ class LabelPlacer:
 @dataclass(frozen=True)
 class LegendEntry:
     """One legend line: a swatch in ``colour`` and its label. Swatches: ``"box"``, ``"line"``, ``"dash"``,
-    ``"dot"``, ``"ring"`` (a hollow dot) and ``"drop"`` (a ring above a dot, joined by a thin line)."""
+    ``"dot"``, ``"ring"`` (a hollow dot), ``"drop"`` (a ring above a dot, joined by a thin line) and
+    ``"spread"`` (three dots around a centre: points moved apart by ``spread_points``)."""
 
     label: str
     colour: str
@@ -329,14 +467,8 @@ class Chart:
     def circle(self, x: float, y: float, *, colour: str, radius: float = 3.0, opacity: float = 0.75,
                tooltip: str | None = None, hollow: bool = False) -> str:
         """A point (``hollow``: a white disc ringed in ``colour``); ``tooltip`` becomes its ``<title>``."""
-        attrs = f'cx="{_num(self.x(x))}" cy="{_num(self.y(y))}" r="{_num(radius)}" '
-        if hollow:
-            attrs += f'fill="white" stroke="{colour}" stroke-width="1.2"'
-        else:
-            attrs += f'fill="{colour}" fill-opacity="{_num(opacity)}"'
-        if tooltip is None:
-            return f"<circle {attrs}/>"
-        return f"<circle {attrs}><title>{escape(tooltip)}</title></circle>"
+        return circle_element(self.x(x), self.y(y), colour=colour, radius=radius, opacity=opacity, tooltip=tooltip,
+                              hollow=hollow)
 
     def label(self, x: float, y: float, text: str, *, colour: str = "black", size: float = SMALL_FONT,
               anchor: str = "start", dy: float = -3.0, halo: bool = False) -> str:
@@ -439,6 +571,9 @@ class Chart:
                            f'<circle cx="{_num(sx + 9)}" cy="{_num(cy - 4)}" r="2.5" fill="white" '
                            f'stroke="{entry.colour}" stroke-width="1.2"/>'
                            f'<circle cx="{_num(sx + 9)}" cy="{_num(cy + 4)}" r="2.5" fill="{entry.colour}"/>')
+            elif entry.kind == "spread":  # points spread apart around their centre (spread_points)
+                out.extend(f'<circle cx="{_num(sx + 9 + dx)}" cy="{_num(cy + dy)}" r="2.2" fill="{entry.colour}"/>'
+                           for dx, dy in ((-4.5, 2.5), (4.5, 2.5), (0, -4)))
             else:
                 dash = ' stroke-dasharray="5,3"' if entry.kind == "dash" else ""
                 out.append(f'<line x1="{_num(sx)}" y1="{_num(cy)}" x2="{_num(sx + 18)}" y2="{_num(cy)}" '
@@ -454,6 +589,7 @@ class Chart:
                 f'height="{_num(self.bottom - self.top)}"')
         parts = [
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+            'style="max-width:100%;height:auto" '
             f'font-family="DejaVu Sans, Arial, Helvetica, sans-serif" font-size="{FONT_SIZE}">',
             f"<title>{escape(self.title)}</title>",
             f'<defs><clipPath id="plot-area"><rect {plot}/></clipPath></defs>',

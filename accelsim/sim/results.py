@@ -5,7 +5,9 @@ compute energy is MACs x ``pj_per_mac`` (elements x ``pj_per_vector_element`` wi
 its SRAM energy is the bytes it streams (``OpCost.sram_bytes``) plus the bytes its transfers
 write into or read out of the scratchpad, x ``pj_per_sram_byte``; its DRAM energy is the DRAM
 bytes of its transfers x ``pj_per_dram_byte``. A transfer belongs to the operator of its step
-(a drain after the last operator to the last one). Totals are the sums over operators.
+(a drain after the last operator to the last one): for a load or retrieve, the step of the operator
+that needs it; for a store or spill, the step at whose boundary it is issued. The same transfers
+give each operator's ``dram_read_bytes`` and ``dram_write_bytes``. Totals are the sums over operators.
 
 **The floor** (``SimResult.floor_cycles``): no run of the same operators moving the same DRAM
 bytes on the same hardware can be faster, whatever its schedule's timing. It is the larger of
@@ -76,6 +78,8 @@ class OpRecord:
     energy: dict[str, float] = field(default_factory=dict)  #: joules: compute, sram, dram, total
     #: the part of ``dma_stall_cycles`` the DRAM bandwidth forced (module docstring); the rest is late loads
     dma_bandwidth_stall_cycles: float = 0.0
+    dram_read_bytes: int = 0  #: DRAM bytes of the loads and retrieves of its step (chip total; module docstring)
+    dram_write_bytes: int = 0  #: DRAM bytes of the stores and spills of its step (chip total)
 
     @property
     def stall_cycles(self) -> float:
@@ -156,14 +160,16 @@ def with_energy(
     graph: nx.DiGraph, ops: list[OpRecord], costs: Sequence[OpCost], transfers: Sequence[TransferRecord],
     energy: EnergyConfig,
 ) -> list[OpRecord]:
-    """The operator records with their energy (joules, module docstring); ``costs[i]`` is ``ops[i]``'s cost."""
+    """The operator records with their energy (joules) and the DRAM bytes of their transfers (module
+    docstring); ``costs[i]`` is ``ops[i]``'s cost."""
     if not ops:
         return ops
-    dram = [0] * len(ops)
+    read, written = [0] * len(ops), [0] * len(ops)
     for t in transfers:
-        dram[min(t.step, len(ops) - 1)] += t.chip_bytes
+        (read if t.to_chip else written)[min(t.step, len(ops) - 1)] += t.chip_bytes
     out = []
-    for op, cost, moved in zip(ops, costs, dram, strict=False):
+    for op, cost, loaded, stored in zip(ops, costs, read, written, strict=False):
+        moved = loaded + stored
         node = graph.nodes[op.name]
         if op.macs > 0:
             compute = op.macs * energy.pj_per_mac
@@ -173,7 +179,7 @@ def with_energy(
         dram_j = moved * energy.pj_per_dram_byte
         parts = {"compute": compute * PJ, "sram": sram * PJ, "dram": dram_j * PJ}
         parts["total"] = parts["compute"] + parts["sram"] + parts["dram"]
-        out.append(replace(op, energy=parts))
+        out.append(replace(op, energy=parts, dram_read_bytes=loaded, dram_write_bytes=stored))
     return out
 
 

@@ -11,7 +11,7 @@ import pytest
 from accelsim import compile_and_simulate
 from accelsim.cli import main
 from accelsim.report import PLOT_FILES
-from accelsim.svg import Chart, LegendEntry, linear_ticks, log_label, log_ticks
+from accelsim.svg import Chart, LegendEntry, linear_ticks, log_label, log_ticks, short_label, spread_points
 from frontend.graph import save_graph
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -207,7 +207,7 @@ def test_a_peak_far_below_the_capacity_fills_the_byte_axis_and_the_capacity_is_a
         top = y_axis_top_bytes(root)
         assert 0.5 * report.peak_bytes <= top <= 1.3 * report.peak_bytes, (name, top, report.peak_bytes)
         marks = texts(root, "capacity")
-        assert any(t.startswith("capacity 1 MiB is above this axis") for t in marks), marks
+        assert any(t.startswith("capacity 1 MiB (chip) is above this axis") for t in marks), marks
         assert any(t.startswith("peak ") for t in marks), marks
         assert not any(line.get("stroke") == "red" for line in root.iter(f"{SVG}line"))  # no capacity line
         legend = texts(root, "legend")
@@ -225,7 +225,7 @@ def test_a_capacity_near_the_peak_is_drawn_as_a_line_inside_the_axis(spilled):
         frame_top = min(float(line.get("y1")) for line in group(root, "grid").findall(f"{SVG}line")
                         if line.get("y1") == line.get("y2"))
         assert float(red[0].get("y1")) >= frame_top  # inside the plot area
-        assert "capacity 3 KiB" in texts(root, "capacity")
+        assert "capacity 3 KiB (chip)" in texts(root, "capacity")  # every byte figure says its scope
         assert "capacity" in texts(root, "legend")
 
 
@@ -269,3 +269,107 @@ def test_roofline_joins_each_stalled_operator_to_its_stall_free_point(spilled):
     assert "stall-free" in legend and "stalls" in legend
     worst = max(stalled, key=lambda o: (o.stall_cycles, o.name))
     assert any(t.startswith(f"{worst.name} (") for t in texts(root, "stall-labels"))
+
+
+# ------------------------------------------------------------------------------------------
+# labels that keep what tells names apart, points that do not hide one another, scope, width
+
+VIT_BLOCKS = [f"encoder_layers_encoder_layer_{i}_self_attention" for i in range(12)]
+
+
+@pytest.mark.parametrize("most", [20, 26, 32, 40])
+def test_short_labels_keep_the_layer_numbers_of_a_transformer_distinct(most):
+    labels = [short_label(name, most) for name in VIT_BLOCKS]
+    assert all(len(label) <= most for label in labels)
+    assert len(set(labels)) == len(labels), labels  # a middle cut gave all twelve "encoder_laye...elf_attention"
+    for i, label in enumerate(labels):
+        assert re.search(rf"(^|\W|_){i}(\W|_|$)", label), (i, label)  # the block's number, whole
+
+
+def test_short_labels_keep_the_numbers_of_nested_blocks_and_of_llm_layers():
+    names = [f"features.denseblock{b}.denselayer{n}.conv2.weight" for b in (3, 4) for n in (1, 12, 16)]
+    labels = [short_label(name, 40) for name in names]
+    assert len(set(labels)) == len(labels), labels
+    for label, (b, n) in zip(labels, [(b, n) for b in (3, 4) for n in (1, 12, 16)], strict=True):
+        assert f"denseblock{b}." in label and f"denselayer{n}." in label, label
+    llm = [short_label(f"model_layers_{i}_self_attn_q_proj", 24) for i in range(32)]
+    assert len(set(llm)) == 32 and all(len(label) <= 24 for label in llm), llm
+    assert short_label("layer4.0.conv2.weight", 36) == "layer4.0.conv2.weight"  # short enough: as it is
+
+
+def test_spread_points_moves_only_points_that_would_hide_one_another():
+    crowd = [(100.0, 50.0)] * 12 + [(100.5, 50.2)] * 3  # one group: 15 points within half a gap
+    alone = [(300.0, 80.0), (140.0, 50.0)]
+    moved = spread_points(crowd + alone, gap=7)
+    assert moved[-2:] == alone
+    group = moved[:15]
+    closest = min(math.dist(a, b) for i, a in enumerate(group) for b in group[:i])
+    assert closest >= 7 - 1e-9
+    centre = (sum(x for x, _ in group) / 15, sum(y for _, y in group) / 15)
+    assert max(math.dist(p, (100.1, 50.04)) for p in group) < 7 * 3  # around where they were
+    assert math.dist(centre, (100.1, 50.04)) < 7
+    assert spread_points([(5.0, 5.0), (5.0, 5.0)], gap=6) == [(2.0, 5.0), (8.0, 5.0)]  # a pair: side by side
+
+
+@pytest.fixture(scope="module")
+def repeated_blocks(tmp_path_factory):
+    """A model of six identical convolution blocks with a ReLU and an add between them: six
+    operators at one point of the roofline, and operators without MACs."""
+    import torch
+    from torch import nn
+
+    import frontend
+
+    class Blocks(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.Conv2d(3, 32, 3, padding=1)
+            self.layers = nn.ModuleList(nn.Conv2d(32, 32, 3, padding=1) for _ in range(6))
+
+        def forward(self, x):
+            x = self.stem(x)
+            for layer in self.layers:
+                x = x + torch.relu(layer(x))
+            return x
+
+    graph = frontend.trace(Blocks(), (torch.zeros(1, 3, 16, 16),), dtype="int8", name="blocks")
+    out = tmp_path_factory.mktemp("blocks") / "report"
+    return compile_and_simulate(graph, hw="pixel6", out_dir=out), out
+
+
+def test_roofline_svg_shows_every_operator_with_macs_apart_and_names_the_others(repeated_blocks):
+    report, out = repeated_blocks
+    root = parse(out / "roofline.svg")
+    dots = [c for g in root.iter(f"{SVG}g") if (g.get("id") or "").startswith("points-")
+            for c in g.findall(f"{SVG}circle")]
+    with_macs = [o for o in report.sim.ops if o.macs > 0]
+    assert len(dots) == len(with_macs) == 7
+    centres = [(float(c.get("cx")), float(c.get("cy"))) for c in dots]
+    assert min(math.dist(a, b) for i, a in enumerate(centres) for b in centres[:i]) >= 3.5  # none hides another
+    # the blocks that ran alike share one point: each of their dots is moved and joined to it by a leg
+    at = [(o.macs / o.sram_bytes, o.macs / (o.end_cycle - o.start_cycle + o.dma_stall_cycles)) for o in with_macs]
+    shared = sum(1 for point in at if at.count(point) > 1)
+    assert shared >= 5 and len(group(root, "legs").findall(f"{SVG}line")) == shared
+    assert any("same point" in t for t in texts(root, "legend"))
+    note = " ".join(texts(root, "not-drawn"))
+    others = [o for o in report.sim.ops if o.macs == 0]
+    assert note.startswith(f"not drawn: {len(others)} operators without MACs (")
+    assert "relu 6" in note and "add 6" in note
+    assert "(chip)" in " ".join(texts(root, "legend"))  # the bandwidths' scope
+
+
+def test_svgs_shrink_to_a_narrow_window_and_say_the_scope_of_their_bytes(repeated_blocks):
+    report, out = repeated_blocks
+    for name in PLOT_FILES:
+        root = parse(out / name)
+        assert "max-width:100%" in root.get("style")
+        assert root.get("viewBox") == f"0 0 {root.get('width')} {root.get('height')}"
+    layout = parse(out / "layout.svg")
+    scope = report.capacity_scope
+    assert scope == "per PE (16 PEs)"
+    axis_title = next(t.text for t in layout.iter(f"{SVG}text") if (t.get("transform") or "").startswith("rotate"))
+    assert axis_title.endswith("per PE (16 PEs)") and "((" not in axis_title and "))" not in axis_title
+    tips = [r.find(f"{SVG}title").text for r in group(layout, "residencies").findall(f"{SVG}rect")]
+    assert tips and all(t.endswith(f"B {scope}") for t in tips)
+    peak = [t for t in texts(layout, "capacity") if t.startswith("peak")]
+    assert peak and peak[0].startswith("peak ") and f" {scope}, " in peak[0]
