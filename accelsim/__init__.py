@@ -13,8 +13,8 @@ Public surface::
 Importing this package does not import torch: the frontend is loaded when a model is traced.
 A zoo name's graph comes from the trace cache (``frontend.cached_trace``; ``cache_dir=`` names
 the folder, ``cache=False`` traces anew), so a run of a model traced before imports neither
-torch nor torchvision. ``out_dir=`` writes report.json, trace.json and the SVG pictures
-layout.svg, memory.svg and roofline.svg (``plots=False``: the JSON files only).
+torch nor torchvision. ``out_dir=`` writes report.json, report.html, trace.json and the SVG
+pictures layout.svg, memory.svg and roofline.svg (``plots=False``: all but the SVG pictures).
 """
 
 from typing import Any

@@ -459,10 +459,11 @@ def compile_and_simulate(
         a ``RunOptions``; keyword arguments named like its fields (``sram=``, ``allocator=``,
         ``scheduler=``, ``budget=``, ``overrides=``, ...) change single fields.
     out_dir:
-        when given, write report.json, trace.json and the pictures layout.svg, memory.svg and
-        roofline.svg there (``accelsim.report.write_report``).
+        when given, write report.json, report.html, trace.json and the pictures layout.svg,
+        memory.svg and roofline.svg there (``accelsim.report.write_report``).
     plots:
-        False writes report.json and trace.json only (``accelsim run --no-plots``).
+        False writes report.json, report.html and trace.json only, no SVG pictures
+        (``accelsim run --no-plots``).
     example_inputs, name:
         for an ``nn.Module``: the inputs to trace it with (``input_shape`` and ``batch`` replace
         their shapes, as for a user model), and the name to report.

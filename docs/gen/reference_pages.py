@@ -4,7 +4,8 @@ Each block is a function returning the Markdown lines between ``<!-- table:NAME 
 ``<!-- /table:NAME -->`` in a page under docs/reference/:
 
 * ``cli-reference`` (docs/reference/cli.md): every command of ``accelsim.cli.build_parser()``,
-  its usage at a fixed width of 100 columns and a table of its arguments;
+  its usage at a fixed width of 100 columns, a table of its arguments and its usage examples
+  (``EXAMPLES``, each parsed by that parser);
 * ``hw-fields`` (docs/reference/hardware.md): every field of the hardware schema
   (``accelsim.hw.schema_fields``) with each bundled config's value;
 * ``report-schema`` (docs/reference/report-json.md): every key of report.json, from the fields
@@ -119,14 +120,137 @@ def command_block(name: str, summary: str, sub: argparse.ArgumentParser) -> list
     return lines
 
 
+#: usage examples of each command, (command line, what it does): every one works as written in a
+#: clone of the repository (the paths are the repository's own files), and each is parsed by the
+#: program's own parser when the page is rendered (tests/test_site_rendering.py runs the cheap ones)
+EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "run": (
+        ("accelsim run resnet50 --hw pixel6",
+         "compile and simulate ResNet-50 on the Pixel 6 TPU model; the report goes to accelsim-out/resnet50-pixel6/"),
+        ("accelsim run vit_b_16 --hw tpuv4 --sram 8MiB --out vit-8mib", "what-if: 8 MiB of CMEM instead of 128 MiB"),
+        ("accelsim run resnet50 --hw tpuv4 --set compute.rows=256 --set compute.cols=256",
+         "what-if: systolic arrays of 256 x 256 (accelsim configs --fields lists every field)"),
+        ("accelsim run resnet18 --hw pixel6 --no-plots --out r18 --buffers r18-buffers.csv",
+         "report.html, report.json and trace.json without the SVG pictures; the placed buffers also as a CSV "
+         "that accelsim alloc reads"),
+        ("accelsim run resnet50 --hw tpuv4 --scheduler cosma --budget MR",
+         "COSMA's joint model (order, addresses and spills) at the smallest budget, M_R"),
+        ("accelsim run llm.gpt2 --hw tpuv4 --prefill 128 --decode 16",
+         "a generation: a 128-token prompt, then 16 tokens; time to first token and per token"),
+    ),
+    "alloc": (
+        ("accelsim alloc --methods", "list the allocation methods and what each can do"),
+        ("accelsim alloc benchmarks/minimalloc/examples/input.12.csv --capacity 12 --output placed.csv",
+         "place the buffers of a MiniMalloc CSV in 12 bytes, and write their offsets"),
+        ("accelsim alloc benchmarks/minimalloc/examples/input.12.csv --capacity 8 --explain why.csv",
+         "nothing fits in 8 bytes (exit status 1): write a minimal set of buffers that cannot be placed together"),
+        ("accelsim alloc benchmarks/minimalloc/challenging/C.1048576.csv --capacity 1MiB --method minimalloc",
+         "one of MiniMalloc's challenging instances, by its exact search"),
+        ("accelsim alloc benchmarks/minimalloc/challenging/A.1048576.csv --minimize --timeout 5",
+         "the lowest peak found in 5 seconds, against a proven bound"),
+    ),
+    "sweep": (
+        ("accelsim sweep resnet18 mobilenet_v2 --hw pixel6 --grid sram=160KiB,256KiB,1MiB "
+         "--grid dram_bandwidth_bytes_per_s=25.6e9,51.2e9 --out sweeps/sram",
+         "two models x three SRAM sizes x two bandwidths; results.csv, index.html and plots in sweeps/sram"),
+        ("accelsim sweep resnet18 --hw pixel6 --grid sram=160KiB,1MiB --out dask-local --executor dask --jobs 2",
+         "the same kind of grid on Dask workers"),
+        ("accelsim sweep llm.gpt2 --hw tpuv4 --grid prefill=32,128 --grid decode=4 --out gen-sweep --no-plots",
+         "generations: every point a prompt and four decode steps"),
+    ),
+    "size": (
+        ("accelsim size resnet50 --hw pixel6", "M_R and the smallest SRAM without spills, per scheduler and allocator"),
+        ("accelsim size mobilenet_v2 --hw tpuv4 --scheduler program,min-peak --allocator auto --csv size.csv",
+         "two schedulers with one allocator, the table also as CSV"),
+    ),
+    "bench": (
+        ("accelsim bench benchmarks/minimalloc/challenging --capacity-from-name --method minimalloc,auto",
+         "fit MiniMalloc's challenging suite at the capacity in each file's name"),
+        ("accelsim bench benchmarks/minimalloc/challenging --minimize --method greedy-by-size,telamalloc "
+         "--timeout 3 --csv minimize.csv --plot minimize.png",
+         "minimise the peak with two methods for 3 seconds each; rows as CSV, quality against time as a plot"),
+    ),
+    "gen": (
+        ("accelsim gen random 1000 random-1000.csv --seed 1", "1,000 buffers with random sizes and lifetimes"),
+        ("accelsim gen full-overlap 64 full-overlap-64.csv --alignment 32",
+         "TelaMalloc's Table 1 microbenchmark: 64 buffers all live at once, 32-byte aligned"),
+    ),
+    "models": (
+        ("accelsim models", "the model zoo's families and names"),
+        ("accelsim models --all", "every torchvision and language model, how it runs and its input shape"),
+    ),
+    "configs": (
+        ("accelsim configs", "the bundled hardware configs"),
+        ("accelsim configs --fields", "every hardware field, the keys of --set and --grid"),
+    ),
+}
+
+
+def checked_examples(name: str, parser: argparse.ArgumentParser) -> tuple[tuple[str, str], ...]:
+    """Command ``name``'s examples, each parsed by ``parser`` (the program's): raises ``ValueError``
+    naming a command without examples or an example that is not that command or does not parse."""
+    import contextlib
+    import shlex
+
+    examples = EXAMPLES.get(name)
+    if not examples:
+        raise ValueError(f"accelsim {name} has no usage examples in docs/gen/reference_pages.py (EXAMPLES)")
+    for line, _ in examples:
+        words = shlex.split(line)
+        if words[:2] != ["accelsim", name]:
+            raise ValueError(f"example {line!r} is filed under accelsim {name}")
+        try:
+            with contextlib.redirect_stderr(io.StringIO()) as errors:
+                parser.parse_args(words[1:])
+        except SystemExit as exc:
+            raise ValueError(f"example {line!r} does not parse: {errors.getvalue().strip()}") from exc
+    return examples
+
+
+def shell_lines(command: str, width: int = USAGE_WIDTH) -> list[str]:
+    r"""``command`` as a shell types it, in lines of at most ``width`` columns where it can be: cut before
+    an option (never between an option and its value), each line but the last ending in `` \``, the
+    later ones indented.
+
+    >>> shell_lines("accelsim sweep a b --grid x=1,2 --out o", width=36)
+    ['accelsim sweep a b --grid x=1,2 \\', '    --out o']
+    """
+    chunks: list[str] = []
+    for word in command.split(" "):
+        if chunks and not word.startswith("-"):
+            chunks[-1] += " " + word
+        else:
+            chunks.append(word)
+    lines: list[str] = []
+    current = ""
+    for chunk in chunks:
+        if current and len(current) + 1 + len(chunk) + 2 > width:
+            lines.append(current + " \\")
+            current = "    " + chunk
+        else:
+            current = f"{current} {chunk}" if current else chunk
+    return lines + [current]
+
+
+def examples_block(examples: Iterable[tuple[str, str]]) -> list[str]:
+    """The examples as one shell block, each command under a comment saying what it does."""
+    lines = ["**Examples**", "", "```bash"]
+    for line, meaning in examples:
+        lines += [f"# {meaning}", *shell_lines(line), ""]
+    return lines[:-1] + ["```", ""]
+
+
 def cli_reference() -> list[str]:
-    """Every ``accelsim`` command: a section each, from ``accelsim.cli.build_parser()``."""
+    """Every ``accelsim`` command: a section each, from ``accelsim.cli.build_parser()``, with its examples."""
     from accelsim.cli import build_parser
 
     parser = build_parser()
     lines = []
     for name, summary, sub in commands(parser):
-        lines += command_block(name, summary, sub)
+        lines += command_block(name, summary, sub) + examples_block(checked_examples(name, parser))
+    unknown = set(EXAMPLES) - {name for name, _, _ in commands(parser)}
+    if unknown:
+        raise ValueError(f"examples for commands the parser does not have: {', '.join(sorted(unknown))}")
     return lines[:-1]
 
 
@@ -262,12 +386,16 @@ SUBKEYS: dict[str, dict[str, str]] = {
         "macs": "its multiply-accumulates",
         "compute_cycles": "mapped cycles on the compute block (accelsim.compute)",
         "ideal_cycles": "its MACs / peak MACs per cycle: the bound",
-        "utilization": "MACs / (compute_cycles x peak MACs per cycle)",
+        "utilization": "MACs / (compute_cycles x peak MACs per cycle): how well the operator maps onto the "
+                       "compute block, stalls left out (report.html calls it mapping efficiency; the report's "
+                       "top-level utilization counts the stalls)",
         "stall_cycles": "dma_wait: cycles between the previous operator's end and its start (waiting for "
                         "transfers); sram_bandwidth: cycles beyond compute spent streaming operands (memory-bound)",
         "dma_wait_split": "its dma_wait split: bandwidth, what the DRAM link alone forced; late, what loads issued "
                           "later than that cost (accelsim.sim.results)",
         "sram_bytes": "operand and result bytes streamed to and from the scratchpad",
+        "dram_bytes": "read and write: the DRAM bytes of the transfers of its step (loads and retrieves; stores "
+                      "and spills), chip total; the same bytes its dram energy is charged on",
         "mapping": "how it was mapped: systolic-ws, systolic-os, lanes, vector, ideal",
         "folds": "folds (systolic) or passes (lanes)",
         "energy": "joules: compute, sram, dram (the transfers of its step), total",
@@ -326,7 +454,9 @@ ENTRY_SOURCES = {
 #: the keys of ``stage_seconds`` and ``scheduler_stats`` (these depend on the run, so they are
 #: listed here; the tests check a real report's against them)
 STAGES = {
-    "compile": "loading (or, the first time, compiling) the allocator's code, before the other clocks start",
+    "kernels": "loading (or, the first time, compiling) the allocator kernels the run reaches, when a stage first "
+               "calls them; left out of every other stage's clock and every time limit "
+               "(allocator.core.kernel_clock)",
     "trace": "tracing the model, or reading the graph from the trace cache or a .json file",
     "schedule": "ordering the operators and planning the transfers",
     "allocate": "placing the residencies: the allocation-aware loop of program / min-peak with its plans, or "
