@@ -1,18 +1,22 @@
-"""A what-if study on TPUv4: how much CMEM does each zoo model need, and what does half the HBM cost?
+"""A what-if study on TPUv4: how much CMEM is enough for each zoo model, and what does half the HBM cost?
 
     python studies/cmem_study.py [--models resnet50,vit_b_16] [--out /tmp/accelsim-cmem-study]
                                   [--docs docs/sweep] [--jobs N]
 
 For every zoo model on ``tpuv4`` (CMEM managed as one chip-wide scratchpad):
 
-1. **the smallest CMEM with zero non-compulsory traffic**: the first-fit arena's highest
+1. **a CMEM that is enough, with zero non-compulsory traffic**: the first-fit arena's highest
    address with no eviction (``scheduler.no_spill_capacity``) on the graph the pipeline
    schedules (weights tiled as ``compile_and_simulate`` tiles them), rounded to the config's
    512-byte granule; a sweep then *checks* it: at that size the simulated non-compulsory
-   traffic is 0, and one granule below it there is some, or the model cannot run at all
-   (that size is below M_R: the zero-spill size is then M_R itself);
+   traffic is 0. It is an upper bound, not the smallest such size: the sweep also runs one
+   granule below, and there the default flow (allocation-aware spilling with the ``auto``
+   allocator, which packs tighter than the first fit) moves no extra byte either for every
+   model today (``noncompulsory_one_granule_below``; empty when that size is below M_R). The
+   smallest size would take a bisection by simulation per model, whose extra traffic is not
+   monotone in the size;
 2. **what halving the HBM bandwidth costs**: the same sweep runs both sizes at 1,200 GB/s and
-   at 600 GB/s; the table gives the cycles and the energy at the smallest zero-spill CMEM
+   at 600 GB/s; the table gives the cycles and the energy at that first-fit zero-spill CMEM
    (the energy model has no static power, so slower transfers of the same bytes cost no joules).
 
 Each model is one ``accelsim.sweep`` (its two sizes differ per model) over
@@ -40,8 +44,9 @@ from frontend.tiling import tile_weights
 HW = "tpuv4"
 
 
-def smallest_zero_spill(model: str) -> int:
-    """The smallest CMEM (bytes) at which the program-order schedule moves no extra byte."""
+def first_fit_zero_spill(model: str) -> int:
+    """The CMEM (bytes) at which the first-fit arena keeps every tensor of the program order
+    without an eviction: enough for no extra byte, an upper bound on the smallest such size."""
     hw = load_hw(HW)
     graph = cached_trace(model, hw.dtype).graph
     tile_limit = hw.weight_tile_bytes * (hw.n_pe if hw.capacity_scope == "per_pe" else 1)
@@ -56,7 +61,7 @@ def study(models: list[str], out: Path, jobs: int) -> pd.DataFrame:
     rows = []
     for model in models:
         began = time.perf_counter()
-        size = smallest_zero_spill(model)
+        size = first_fit_zero_spill(model)
         below = max(size - hw.alignment, hw.alignment)
         table = sweep([model], HW, {"sram": [size, below], "dram_bandwidth_bytes_per_s": [bandwidth, bandwidth / 2]},
                       out_dir=out / model, jobs=jobs, plots=False)
@@ -70,7 +75,7 @@ def study(models: list[str], out: Path, jobs: int) -> pd.DataFrame:
             raise RuntimeError(f"{model}: the point one granule below failed: {under['status']}")
         rows.append({
             "model": model,
-            "smallest_zero_spill_cmem_bytes": size,
+            "first_fit_zero_spill_cmem_bytes": size,
             "noncompulsory_at_it": int(full["noncompulsory_bytes"]),
             "noncompulsory_one_granule_below": None if below_mr else int(under["noncompulsory_bytes"]),
             "fits_128MiB": size <= hw.sram_bytes_per_pe,
@@ -93,13 +98,13 @@ def plot(table: pd.DataFrame, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ordered = table.sort_values("smallest_zero_spill_cmem_bytes")
+    ordered = table.sort_values("first_fit_zero_spill_cmem_bytes")
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 7), sharey=True)
     names = ordered["model"]
-    left.barh(names, ordered["smallest_zero_spill_cmem_bytes"] / 2**20, color="tab:blue")
+    left.barh(names, ordered["first_fit_zero_spill_cmem_bytes"] / 2**20, color="tab:blue")
     left.axvline(128, color="tab:red", linestyle="--", label="TPUv4 CMEM, 128 MiB")
     left.set_xscale("log")
-    left.set_xlabel("smallest CMEM with zero non-compulsory traffic (MiB, log)")
+    left.set_xlabel("first-fit zero-spill CMEM, an upper bound (MiB, log)")
     left.legend(loc="lower right")
     right.barh(names, ordered["cycles_increase_percent"], color="tab:orange", label="cycles")
     right.barh(names, ordered["energy_increase_percent"], color="tab:green", alpha=0.6, height=0.4, label="energy")

@@ -8,8 +8,8 @@ Two tables, each a CSV in ``--docs`` (``docs/gen/readme_tables.py`` renders them
 * ``models.csv``: resnet50, mobilenet_v2 and vit_b_16 on both bundled configs at their default
   SRAM, and the decoder layer of ``studies/decoder_layer.py`` at 4,096 tokens on tpuv4,
   ``accelsim run``'s defaults: cycles, the floor and its two terms (``accelsim.sim.results``),
-  the ratio, the DMA wait, the DRAM bytes and the peak address, or the one line that says why a
-  model does not run;
+  the ratio, the DMA wait, the DRAM bytes and the peak address, M_R and the operators before and
+  after tiling, or the one line that says why a model does not run;
 * ``sram_curve.csv``: resnet50 on pixel6 from 64 KiB to 4 MiB per PE: cycles, DRAM bytes and the
   ratio to the floor at each point, or why the point does not run.
 
@@ -36,9 +36,17 @@ CONFIGS = ("pixel6", "tpuv4")
 KIB = 1024
 SRAM_CURVE = tuple(k * KIB for k in (64, 128, 160, 192, 256, 384, 512, 1024, 2048, 4096))
 MODEL_COLUMNS = ("label", "model", "hw", "cycles", "floor_cycles", "floor_compute", "floor_dram", "bound",
-                 "cycles_over_floor", "dma_wait_cycles", "dram_bytes", "peak_bytes", "memory_check", "error")
+                 "cycles_over_floor", "dma_wait_cycles", "dram_bytes", "peak_bytes", "memory_check", "error",
+                 "m_r_bytes", "traced_operators", "operators", "tiled_operators")
 CURVE_COLUMNS = ("label", "sram_bytes", "status", "cycles", "floor_cycles", "cycles_over_floor", "dram_bytes",
-                 "peak_bytes", "error")
+                 "peak_bytes", "error", "m_r_bytes", "traced_operators", "operators", "tiled_operators")
+
+
+def _graph_columns(report) -> dict[str, int]:
+    """What tiling made of the graph: M_R, the operators traced and run, and how many traced
+    operators run as tiles (weight or row tiles)."""
+    return {"m_r_bytes": report.min_capacity_bytes, "traced_operators": len(report.ops), "operators": report.n_ops,
+            "tiled_operators": sum(1 for op in report.ops if op.get("tiles"))}
 
 
 def _floor(report) -> tuple[int, int, int, str]:
@@ -53,50 +61,62 @@ def _floor(report) -> tuple[int, int, int, str]:
     return max(compute, dram), compute, dram, "compute" if compute >= dram else "dram"
 
 
-def model_rows(label: str) -> list[dict[str, object]]:
+def model_row(label: str, hw: str, model: str, spec: str | None = None) -> dict[str, object]:
+    """One row of ``models.csv``: ``model`` (or the run ``spec`` names) on ``hw`` at ``accelsim run``'s
+    defaults, or the one line that says why it does not run."""
     from accelsim import compile_and_simulate
 
+    row: dict[str, object] = {"label": label, "model": model, "hw": hw}
+    try:
+        report = compile_and_simulate(spec or model, hw)
+    except ValueError as error:  # below M_R: the one line the CLI prints
+        row.update(memory_check="does not run", error=str(error).splitlines()[0])
+        return row
+    floor, compute, dram, bound = _floor(report)
+    row.update({
+        "cycles": int(report.cycles), "floor_cycles": floor,
+        "floor_compute": compute, "floor_dram": dram, "bound": bound,
+        "cycles_over_floor": f"{report.cycles / floor:.3f}",
+        "dma_wait_cycles": int(report.stall_cycles["dma_wait"]),
+        "dram_bytes": report.dram_read_bytes + report.dram_write_bytes, "peak_bytes": report.peak_bytes,
+        "memory_check": report.memory_check, **_graph_columns(report),
+    })
+    return row
+
+
+def model_rows(label: str) -> list[dict[str, object]]:
     rows = []
     runs = [(hw, model, model) for hw in CONFIGS for model in MODELS] + [("tpuv4", DECODER, DECODER_SPEC)]
     for hw, model, spec in runs:
-        row: dict[str, object] = {"label": label, "model": model, "hw": hw}
-        try:
-            report = compile_and_simulate(spec, hw)
-        except ValueError as error:  # below M_R: the one line the CLI prints
-            row.update(memory_check="does not run", error=str(error).splitlines()[0])
-        else:
-            floor, compute, dram, bound = _floor(report)
-            row.update({
-                "cycles": int(report.cycles), "floor_cycles": floor,
-                "floor_compute": compute, "floor_dram": dram, "bound": bound,
-                "cycles_over_floor": f"{report.cycles / floor:.3f}",
-                "dma_wait_cycles": int(report.stall_cycles["dma_wait"]),
-                "dram_bytes": report.dram_read_bytes + report.dram_write_bytes, "peak_bytes": report.peak_bytes,
-                "memory_check": report.memory_check,
-            })
-        rows.append(row)
+        rows.append(model_row(label, hw, model, spec))
         print(rows[-1], flush=True)
     return rows
 
 
-def curve_rows(label: str) -> list[dict[str, object]]:
+def curve_row(label: str, sram: int) -> dict[str, object]:
+    """One point of ``sram_curve.csv``: resnet50 on pixel6 at ``sram`` bytes per PE."""
     from accelsim import compile_and_simulate
 
+    row: dict[str, object] = {"label": label, "sram_bytes": sram}
+    try:
+        report = compile_and_simulate("resnet50", "pixel6", sram=sram)
+    except ValueError as error:  # below M_R: the one line the CLI prints
+        row.update(status="does not run", error=str(error).splitlines()[0])
+        return row
+    floor = _floor(report)[0]
+    row.update(status="runs" if report.memory_check == "ok" else "memory violation",
+               cycles=int(report.cycles), floor_cycles=floor,
+               cycles_over_floor=f"{report.cycles / floor:.3f}",
+               dram_bytes=report.dram_read_bytes + report.dram_write_bytes, peak_bytes=report.peak_bytes,
+               **_graph_columns(report))
+    return row
+
+
+def curve_rows(label: str) -> list[dict[str, object]]:
     rows = []
     for sram in SRAM_CURVE:
-        row: dict[str, object] = {"label": label, "sram_bytes": sram}
-        try:
-            report = compile_and_simulate("resnet50", "pixel6", sram=sram)
-        except ValueError as error:  # below M_R: the one line the CLI prints
-            row.update(status="does not run", error=str(error).splitlines()[0])
-        else:
-            floor = _floor(report)[0]
-            row.update(status="runs" if report.memory_check == "ok" else "memory violation",
-                       cycles=int(report.cycles), floor_cycles=floor,
-                       cycles_over_floor=f"{report.cycles / floor:.3f}",
-                       dram_bytes=report.dram_read_bytes + report.dram_write_bytes, peak_bytes=report.peak_bytes)
-        rows.append(row)
-        print(row, flush=True)
+        rows.append(curve_row(label, sram))
+        print(rows[-1], flush=True)
     return rows
 
 

@@ -56,8 +56,8 @@ def add_parser(subparsers: argparse._SubParsersAction[Parser]) -> None:
                           "(id,lower,upper,size[,alignment],offset), which `accelsim alloc` reads")
     run.add_argument("--out", help="report folder (default: ./accelsim-out/MODEL-HW/)")
     run.add_argument("--no-plots", action="store_true",
-                     help="write report.json, report.html and trace.json only, not the pictures layout.svg, memory.svg, "
-                          "roofline.svg")
+                     help="write report.json, report.html and trace.json only, not the pictures layout.svg, "
+                          "memory.svg, roofline.svg")
     run.add_argument("--cache", metavar="DIR",
                      help="trace cache folder (default: $ACCELSIM_CACHE_DIR or ~/.cache/accelsim/graphs; a default "
                           "folder that cannot be written is skipped)")

@@ -15,7 +15,14 @@ The generators live in ``docs/gen/``, apart from ``studies/``, which holds the m
 research scripts whose CSV files the tables read.
 
 A generated block sits between ``<!-- table:NAME -->`` and ``<!-- /table:NAME -->``; each name
-appears in exactly one page. The test suite checks that no page drifts from its sources.
+appears in exactly one page. A figure inside a sentence is generated the same way, inline:
+``<!-- figure:NAME ARG ... -->1,078,062<!-- /figure:NAME -->`` is rewritten with what
+``FIGURES[NAME](ARG, ...)`` gives from the CSV files (a figure may appear in many places, with
+its own arguments). The test suite checks that no page drifts from its sources, and
+``tests/test_published_figures.py`` that the sources of resnet50's figures and of its SRAM curve
+are what the code gives now; it also re-runs every *checked* figure,
+``<!-- run:FIELD MODEL HW [OPTION=VALUE ...] -->TEXT<!-- /run -->``: a figure typed by hand
+(no study writes it) with the run that gives it, which this script leaves as it is.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import argparse
 import csv
 import importlib
+import json
 import re
 import sys
 from collections.abc import Callable
@@ -248,13 +256,13 @@ def _mib(value: str) -> str:
 
 def table_cmem() -> list[str]:
     """The TPUv4 CMEM study (studies/cmem_study.py)."""
-    lines = ["| model | smallest CMEM, no extra traffic | extra traffic, one granule less | cycles | "
+    lines = ["| model | first-fit zero-spill CMEM (an upper bound) | extra traffic, one granule less | cycles | "
              "half HBM: cycles | half HBM: energy |", "|---|---:|---:|---:|---:|---:|"]
-    for r in sorted(read("cmem_study.csv", SWEEP), key=lambda r: int(r["smallest_zero_spill_cmem_bytes"])):
+    for r in sorted(read("cmem_study.csv", SWEEP), key=lambda r: int(r["first_fit_zero_spill_cmem_bytes"])):
         below = r["noncompulsory_one_granule_below"]
         less = "below M_R" if below in ("", "nan") else _mib(below)
         over = "" if r["fits_128MiB"] == "True" else " (> 128 MiB)"
-        lines.append(f"| {r['model']} | {_mib(r['smallest_zero_spill_cmem_bytes'])}{over} | {less} | "
+        lines.append(f"| {r['model']} | {_mib(r['first_fit_zero_spill_cmem_bytes'])}{over} | {less} | "
                      f"{int(r['cycles']):,} | +{float(r['cycles_increase_percent']):.1f} % | "
                      f"+{float(r['energy_increase_percent']):.1f} % |")
     return lines
@@ -280,37 +288,59 @@ def _moved(row: dict[str, str] | None) -> int | None:
     return int(row["noncompulsory_bytes"])
 
 
+def spill_stats(hw: str, method: str) -> dict[str, Any]:
+    """``method`` on ``hw`` over the spill study's points: its bytes over the online first fit's
+    (where that spills), the points above it, at or below a proven cosma-fs optimum, the bytes over
+    it, the compile seconds (sorted), the points where the loop's later rounds ran, and where it kept
+    the online arena's schedule, and the points below cosma-fs's bytes (proven or not)."""
+    ratios, above, at_fs, over_fs, seconds, later, kept, below = [], 0, 0, [], [], 0, 0, 0
+    for (_, point_hw, _), rows in spill_points().items():
+        online, moved = _moved(rows.get("online-first-fit")), _moved(rows.get(method))
+        if point_hw != hw or moved is None or online is None:
+            continue
+        seconds.append(float(rows[method]["compile_s"]))
+        later += int(rows[method]["rounds"] or 0) > 1
+        kept += int(rows[method]["online_kept"] or 0) > 0
+        if online > 0:
+            ratios.append(moved / online)
+        above += moved > online
+        fs = _moved(rows.get("cosma-fs"))
+        below += fs is not None and moved < fs
+        if fs is not None and rows["cosma-fs"]["scheduler_status"] == "optimal":
+            at_fs += moved <= fs
+            over_fs.append(moved - fs)
+    return {"ratios": ratios, "above": above, "at_fs": at_fs, "over_fs": over_fs, "seconds": sorted(seconds),
+            "later_rounds": later, "kept": kept, "below_fs": below}
+
+
 def table_spill_summary() -> list[str]:
     """Per config and method: non-compulsory bytes against the online first fit and cosma-fs."""
-    points = spill_points()
     lines = ["| config | method | points | mean of bytes / online first fit's | points above it | "
              "points at cosma-fs or below (where proven optimal) | sum of bytes - cosma-fs's there | "
              "compile s median / max |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for hw in sorted({key[1] for key in points}):
-        here = {key: rows for key, rows in points.items() if key[1] == hw}
+    for hw in sorted({key[1] for key in spill_points()}):
         for method in SPILL_METHODS[1:]:
-            ratios, above, at_fs, over_fs, seconds = [], 0, 0, [], []
-            for rows in here.values():
-                online, moved = _moved(rows.get("online-first-fit")), _moved(rows.get(method))
-                if moved is None or online is None:
-                    continue
-                seconds.append(float(rows[method]["compile_s"]))
-                if online > 0:
-                    ratios.append(moved / online)
-                above += moved > online
-                fs = _moved(rows.get("cosma-fs"))
-                if fs is not None and rows["cosma-fs"]["scheduler_status"] == "optimal":
-                    at_fs += moved <= fs
-                    over_fs.append(moved - fs)
+            c = spill_stats(hw, method)
+            ratios, over_fs, seconds = c["ratios"], c["over_fs"], c["seconds"]
             if not seconds:
                 continue
-            seconds.sort()
             mean = f"{sum(ratios) / len(ratios):.3f} ({len(ratios)} spilling)" if ratios else "-"
             extra = f"{sum(over_fs) / 2**20:+.2f} MiB" if over_fs else "-"
-            lines.append(f"| {hw} | `{method}` | {len(seconds)} | {mean} | {above} | {at_fs} of {len(over_fs)} | "
-                         f"{extra} | {seconds[len(seconds) // 2]:.2f} / {seconds[-1]:.2f} |")
+            lines.append(f"| {hw} | `{method}` | {len(seconds)} | {mean} | {c['above']} | {c['at_fs']} of "
+                         f"{len(over_fs)} | {extra} | {seconds[len(seconds) // 2]:.2f} / {seconds[-1]:.2f} |")
     return lines
+
+
+def figure_spill(hw: str, method: str, what: str) -> str:
+    """A figure of the spill study (``docs/spill/study.csv``) for ``method`` on ``hw``: ``mean`` (its
+    bytes as a share of the online first fit's), ``at-fs`` (points at a proven cosma-fs optimum, of
+    the proven ones), ``max-s`` (the slowest compile), ``later-rounds``, ``kept``, ``below-fs``."""
+    c = spill_stats(hw, method)
+    values = {"mean": f"{100 * sum(c['ratios']) / max(1, len(c['ratios'])):.1f} %",
+              "at-fs": f"{c['at_fs']} of {len(c['over_fs'])}", "max-s": f"{c['seconds'][-1]:.2f} s",
+              "later-rounds": str(c["later_rounds"]), "kept": str(c["kept"]), "below-fs": str(c["below_fs"])}
+    return values[what]
 
 
 def table_spill_points() -> list[str]:
@@ -580,6 +610,252 @@ def table_llm_generation() -> list[str]:
     return lines
 
 
+FIDELITY = REPO / "docs" / "fidelity"
+SCALESIM = REPO / "docs" / "scalesim"
+COSMA = REPO / "docs" / "cosma"
+#: COSMA's four baselines (studies/cosma_comparison.py): order + replacement, each with a first-fit arena
+COSMA_BASELINES = ("program+belady", "program+greedy", "min-peak+belady", "min-peak+greedy")
+BUDGETS = {"MR": "M_R", "MH": "M_H", "MP": "M_P"}
+
+
+def table_fidelity() -> list[str]:
+    """The three models on both configs: mapped, ideal compute and the old simulator
+    (``studies/fidelity_table.py``, ``docs/fidelity/table.csv``)."""
+    return neighbour("fidelity_table").markdown(read("table.csv", FIDELITY)).rstrip("\n").splitlines()
+
+
+def cosma_results() -> dict[str, Any]:
+    """``docs/cosma/results.json``, which ``studies/cosma_comparison.py`` writes."""
+    results: dict[str, Any] = json.loads((COSMA / "results.json").read_text())
+    return results
+
+
+def _best_baseline(row: dict[str, Any]) -> int:
+    return min(int(row[name]) for name in COSMA_BASELINES)
+
+
+def _cosma_mib(value: int) -> str:
+    return "0" if value == 0 else f"{value / 2**20:.2f}"
+
+
+def table_cosma_dnns() -> list[str]:
+    """COSMA §V's ten DNNs: the best baseline's non-compulsory MiB against COSMA's (solve seconds)."""
+    by: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for r in cosma_results()["human_designed"]:
+        by.setdefault((r["model"], r["setting"]), {})[r["budget"]] = r
+    lines = ["| model | setting | M_R: best baseline → COSMA MiB (s) | M_H | M_P |", "|---|---|---|---|---|"]
+    for (model, setting), budgets in by.items():
+        cells = [f"{_cosma_mib(_best_baseline(r))} → **{_cosma_mib(int(r['cosma']))}** ({r['seconds']:.2f})"
+                 for r in (budgets[b] for b in BUDGETS)]
+        lines.append(f"| {model.split('.')[-1]} | {'with weights' if setting == 'weights' else setting} | "
+                     + " | ".join(cells) + " |")
+    return lines
+
+
+def cosma_budget(budget: str) -> dict[str, Any]:
+    """Per budget (MR, MH, MP, or "all"): the cases, proven optima, solve times, the reduction
+    against the best baseline (mean over the cases where it moves bytes, and in total bytes)."""
+    rows = [r for r in cosma_results()["human_designed"] if budget in (r["budget"], "all")]
+    best = [_best_baseline(r) for r in rows]
+    cuts = [1 - int(r["cosma"]) / b for r, b in zip(rows, best, strict=True) if b > 0]
+    seconds = [float(r["seconds"]) for r in rows]
+    return {"cases": len(rows), "optimal": sum(r["status"] == "optimal" for r in rows),
+            "mean_s": sum(seconds) / len(rows), "max_s": max(seconds),
+            "mean_cut": 100 * sum(cuts) / max(1, len(cuts)),
+            "total_cut": 100 * (1 - sum(int(r["cosma"]) for r in rows) / max(1, sum(best))),
+            "zero": sum(int(r["cosma"]) == 0 for r in rows)}
+
+
+def table_cosma_summary() -> list[str]:
+    """Per budget: proven optima, solve times, fewer bytes than the best baseline, zero bytes."""
+    lines = ["| budget | proven optimal | mean / max solve | fewer bytes than the best baseline (mean over cases "
+             "where it moves any) | zero bytes |", "|---|---|---|---|---|"]
+    for budget, label in BUDGETS.items():
+        c = cosma_budget(budget)
+        cut = ("100 %" if round(c["mean_cut"], 1) == round(c["total_cut"], 1) == 100
+               else f"{c['mean_cut']:.1f} % ({c['total_cut']:.1f} % of all bytes)")
+        lines.append(f"| {label} | {c['optimal']}/{c['cases']} | {c['mean_s']:.2f} s / {c['max_s']:.1f} s | {cut} | "
+                     f"{c['zero']}/{c['cases']} |")
+    c = cosma_budget("all")
+    lines.append(f"| all {c['cases']} | {c['optimal']}/{c['cases']} | {c['mean_s']:.2f} s / {c['max_s']:.1f} s | | |")
+    return lines
+
+
+def table_cosma_nas() -> list[str]:
+    """NAS-like graphs, googlenet and inception_v3: cosma-fs and cosma-dnc against the best baseline."""
+    lines = ["| graph | ops | budget | best baseline KiB | cosma-fs (MPMF order) KiB, s | cosma-dnc KiB, s (parts) |",
+             "|---|---|---|---|---|---|"]
+    for r in cosma_results()["nas"]:
+        lines.append(f"| {r['graph']} | {r['operators']} | {r['budget']} | {r['best_baseline'] / 1024:,.0f} | "
+                     f"{r['fs'] / 1024:,.0f}, {r['fs_seconds']:.1f} | {r['dnc'] / 1024:,.0f}, "
+                     f"{r['dnc_seconds']:.1f} ({int(r['parts'])}) |")
+    return lines
+
+
+def _size(text: str) -> int:
+    """A size as the pages write it (``160KiB``, ``2MiB``, or bytes)."""
+    from accelsim.units import parse_bytes
+
+    return parse_bytes(text)
+
+
+def _after_row(model: str, hw: str) -> dict[str, str]:
+    """``model`` on ``hw`` as the load-timing study measured the current code (label ``after``); a row
+    named with its input (``decoder_layer (4,096 tokens)``) is found by its first word."""
+    return next(r for r in read("models.csv", LOAD_TIMING) if r["label"] == "after" and r["hw"] == hw
+                and model in (r["model"], r["model"].split(" ")[0]))
+
+
+def figure_load_timing(model: str, hw: str, column: str) -> str:
+    """A figure of the load-timing study's runs at the default SRAM (``docs/load_timing/models.csv``)."""
+    return _count_or_bytes(column, _after_row(model, hw)[column])
+
+
+def figure_floor_note(model: str, hw: str) -> str:
+    """The summary's ``cycles`` note for ``model`` on ``hw`` (``accelsim.report.format_summary``):
+    the cycles against the floor, the term that sets it and the other one."""
+    r = _after_row(model, hw)
+    names = {"compute": ("compute", "floor_dram", "DRAM"), "dram": ("DRAM", "floor_compute", "compute")}
+    bound, other, other_name = names[r["bound"]]
+    return (f"`{int(r['cycles']) / int(r['floor_cycles']):.2f}× the floor {int(r['floor_cycles']):,} "
+            f"({bound}-bound; {other_name} alone {int(r[other]):,})`")
+
+
+def figure_floor_within() -> str:
+    """How far above its floor the slowest run of the load-timing study's models sits, in percent."""
+    worst = max(float(r["cycles_over_floor"]) for r in read("models.csv", LOAD_TIMING)
+                if r["label"] == "after" and r["cycles_over_floor"])
+    return f"{100 * (worst - 1):.1f} %"
+
+
+def figure_curve(size: str, column: str) -> str:
+    """A figure of resnet50's SRAM curve on pixel6 (``docs/load_timing/sram_curve.csv``, label ``after``)."""
+    row = next(r for r in read("sram_curve.csv", LOAD_TIMING) if r["label"] == "after"
+               and int(r["sram_bytes"]) == _size(size))
+    return f"{int(row[column]):,}"
+
+
+def _fidelity_rows(run: str, hw: str = "", models: str = "") -> list[dict[str, str]]:
+    return [r for r in read("table.csv", FIDELITY) if r["run"] == run and hw in ("", r["hw"])
+            and (not models or r["model"] in models.split(","))]
+
+
+def figure_mapping(hw: str, models: str = "") -> str:
+    """The operators' mapped compute over their ideal bound (mapped runs), one model or a range."""
+    ratios = sorted(int(r["op_compute_cycles"]) / int(r["ideal_cycles"]) for r in _fidelity_rows("mapped", hw, models))
+    low, high = f"{ratios[0]:.2f}", f"{ratios[-1]:.2f}"
+    return f"{low}×" if low == high else f"{low}–{high}×"
+
+
+def figure_dma_share(run: str, hw: str = "") -> str:
+    """DMA wait as a share of the cycles, over the fidelity table's runs ``run`` (on ``hw``): the range."""
+    shares = sorted(100 * int(r["dma_wait_cycles"]) / int(r["cycles"]) for r in _fidelity_rows(run, hw))
+    return f"{shares[0]:.0f}–{shares[-1]:.0f} %" if run == "before" else f"{shares[-1]:.1f} %"
+
+
+def figure_simulate_speed() -> str:
+    """How long the fidelity table's mapped runs took to simulate, and their events per second."""
+    rows = _fidelity_rows("mapped")
+    seconds = sorted(float(r["simulate_s"]) for r in rows)
+    rates = sorted(int(r["sim_events"]) / float(r["simulate_s"]) / 1000 for r in rows)
+    tpu = next(r for r in rows if (r["model"], r["hw"]) == ("resnet50", "tpuv4"))
+    return (f"{seconds[0]:.3f}–{seconds[-1]:.3f} s ({int(tpu['sim_events']):,} SimPy events in "
+            f"{float(tpu['simulate_s']):.3f} s for resnet50 on tpuv4), {rates[0]:.0f}–{rates[-1]:.0f} thousand")
+
+
+def _scalesim(dataflow: str, dense: bool = True) -> list[dict[str, str]]:
+    """The layers of SCALE-Sim's comparison in ``dataflow``: the dense ones (with SCALE-Sim's cycles) or the grouped."""
+    return [r for r in read("comparison.csv", SCALESIM)
+            if r["dataflow"] == dataflow and bool(r["scalesim_cycles"]) == dense]
+
+
+def figure_scalesim(dataflow: str, what: str) -> str:
+    """A summary figure of accelsim's compute model against SCALE-Sim (``docs/scalesim/comparison.csv``):
+    ``exact`` (dense layers with SCALE-Sim's cycles), ``dense`` (their cycles, against the ideal bound),
+    ``grouped`` (the depthwise layers' range of mapped / ideal and their cycles)."""
+    if what == "exact":
+        dense = _scalesim(dataflow)
+        return f"{sum(r['accelsim_cycles'] == r['scalesim_cycles'] for r in dense)} of {len(dense)}"
+    if what == "dense":
+        dense = _scalesim(dataflow)
+        mapped, ideal = (sum(int(r[k]) for r in dense) for k in ("accelsim_cycles", "ideal_cycles"))
+        return f"{mapped:,} cycles {dataflow} against {ideal:,} at the ideal bound ({mapped / ideal:.2f}×)"
+    grouped = _scalesim(dataflow, dense=False)
+    ratios = sorted(int(r["accelsim_cycles"]) / int(r["ideal_cycles"]) for r in grouped)
+    return (f"{ratios[0]:,.0f}× to {ratios[-1]:,.0f}× their ideal bound in {dataflow} "
+            f"({sum(int(r['accelsim_cycles']) for r in grouped):,} cycles against "
+            f"{sum(int(r['ideal_cycles']) for r in grouped):,})")
+
+
+def figure_scalesim_layer(model: str, layer: str, dataflow: str) -> str:
+    """One dense layer's cycles in accelsim, and SCALE-Sim's when they differ."""
+    row = next(r for r in _scalesim(dataflow) if (r["model"], r["layer"]) == (model, layer))
+    ours, theirs = int(row["accelsim_cycles"]), int(row["scalesim_cycles"])
+    return f"{ours:,} cycles {dataflow}" + ("" if ours == theirs else f" (SCALE-Sim: {theirs:,})")
+
+
+def _count_or_bytes(column: str, value: str) -> str:
+    """A CSV value as the pages write it: bytes in binary units, other counts with commas."""
+    from accelsim.hw import format_bytes
+
+    return format_bytes(int(value)) if column.endswith("_bytes") else f"{int(value):,}"
+
+
+def figure_llm(model: str, hw: str, phase: str, column: str) -> str:
+    """A figure of a language model's run (``docs/llm/runs.csv``, ``studies/llm_study.py``)."""
+    row = next(r for r in read("runs.csv", LLM) if (r["model"], r["hw"], r["phase"]) == (model, hw, phase))
+    return _count_or_bytes(column, row[column])
+
+
+def figure_coverage(model: str, column: str) -> str:
+    """A figure of the zoo's coverage table (``docs/zoo/coverage.csv``, ``studies/zoo_coverage.py``)."""
+    row = next(r for r in read("coverage.csv", REPO / "docs" / "zoo") if r["model"] == model)
+    return _count_or_bytes(column, row[column])
+
+
+def figure_cosma(budget: str, what: str) -> str:
+    """A figure of COSMA's comparison (``docs/cosma/results.json``) at ``budget`` (MR, MH, MP, all):
+    ``mean_s``, ``max_s``, ``mean_cut`` or ``total_cut``."""
+    value = cosma_budget(budget)[what]
+    return f"{value:.2f} s" if what == "mean_s" else f"{value:.1f} s" if what == "max_s" else f"{value:.1f} %"
+
+
+def figure_cosma_dnc(what: str) -> str:
+    """cosma-dnc on the NAS-like graphs: ``slowest`` run in seconds, or ``beats`` (at most the fixed
+    MPMF order's bytes in how many cases, strictly fewer in how many)."""
+    rows = cosma_results()["nas"]
+    if what == "slowest":  # rounded up: every run ends within it
+        return f"{-(-max(float(r['dnc_seconds']) for r in rows) // 1):.0f} s"
+    nas = [r for r in rows if r["graph"].startswith("nas_cells")]
+    at_most = sum(int(r["dnc"]) <= int(r["fs"]) for r in nas)
+    return f"{at_most} of {len(nas)} cases (strictly in {sum(int(r['dnc']) < int(r['fs']) for r in nas)})"
+
+
+FIGURES: dict[str, Callable[..., str]] = {
+    "floor-note": figure_floor_note, "floor-within": figure_floor_within, "curve": figure_curve,
+    "mapping": figure_mapping, "dma-share": figure_dma_share, "simulate-speed": figure_simulate_speed,
+    "scalesim": figure_scalesim, "scalesim-layer": figure_scalesim_layer, "cosma": figure_cosma,
+    "cosma-dnc": figure_cosma_dnc, "llm": figure_llm, "coverage": figure_coverage,
+    "load-timing": figure_load_timing, "spill": figure_spill,
+}
+#: ``<!-- figure:NAME ARG ... -->TEXT<!-- /figure:NAME -->``, inline
+FIGURE = re.compile(r"<!-- figure:([\w-]+)((?: [^ >]+)*) -->(.*?)<!-- /figure:\1 -->", re.S)
+#: ``<!-- run:FIELD MODEL HW [OPTION=VALUE ...] -->TEXT<!-- /run -->``: typed, checked by re-running
+CHECKED = re.compile(r"<!-- run:(\S+) (\S+) (\S+)((?: [\w.]+=\S+)*) -->(.*?)<!-- /run -->", re.S)
+
+
+def figures(text: str) -> list[tuple[str, list[str], str]]:
+    """The generated figures of a page's ``text``: (name, arguments, the text published)."""
+    return [(name, args.split(), body) for name, args, body in FIGURE.findall(text)]
+
+
+def figure(name: str, args: list[str], page: str = "README.md") -> str:
+    """What the figure ``name`` with ``args`` gives from its sources now."""
+    if name not in FIGURES:
+        raise ValueError(f"{page}: unknown figure {name!r} (known: {', '.join(FIGURES)})")
+    return FIGURES[name](*args)
+
+
 TABLES: dict[str, Callable[[], list[str]]] = {
     "fit": table_fit, "minimize": table_minimize, "traces": table_traces, "large": table_large,
     "limits": table_limits, "telamalloc": table_telamalloc, "sweep": table_sweep, "cmem": table_cmem,
@@ -589,6 +865,8 @@ TABLES: dict[str, Callable[[], list[str]]] = {
     "zoo-coverage": table_zoo_coverage, "export-vs-fx": table_export_vs_fx, "headline": table_headline,
     "load-timing-models": table_load_timing_models, "sram-curve": table_sram_curve, "llm": table_llm,
     "llm-generation": table_llm_generation, "llm-zoo-generation": table_llm_zoo_generation,
+    "fidelity": table_fidelity, "cosma-dnns": table_cosma_dnns, "cosma-summary": table_cosma_summary,
+    "cosma-nas": table_cosma_nas,
 }
 
 
@@ -608,7 +886,7 @@ def pages() -> list[Path]:
 
 
 def render(readme: str, page: str = "README.md") -> str:
-    """``readme`` (the text of ``page``) with every generated block replaced by its rendering."""
+    """``readme`` (the text of ``page``) with every generated block and figure replaced by its rendering."""
     known = generators()
 
     def replace(match: re.Match[str]) -> str:
@@ -617,7 +895,12 @@ def render(readme: str, page: str = "README.md") -> str:
             raise ValueError(f"{page}: unknown generated table {name!r} (known: {', '.join(known)})")
         return f"<!-- table:{name} -->\n" + "\n".join(known[name]()) + f"\n<!-- /table:{name} -->"
 
-    return re.sub(r"<!-- table:([\w-]+) -->\n.*?<!-- /table:\1 -->", replace, readme, flags=re.S)
+    def fill(match: re.Match[str]) -> str:
+        name, args = match.group(1), match.group(2)
+        return f"<!-- figure:{name}{args} -->{figure(name, args.split(), page)}<!-- /figure:{name} -->"
+
+    tables = re.sub(r"<!-- table:([\w-]+) -->\n.*?<!-- /table:\1 -->", replace, readme, flags=re.S)
+    return FIGURE.sub(fill, tables)
 
 
 def main(argv: list[str] | None = None) -> int:

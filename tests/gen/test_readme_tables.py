@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -33,3 +35,20 @@ def test_the_readme_is_a_front_door():
     assert len(images) == 1 and (REPO / images[0].split("](", 1)[1].rstrip(")")).is_file()
     for link in ("docs/install.md", "docs/tutorials/compile.md", "docs/reference/cli.md", "docs/results/index.md"):
         assert f"]({link})" in readme and (REPO / link).is_file(), link
+
+
+def test_every_figure_kind_is_on_a_page_and_an_unknown_one_stops_the_rendering(generator):
+    module = generator("readme_tables")
+    used = {name for page in module.pages() for name, _, _ in module.figures(page.read_text())}
+    assert used == set(module.FIGURES)
+    with pytest.raises(ValueError, match="page.md: unknown figure 'nope'"):
+        module.render("a <!-- figure:nope 1 -->2<!-- /figure:nope --> b", "page.md")
+
+
+def test_a_stale_figure_is_rewritten_in_place_and_a_checked_one_is_left_as_typed(generator):
+    module = generator("readme_tables")
+    checked = "<!-- run:cycles resnet50 pixel6 sram=160KiB -->7<!-- /run -->"
+    stale = f"x <!-- figure:curve 160KiB cycles -->1<!-- /figure:curve --> {checked} y"
+    now = module.figure("curve", ["160KiB", "cycles"])
+    assert now != "1" and module.render(stale) == stale.replace("-->1<", f"-->{now}<")
+    assert module.CHECKED.findall(stale) == [("cycles", "resnet50", "pixel6", " sram=160KiB", "7")]
