@@ -49,7 +49,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from accelsim.svg import short_label
+from accelsim.svg import HALF_SPIRAL, short_label
 from accelsim.units import byte_axis_top, format_seconds
 
 #: the colour of each kind of residency, in report.html and in layout.svg (``accelsim.report``)
@@ -230,8 +230,8 @@ def page_data(report: SimReport, summary: str, rows: Sequence[Sequence[str]] = (
         "steps": report.n_ops, "cycles": report.cycles, "clock_hz": report.clock_hz,
         "axis_top": axis_top, "capacity_in_view": capacity_in_view,
         "kind_colours": KIND_COLOURS, "mapping_colours": MAPPING_COLOURS, "transfer_colours": TRANSFER_COLOURS,
-        "spread_gap": SPREAD_GAP, "residencies": residencies, "ops": ops, "timeline": timeline,
-        "transfers": transfers,
+        "spread_gap": SPREAD_GAP, "half_spiral": HALF_SPIRAL, "residencies": residencies, "ops": ops,
+        "timeline": timeline, "transfers": transfers,
         "not_drawn": not_on_roofline(_off_roofline(report.ops), report.cycles),
         "peak_macs": report.peak_macs_per_cycle,
         "sram_bw": hw.sram_bytes_per_cycle_total if hw is not None else 0,
@@ -713,38 +713,52 @@ document.getElementById("hw").textContent = JSON.stringify(D.hw_config, null, 1)
 
 // ---- roofline with stalls
 function spread(points, gap) {
-  // points closer than gap / 2 to one another (in chains) spread around their centre, gap apart: as
-  // accelsim.svg.spread_points
-  const near = gap / 2, cell = new Map(), parent = points.map((_, i) => i), key = (a, b) => a + "," + b;
-  points.forEach(([px, py], i) => {
-    const k = key(Math.floor(px / near), Math.floor(py / near));
-    if (!cell.has(k)) cell.set(k, []);
-    cell.get(k).push(i);
-  });
+  // points closer than gap / 2 to one another (in chains) spread on the lower half of a circle under
+  // their highest point, gap apart; a group spread onto another point joins it: as accelsim.svg.spread_points
+  const near = gap / 2, parent = points.map((_, i) => i), key = (a, b) => a + "," + b;
   const root = i => { while (parent[i] !== i) { parent[i] = parent[parent[i]]; i = parent[i]; } return i; };
-  for (const [k, members] of cell) {
-    const [cx, cy] = k.split(",").map(Number);
-    for (let dx = -1; dx <= 1; dx++) for (let dy = -1; dy <= 1; dy++) {
-      for (const j of cell.get(key(cx + dx, cy + dy)) || []) for (const i of members) {
-        const close = Math.hypot(points[i][0] - points[j][0], points[i][1] - points[j][1]) < near;
-        if (i < j && close) parent[root(i)] = root(j);
+  const join = at => {
+    const cell = new Map();
+    let joined = false;
+    at.forEach(([px, py], i) => {
+      const k = key(Math.floor(px / near), Math.floor(py / near));
+      if (!cell.has(k)) cell.set(k, []);
+      cell.get(k).push(i);
+    });
+    for (const [k, members] of cell) {
+      const [cx, cy] = k.split(",").map(Number);
+      for (let dx = -1; dx <= 1; dx++) for (let dy = -1; dy <= 1; dy++) {
+        for (const j of cell.get(key(cx + dx, cy + dy)) || []) for (const i of members) {
+          const close = Math.hypot(at[i][0] - at[j][0], at[i][1] - at[j][1]) < near;
+          if (i < j && root(i) !== root(j) && close) { parent[root(i)] = root(j); joined = true; }
+        }
       }
     }
-  }
-  const groups = new Map();
-  points.forEach((_, i) => { const r = root(i); if (!groups.has(r)) groups.set(r, []); groups.get(r).push(i); });
-  const out = points.map(p => p.slice()), golden = Math.PI * (3 - Math.sqrt(5));
-  for (const members of groups.values()) {
-    const n = members.length;
-    if (n === 1) continue;
-    members.sort((a, b) => points[a][0] - points[b][0] || points[a][1] - points[b][1] || a - b);
-    const mx = members.reduce((s, i) => s + points[i][0], 0) / n;
-    const my = members.reduce((s, i) => s + points[i][1], 0) / n;
-    members.forEach((i, k) => {
-      const [r, a] = n <= 6 ? [gap / (2 * Math.sin(Math.PI / n)), Math.PI + 2 * Math.PI * k / n]
-        : [gap / 1.5 * Math.sqrt(k + 0.5), k * golden];
-      out[i] = [mx + r * Math.cos(a), my + r * Math.sin(a)];
-    });
+    return joined;
+  };
+  const golden = Math.PI * (3 - Math.sqrt(5));
+  const place = () => {
+    const groups = new Map(), out = points.map(p => p.slice());
+    points.forEach((_, i) => { const r = root(i); if (!groups.has(r)) groups.set(r, []); groups.get(r).push(i); });
+    for (const members of groups.values()) {
+      const n = members.length;
+      if (n === 1) continue;
+      members.sort((a, b) => points[a][0] - points[b][0] || points[a][1] - points[b][1] || a - b);
+      const mx = members.reduce((s, i) => s + points[i][0], 0) / n;
+      const top = Math.min(...members.map(i => points[i][1]));  // the highest point: none is drawn above it
+      members.forEach((i, k) => {
+        const [r, a] = n <= 6 ? [gap / (2 * Math.sin(Math.PI / (2 * (n - 1)))), Math.PI - Math.PI * k / (n - 1)]
+          : [D.half_spiral * gap * Math.sqrt(k + 0.5), Math.PI - (k * golden) % Math.PI];
+        out[i] = [mx + r * Math.cos(a), top + r * Math.sin(a)];
+      });
+    }
+    return out;
+  };
+  join(points);
+  let out = points.map(p => p.slice());
+  for (let round = 0; round < points.length; round++) {
+    out = place();
+    if (!join(out)) break;
   }
   return out;
 }

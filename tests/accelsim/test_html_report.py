@@ -324,6 +324,11 @@ def test_at_1024_px_no_chart_is_cut_and_the_roofline_points_stay_apart(run):
         assert sorted(d[0] for d in dots) == sorted(with_macs)
         closest = min(((a[1] - b[1]) ** 2 + (a[2] - b[2]) ** 2) ** 0.5 for i, a in enumerate(dots) for b in dots[:i])
         assert closest >= 3  # at least a dot's radius apart
+        # no dot, spread or not, is drawn above the compute roof (the top of the roof paths)
+        roof_top = page.evaluate("Math.min(...[...document.querySelectorAll('#roofline path.roof')].flatMap(p => "
+                                 "p.getAttribute('d').split(/[ML]/).filter(s => s.trim()).map(s => +s.trim()"
+                                 ".split(/\\s+/)[1])))")
+        assert min(d[2] for d in dots) >= roof_top - 1e-6
         # and the others are named under the chart, by kind
         without = [o["op"] for o in report.ops if o["name"] not in with_macs]
         note = page.evaluate("document.getElementById('not-drawn').textContent")

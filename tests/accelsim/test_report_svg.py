@@ -306,9 +306,15 @@ def test_spread_points_moves_only_points_that_would_hide_one_another():
     closest = min(math.dist(a, b) for i, a in enumerate(group) for b in group[:i])
     assert closest >= 7 - 1e-9
     centre = (sum(x for x, _ in group) / 15, sum(y for _, y in group) / 15)
-    assert max(math.dist(p, (100.1, 50.04)) for p in group) < 7 * 3  # around where they were
-    assert math.dist(centre, (100.1, 50.04)) < 7
+    assert max(math.dist(p, (100.1, 50.04)) for p in group) < 7 * 5  # around where they were
+    assert abs(centre[0] - 100.1) < 7
     assert spread_points([(5.0, 5.0), (5.0, 5.0)], gap=6) == [(2.0, 5.0), (8.0, 5.0)]  # a pair: side by side
+    # none is drawn above its group's highest point (y grows downwards): never above a roof
+    assert min(y for _, y in group) >= 50.0 - 1e-9
+    for n in range(2, 120):
+        spread = spread_points([(10.0, 10.0)] * n, gap=7)
+        assert min(y for _, y in spread) >= 10.0 - 1e-9
+        assert min(math.dist(a, b) for i, a in enumerate(spread) for b in spread[:i]) >= 7 - 1e-6
 
 
 @pytest.fixture(scope="module")
@@ -346,10 +352,11 @@ def test_roofline_svg_shows_every_operator_with_macs_apart_and_names_the_others(
     assert len(dots) == len(with_macs) == 7
     centres = [(float(c.get("cx")), float(c.get("cy"))) for c in dots]
     assert min(math.dist(a, b) for i, a in enumerate(centres) for b in centres[:i]) >= 3.5  # none hides another
-    # the blocks that ran alike share one point: each of their dots is moved and joined to it by a leg
+    # the blocks that ran alike share one point: each of their dots is moved and joined to it by a
+    # leg (a point the spread group would land on joins it, and is moved too)
     at = [(o.macs / o.sram_bytes, o.macs / (o.end_cycle - o.start_cycle + o.dma_stall_cycles)) for o in with_macs]
     shared = sum(1 for point in at if at.count(point) > 1)
-    assert shared >= 5 and len(group(root, "legs").findall(f"{SVG}line")) == shared
+    assert shared >= 5 and shared <= len(group(root, "legs").findall(f"{SVG}line")) <= len(dots)
     assert any("same point" in t for t in texts(root, "legend"))
     note = " ".join(texts(root, "not-drawn"))
     others = [o for o in report.sim.ops if o.macs == 0]
