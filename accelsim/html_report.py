@@ -142,22 +142,14 @@ def top_stalls(report: SimReport, n: int = 10) -> list[list[Any]]:
     return sorted(rows, key=lambda r: (-r[5], r[0]))[:n]
 
 
-def operator_dram_bytes(report: SimReport) -> dict[str, int]:
-    """The DRAM bytes (chip total, read and written) of each operator of the traced graph: the sum
-    of its parts' ``OpRecord.dram_read_bytes`` and ``dram_write_bytes`` (a tiled operator's tiles and
-    concat). They are the bytes its DRAM energy is counted on (``accelsim.sim.results``)."""
-    from frontend.tiling import traced_operator
-
-    out: dict[str, int] = {}
-    for o in report.sim.ops if report.sim is not None else []:
-        name = traced_operator(o.name, report.tiled_operators)
-        out[name] = out.get(name, 0) + o.dram_read_bytes + o.dram_write_bytes
-    return out
+def has_roofline_place(macs: float, start_cycle: float, end_cycle: float, sram_bytes: float) -> bool:
+    """Whether an operator has a place on the roofline: MACs, cycles and bytes streamed."""
+    return macs > 0 and end_cycle > start_cycle and sram_bytes > 0
 
 
 def on_roofline(o: OpRecord) -> bool:
-    """Whether an operator has a place on the roofline: MACs, cycles and bytes streamed."""
-    return o.macs > 0 and o.end_cycle > o.start_cycle and o.sram_bytes > 0
+    """``has_roofline_place`` for a simulated operator (roofline.svg's points)."""
+    return has_roofline_place(o.macs, o.start_cycle, o.end_cycle, o.sram_bytes)
 
 
 def not_on_roofline(others: Sequence[tuple[str, float]], cycles: float) -> str:
@@ -185,7 +177,7 @@ def _off_roofline(ops: Sequence[dict[str, Any]]) -> list[tuple[str, float]]:
     """The kind and cycles (with their waits) of the traced operators report.html's roofline leaves out:
     those its script draws no point for (no MACs, no cycles or no bytes streamed)."""
     return [(o["op"], o["compute_cycles"] + o["stall_cycles"]["sram_bandwidth"] + o["stall_cycles"]["dma_wait"])
-            for o in ops if not (o["macs"] > 0 and o["end_cycle"] > o["start_cycle"] and o["sram_bytes"] > 0)]
+            for o in ops if not has_roofline_place(o["macs"], o["start_cycle"], o["end_cycle"], o["sram_bytes"])]
 
 
 def _headline(report: SimReport) -> dict[str, Any]:
@@ -208,12 +200,11 @@ def page_data(report: SimReport, summary: str, rows: Sequence[Sequence[str]] = (
          report.offsets[r.id], r.size, 1 if r.id in spilled else 0]
         for r in sched.residencies
     ]
-    dram = operator_dram_bytes(report)
     ops = [
         [o["name"], o["op"], int(o["start_cycle"]), int(o["end_cycle"]), o["macs"], int(o["compute_cycles"]),
          int(o["ideal_cycles"]), round(o["utilization"], 4), o["stall_cycles"]["dma_wait"],
-         o["stall_cycles"]["sram_bandwidth"], o["sram_bytes"], dram.get(o["name"], 0), o["mapping"],
-         o["energy"]["total"], short_label(o["name"], 32)]
+         o["stall_cycles"]["sram_bandwidth"], o["sram_bytes"], o["dram_bytes"]["read"] + o["dram_bytes"]["write"],
+         o["mapping"], o["energy"]["total"], short_label(o["name"], 32)]
         for o in report.ops
     ]
     sim = report.sim

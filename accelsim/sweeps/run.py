@@ -296,6 +296,7 @@ def run_sweep(
     ran = 0
     dask = None
     interrupted = False
+    sources = {h: p.model for h, p in zip(plan.hashes, plan.points, strict=True)}  # each point's model, by hash
     try:
         if todo and executor == "dask":
             dask = DaskExecutor(plan.workers, dask_address)
@@ -305,7 +306,6 @@ def run_sweep(
             (out / "points").mkdir(exist_ok=True)
         bar = Progress(len(tasks), enabled=progress)
         labels = {t.hash: t.point.describe() for t in tasks}
-        sources = {t.hash: t.point.model for t in tasks}
         handle = None
         try:
             if results_csv is not None:
@@ -346,7 +346,7 @@ def run_sweep(
         written = plot_sweep(table, keys, out)
     if out is not None:
         # the points of an earlier run, when it wrote no pages
-        write_point_pages(out, table, plan.base, {h: p.model for h, p in zip(plan.hashes, plan.points, strict=True)})
+        write_point_pages(out, table, plan.base, sources)
         over = ", ".join(keys) or "models"
         write_index(table, written, out, title=f"accelsim sweep: {len(table)} points over {over}")
     failed = int((table["status"] != "ok").sum()) if len(table) else 0
