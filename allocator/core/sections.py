@@ -105,7 +105,9 @@ def compress_times(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np
 @njit(cache=True)
 def _section_totals(first, last, sizes, n_sections):  # pragma: no cover - compiled
     """Per section, the total size of the buffers live in it: a difference array, summed up."""
-    delta = np.zeros(n_sections + 1, np.int64)
+    delta = np.empty(n_sections + 1, np.int64)
+    for k in range(n_sections + 1):  # np.empty and a loop: np.zeros is one more numba overload to compile
+        delta[k] = 0
     for i in range(first.shape[0]):
         delta[first[i]] += sizes[i]
         delta[last[i]] -= sizes[i]

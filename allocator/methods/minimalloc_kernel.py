@@ -70,7 +70,11 @@ numba compile a helper once for the literal and again for int64), arrays allocat
 uint64 or bool array, is another overload to compile), copies by loops rather than slice
 assignments (whose shape-mismatch error formats a message: numba's string code), the frames in
 one int64 matrix rather than a record of 25 arrays, a merge sort of its own rather than
-numba's ``argsort`` and ``sort``, and helpers without a Python wrapper (``_helper``).
+numba's ``argsort`` and ``sort``, and helpers without a Python or C wrapper (``_helper``).
+What an instance cannot use is not compiled at all: the segment trees and the staircase bound
+come in as scratch arrays that are None when ruled out (:func:`scratch`), and numba, which
+compiles a function for the types of its arguments, drops every branch a None rules out. On
+the challenging suite this leaves out a sixth of the search's first compilation.
 
 Time
 ----
@@ -92,19 +96,22 @@ from allocator.core.deadline import clock
 
 SOLVED, EXHAUSTED, NODE_LIMIT, TIME_LIMIT, CANCELLED = 0, 1, 2, 3, 4
 
-#: numba's options for the search's helpers (in a dict: numba's type stubs omit the option):
-#: compiled and cached like every kernel, but without the wrapper that would let Python call
-#: them. Only ``search`` calls them, and numba would otherwise build, optimise and compile that
-#: wrapper for each, unboxing each NamedTuple argument array by array: a fifth of the
+#: numba's options for the search's helpers (in a dict: numba's type stubs omit the options):
+#: compiled and cached like every kernel, but without the wrappers that would let Python (or C)
+#: call them. Only ``search`` calls them, and numba would otherwise build, optimise and compile
+#: those wrappers for each, unboxing each NamedTuple argument array by array: a fifth of the
 #: search's first compilation.
-_HELPER_OPTIONS: dict[str, Any] = {"cache": True, "no_cpython_wrapper": True}
+_HELPER_OPTIONS: dict[str, Any] = {"cache": True, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 _helper = njit(**_HELPER_OPTIONS)
 #: the same for the small steps ``search`` takes when it opens or leaves a node (reading a frame,
 #: pushing and popping its marks): numba inlines them into ``search`` itself; as calls they made
 #: the challenging suite about 5 % slower than the single loop they were cut from. Placing a
 #: candidate and undoing the last one, the two steps of every node, stay written out in
 #: ``search``: even inlined, as helpers (taking and returning the trail arrays) they cost the
-#: fit suite about 4 % (in-process A/B over 40 interleaved runs)
+#: fit suite about 4 % (in-process A/B over 40 interleaved runs). Opening a decomposition's
+#: sequence frame (``_open_sequence``) is inlined for compile time: as a function of its own,
+#: numba optimised and compiled the re-ranking it calls once more inside it (about 0.3 s of the
+#: first search, over five interleaved pairs of cold runs)
 _inlined = njit(inline="always", **_HELPER_OPTIONS)
 
 #: the largest capacity, size, alignment or pinned offset (and sum of sizes plus alignments)
@@ -112,6 +119,12 @@ _inlined = njit(inline="always", **_HELPER_OPTIONS)
 MAX_VALUE = (1 << 62) - 1
 #: units of work (buffers and sections visited) between two readings of the clock
 CLOCK_WORK = 1 << 17
+#: the fewest buffer-sections (lifetimes summed over a group) for which a segment tree can be
+#: worth building (``_tree_worthwhile``): a shorter walk costs well under a millisecond per node
+#: whatever the tree would save (measured: the challenging suite, whose instances sum to at most
+#: 16,452, searches as fast with the trees off). An instance whose lifetimes sum to less never
+#: builds one, so ``run_search`` compiles it a search without the tree code.
+TREE_MIN_SPAN = 1 << 16
 
 _OPEN, _NEXT, _FAIL, _SUCCEED = 0, 1, 2, 3
 _NORMAL, _SEQUENCE = 0, 1
@@ -281,10 +294,11 @@ def run_search(instance: SearchInstance, preorder: Preorder, switches: SearchSwi
     """
     if table is None:
         table = new_table(switches)
+    effective, tree, stairs = scratch(instance, switches)
     try:
         status, offsets, nodes, backtracks, splits, hits = search(
             instance, preorder, switches, capacity=capacity, node_limit=node_limit, deadline=deadline, stop=stop,
-            table=table)
+            table=table, effective=effective, tree=tree, stairs=stairs)
     except SystemError as exc:
         # Ctrl-C is handled while the kernel reads the clock in object mode, and numba hands the
         # KeyboardInterrupt back wrapped in a SystemError; give the caller the interrupt itself.
@@ -292,6 +306,31 @@ def run_search(instance: SearchInstance, preorder: Preorder, switches: SearchSwi
             raise KeyboardInterrupt from None
         raise
     return SearchResult(int(status), offsets, int(nodes), int(backtracks), int(splits), int(hits))
+
+
+def scratch(instance: SearchInstance, switches: SearchSwitches) -> tuple[np.ndarray, np.ndarray | None,
+                                                                        np.ndarray | None]:
+    """The scratch arrays the pruning checks reuse at every node, so that no node allocates:
+    ``(effective, tree, stairs)``.
+
+    * ``effective``: the effective height per section (section inference, §6.2);
+    * ``tree``: a segment tree over the sections (``_rerank``, ``_sections_hold``), or None
+      when the switch is off or the lifetimes sum to less than ``TREE_MIN_SPAN``, so that no
+      group can make a tree worthwhile;
+    * ``stairs``: the staircase bound's positions and sizes (two rows), or None when
+      ``switches.staircase`` is off.
+
+    A None is a type to numba, which compiles the search once for each combination it meets
+    and leaves out the code a None rules out: the tree and staircase code is most of what
+    a first search on a small instance would otherwise compile for nothing (about a second).
+    The answer is the same either way.
+    """
+    n = instance.sizes.shape[0]
+    span = int((instance.last_section - instance.first_section).sum())
+    tree = (np.empty(2 * instance.n_sections + 2, np.int64)
+            if switches.section_trees and span >= TREE_MIN_SPAN else None)
+    stairs = np.empty((2, n + 1), np.int64) if switches.staircase else None
+    return np.zeros(instance.n_sections, np.int64), tree, stairs
 
 
 def new_table(switches: SearchSwitches) -> np.ndarray:
@@ -580,14 +619,14 @@ def _log2_ceil(w):  # pragma: no cover - compiled
 
 
 @_helper
-def _tree_worthwhile(on, span, count, w):  # pragma: no cover - compiled
+def _tree_worthwhile(span, count, w):  # pragma: no cover - compiled
     """Whether a segment tree over ``w`` sections beats walking ``span`` buffer-sections
     directly, for ``count`` buffers: the tree costs about ``count`` times its depth plus
-    ``w`` to build or read out. The direct walk wins on small instances (the challenging
+    ``w`` to build or read out, and a walk shorter than ``TREE_MIN_SPAN`` steps is cheap
+    whatever the tree would cost. The direct walk wins on small instances (the challenging
     suite); the tree on long-lived buffers over many sections, where the walk is the sum of
-    all lifetimes (about 10**11 steps per node on two million random buffers). ``on``:
-    ``SearchSwitches.section_trees``."""
-    return on and span > 4 * (count * _log2_ceil(w) + w)
+    all lifetimes (about 10**11 steps per node on two million random buffers)."""
+    return span >= TREE_MIN_SPAN and span > 4 * (count * _log2_ceil(w) + w)
 
 
 @_helper
@@ -623,7 +662,7 @@ def _tree_max(tree, w, lo, hi):  # pragma: no cover - compiled
 
 @_helper
 def _rerank(members, begin, end, preorder, buffers, placement, sections, rank_trail,
-            rank_top, tree, trees):  # pragma: no cover - compiled
+            rank_top, tree):  # pragma: no cover - compiled
     """Re-rank the buffers ``members[begin:end]`` of one group by the key ``(pre, -T, post)``.
 
     T is the largest total of *unplaced* buffer bytes over the sections a buffer spans, taken
@@ -634,7 +673,9 @@ def _rerank(members, begin, end, preorder, buffers, placement, sections, rank_tr
 
     T is read section by section, or from a segment tree of the sections' totals (``tree``,
     scratch of twice the sections) when the group's lifetimes add up to far more sections
-    than that costs (``_tree_worthwhile``): the same values either way.
+    than that costs (``_tree_worthwhile``): the same values either way. ``tree`` is None when
+    no group of the instance can make a tree worthwhile (see :func:`run_search`); numba then
+    compiles this without the tree code.
     """
     rank = placement.rank
     g = end - begin
@@ -652,13 +693,15 @@ def _rerank(members, begin, end, preorder, buffers, placement, sections, rank_tr
             klo = buffers.first_section[j]
         if buffers.last_section[j] > khi:
             khi = buffers.last_section[j]
-    by_tree = khi > klo and _tree_worthwhile(trees, span, g, khi - klo)
-    if by_tree:
-        _max_tree(sections.free, klo, khi, tree)
+    by_tree = False
+    if tree is not None:  # a test of the argument's type: numba drops the branch when it is None
+        by_tree = khi > klo and _tree_worthwhile(span, g, khi - klo)
+        if by_tree:
+            _max_tree(sections.free, klo, khi, tree)
     for x in range(g):
         j = members[begin + x]
         t = 0
-        if by_tree:
+        if tree is not None and by_tree:
             t = _tree_max(tree, khi - klo, buffers.first_section[j] - klo, buffers.last_section[j] - klo)
         else:
             for k in range(buffers.first_section[j], buffers.last_section[j]):
@@ -911,7 +954,7 @@ def _lowest_over_spans(node, members, buffers, placement, tree, effective):  # p
 
 @_helper
 def _sections_hold(node, floor, effective_height, capacity, members, buffers, placement, sections,
-                   effective, tree, trees):  # pragma: no cover - compiled
+                   effective, tree):  # pragma: no cover - compiled
     """Section inference (§6.2, eq. 3): in every section of the node the unplaced free
     buffers must stack above its height, ``height + unplaced bytes <= capacity``.
 
@@ -919,8 +962,8 @@ def _sections_hold(node, floor, effective_height, capacity, members, buffers, pl
     ``offset_floor``, else 0) and, with ``effective_height``, to the lowest position of an
     unplaced free buffer of the node's group live there (``effective`` is scratch space).
     Those lowest positions are taken section by section, or through a segment tree (``tree``,
-    scratch of twice the sections) when the group's lifetimes add up to far more sections
-    than that costs (``_tree_worthwhile``): the same values either way.
+    scratch of twice the sections, or None, as in ``_rerank``) when the group's lifetimes add
+    up to far more sections than that costs (``_tree_worthwhile``): the same values either way.
     """
     if effective_height:
         span = 0
@@ -930,9 +973,12 @@ def _sections_hold(node, floor, effective_height, capacity, members, buffers, pl
             if placement.offset[q] < 0 and buffers.fixed[q] < 0:
                 span += buffers.last_section[q] - buffers.first_section[q]
                 count += 1
-        if node.khi > node.klo and _tree_worthwhile(trees, span, count, node.khi - node.klo):
-            _lowest_over_spans(node, members, buffers, placement, tree, effective)
-        else:
+        by_tree = False
+        if tree is not None:  # numba drops the branch when ``tree`` is None
+            by_tree = node.khi > node.klo and _tree_worthwhile(span, count, node.khi - node.klo)
+            if by_tree:
+                _lowest_over_spans(node, members, buffers, placement, tree, effective)
+        if not by_tree:
             for k in range(node.klo, node.khi):
                 effective[k] = _BIG
             for m in range(node.begin, node.end):
@@ -963,19 +1009,6 @@ def _unplaced_offsets(n):  # pragma: no cover - compiled
     for j in range(n):
         offsets[j] = -1
     return offsets
-
-
-@_helper
-def _scratch(n, n_sections):  # pragma: no cover - compiled
-    """The scratch arrays the pruning checks reuse at every node, so that no node allocates:
-    ``(effective, tree, stair_pos, stair_size)``: the effective height per section (section
-    inference, §6.2), the segment trees over the sections, and the staircase's positions and
-    sizes (see ``_sections_hold`` and ``_staircase_holds``)."""
-    effective = np.empty(n_sections, np.int64)
-    tree = np.empty(2 * n_sections + 2, np.int64)
-    for k in range(n_sections):
-        effective[k] = 0
-    return effective, tree, np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
 
 
 @_helper
@@ -1045,9 +1078,9 @@ def _push_marks(frames, depth, hash_a, hash_b, key_a, key_b, omax, imax, section
     frames[depth, _F_RANK_MARK] = rank_top
 
 
-@_helper
+@_inlined
 def _open_sequence(frames, depth, count, runs, begin, end, members, members_top, bounds, bounds_top, rerank,
-                   preorder, buffers, placement, sections, rank_trail, rank_top, tree, trees, hash_a,
+                   preorder, buffers, placement, sections, rank_trail, rank_top, tree, hash_a,
                    hash_b):  # pragma: no cover - compiled
     """Make frame ``depth`` a sequence frame: dynamic temporal decomposition (§7) splits the
     group ``members[begin:end]`` (``count`` unplaced buffers) into its ``runs`` groups that do
@@ -1072,7 +1105,7 @@ def _open_sequence(frames, depth, count, runs, begin, end, members, members_top,
             first = bounds[frames[depth, _F_BEGIN] + 2 * grp]
             last = bounds[frames[depth, _F_BEGIN] + 2 * grp + 1]
             rank_top, da, db = _rerank(members, first, last, preorder, buffers, placement, sections, rank_trail,
-                                       rank_top, tree, trees)
+                                       rank_top, tree)
             hash_a ^= da
             hash_b ^= db
     return members, bounds, rank_trail, members_top, bounds_top, rank_top, hash_a, hash_b
@@ -1134,14 +1167,17 @@ def _next_group(frames, d, bounds, restart_groups):  # pragma: no cover - compil
 
 
 @njit(cache=True, nogil=True)
-def search(instance, preorder, switches, capacity, node_limit, deadline, stop, table):  # pragma: no cover - compiled
+def search(instance, preorder, switches, capacity, node_limit, deadline, stop, table, effective, tree,
+           stairs):  # pragma: no cover - compiled
     """Depth-first search over canonical partial solutions (call it through :func:`run_search`).
 
     Returns ``(status, offsets, nodes, backtracks, splits, table_hits)``; ``status`` is SOLVED,
     EXHAUSTED (the whole space was searched: infeasible), NODE_LIMIT, TIME_LIMIT or CANCELLED
     (another thread set ``stop[0]``, a one-element int64 array, to non-zero). ``deadline`` is a
     ``work_clock()`` value, or a negative number for none. ``switches.table_bits > 0``
-    turns on the failed-state ``table`` (see the module docstring).
+    turns on the failed-state ``table`` (see the module docstring). ``effective``, ``tree``
+    and ``stairs`` are the scratch arrays from :func:`scratch`; ``stairs`` is not None exactly
+    when ``switches.staircase`` is on.
 
     The search is a state machine over the frame stack: _OPEN a node on a group, _NEXT
     candidate of the top frame, _FAIL back to the frame below, _SUCCEED on to the next group.
@@ -1159,7 +1195,6 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
     use_table = switches.table_bits > 0
     table_a = table[0]
     table_b = table[1]
-    effective, tree, stair_pos, stair_size = _scratch(n, instance.n_sections)
     span_total = _total_span(buffers)
     # the set-up walks every buffer's sections once: on a large instance that can outlast the deadline
     if deadline >= 0 and clock() > deadline:
@@ -1203,7 +1238,7 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
                 members, bounds, rank_trail, members_top, bounds_top, rank_top, hash_a, hash_b = _open_sequence(
                     frames, depth, count, runs, g_begin, g_end, members, members_top, bounds, bounds_top,
                     switches.rerank_groups and switches.restart_groups, preorder, buffers, placement, sections,
-                    rank_trail, rank_top, tree, switches.section_trees, hash_a, hash_b)
+                    rank_trail, rank_top, tree, hash_a, hash_b)
                 g_begin = bounds[frames[depth, _F_BEGIN]]
                 g_end = bounds[frames[depth, _F_BEGIN] + 1]
                 omax, imax = _group_bounds(omax, imax, switches.restart_groups)
@@ -1259,14 +1294,15 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
             if alive and switches.canonical and node.fmin < _BIG:
                 alive = _pinned_order_holds(node, i, members, buffers, placement)
             floor = new_omax if switches.offset_floor else 0
-            if alive and switches.section_inference and switches.staircase:
-                alive, visited = _staircase_holds(node, floor, capacity, instance.section_start,
-                                                  instance.section_buffers, buffers, placement, sections, stair_pos,
-                                                  stair_size)
-                work += visited
-            if alive and switches.section_inference and not switches.staircase:
+            if stairs is not None:  # switches.staircase; numba drops whichever branch the type rules out
+                if alive and switches.section_inference:
+                    alive, visited = _staircase_holds(node, floor, capacity, instance.section_start,
+                                                      instance.section_buffers, buffers, placement, sections,
+                                                      stairs[0], stairs[1])
+                    work += visited
+            elif alive and switches.section_inference:
                 alive = _sections_hold(node, floor, switches.effective_height, capacity, members, buffers, placement,
-                                       sections, effective, tree, switches.section_trees)
+                                       sections, effective, tree)
             if not alive:
                 backtracks += 1
                 continue  # state stays _NEXT: undo and try the next candidate

@@ -22,9 +22,10 @@ from allocator.methods import minimalloc_kernel as kernel
 from allocator.methods.minimalloc import MiniMallocOptions, PreparedProblem, kernel_switches
 
 
-def _staggered(seed: int, n: int = 160) -> Problem:
+def _staggered(seed: int, n: int = 1000) -> Problem:
     """Buffers that start one after another and live 40 to 120 steps: every section is crossed
-    by dozens of them, so their lifetimes add up to far more sections than a tree costs."""
+    by dozens of them, so their lifetimes add up to far more sections than a tree costs (and to
+    more than ``TREE_MIN_SPAN``)."""
     rng = np.random.default_rng(seed)
     starts = np.arange(n) + rng.integers(0, 3, n)
     ends = starts + rng.integers(40, 120, n)
@@ -37,7 +38,7 @@ def _trees_used_at_the_root(data: PreparedProblem) -> bool:
     """The kernel's ``_tree_worthwhile`` for the whole problem (the root node's group)."""
     span = int((data.last_sec - data.first_sec).sum())
     width = int(data.n_sections)
-    return span > 4 * (data.n * max(1, math.ceil(math.log2(width))) + width)
+    return span >= kernel.TREE_MIN_SPAN and span > 4 * (data.n * max(1, math.ceil(math.log2(width))) + width)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -56,7 +57,7 @@ def test_section_trees_take_the_same_search_path_as_the_walk(seed, extra):
             own = kernel_switches(MiniMallocOptions(section_trees=trees), data.n)
             if not rerank:
                 own = own._replace(rerank_groups=False)
-            result = kernel.run_search(data.instance(False), preorder, own, capacity=capacity, node_limit=5_000,
+            result = kernel.run_search(data.instance(False), preorder, own, capacity=capacity, node_limit=2_000,
                                        deadline=-1.0, stop=np.zeros(1, np.int64), table=kernel.new_table(own))
             outcomes.append((result.status, result.nodes, result.backtracks, result.splits,
                              result.offsets.tolist()))

@@ -6,13 +6,17 @@ through); and int64 arithmetic that never wraps around for values near 2**62.
 """
 
 import inspect
+import json
 import os
 import random
 import signal
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import fields, replace
 from itertools import permutations
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -108,6 +112,65 @@ def test_run_search_places_the_paper_example():
     exhausted = kernel.run_search(data.instance(False), preorder, DEFAULT._replace(table_bits=12), capacity=11,
                                   node_limit=1000, deadline=-1.0, stop=np.zeros(1, np.int64))
     assert exhausted.status == kernel.EXHAUSTED
+
+
+def test_the_scratch_leaves_out_what_the_switches_and_the_instance_rule_out():
+    # a None is a type to numba: the search is compiled without the tree or staircase code
+    small = PreparedProblem(Problem([Buffer(f"b{i}", i, i + 3, 4) for i in range(20)]))
+    instance = small.instance(False)
+    assert int((instance.last_section - instance.first_section).sum()) < kernel.TREE_MIN_SPAN
+    effective, tree, stairs = kernel.scratch(instance, DEFAULT)
+    assert tree is None and stairs is None and effective.shape == (instance.n_sections,) and not effective.any()
+    _, _, stairs = kernel.scratch(instance, DEFAULT._replace(staircase=True))
+    assert stairs is not None and stairs.shape == (2, small.n + 1)
+    long_lived = PreparedProblem(Problem([Buffer(f"b{i}", i, i + 400, 4) for i in range(400)]))
+    wide = long_lived.instance(False)
+    assert int((wide.last_section - wide.first_section).sum()) >= kernel.TREE_MIN_SPAN
+    _, tree, _ = kernel.scratch(wide, DEFAULT)
+    assert tree is not None and tree.shape == (2 * wide.n_sections + 2,)
+    assert kernel.scratch(wide, DEFAULT._replace(section_trees=False))[1] is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_search_takes_the_same_path_with_or_without_a_tree_below_its_minimum_span(seed):
+    # below TREE_MIN_SPAN no group builds a tree, so leaving it out (what run_search does) changes nothing
+    problem = _random_problem(seed)
+    data = PreparedProblem(problem)
+    instance = data.instance(False)
+    preorder, _ = data.preorder("TWA", twins=True)
+    capacity = lower_bound(problem) + 4
+    outcomes = []
+    for tree in (np.empty(2 * instance.n_sections + 2, np.int64), None):
+        table = kernel.new_table(DEFAULT)
+        got = kernel.search(instance, preorder, DEFAULT, capacity=capacity, node_limit=3_000, deadline=-1.0,
+                            stop=np.zeros(1, np.int64), table=table, effective=np.zeros(instance.n_sections, np.int64),
+                            tree=tree, stairs=None)
+        outcomes.append((int(got[0]), got[1].tolist(), int(got[2]), int(got[3])))
+    assert outcomes[0] == outcomes[1]
+
+
+_FIRST_SEARCH = """
+import json
+from allocator import read_csv, solve
+from allocator.methods import minimalloc_kernel as kernel
+problem = read_csv("benchmarks/minimalloc/challenging/C.1048576.csv").with_capacity(1048576)
+assert solve(problem, "minimalloc", None, workers=1).solution is not None
+print(json.dumps({name: len(getattr(kernel, name).signatures) for name in
+                  ("search", "_rerank", "_sections_hold", "_max_tree", "_tree_max", "_lowest_over_spans",
+                   "_staircase_holds")}))
+"""
+
+
+@pytest.mark.slow
+def test_a_first_search_on_a_small_instance_compiles_no_tree_or_staircase_code(tmp_path):
+    # with an empty cache the whole search compiles in this process: what it reaches is what it compiled
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", _FIRST_SEARCH], env=env, cwd=Path(__file__).resolve().parents[3],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    compiled = json.loads(done.stdout.splitlines()[-1])
+    assert compiled == {"search": 1, "_rerank": 1, "_sections_hold": 1, "_max_tree": 0, "_tree_max": 0,
+                        "_lowest_over_spans": 0, "_staircase_holds": 0}
 
 
 def _solution(problem: Problem, offsets: np.ndarray) -> Solution:
