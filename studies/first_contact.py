@@ -16,6 +16,8 @@ Rows (``key``):
 * ``alloc-A`` ... ``alloc-K``: ``accelsim alloc X.1048576.csv --capacity 1048576 --method minimalloc``,
   warm compiled code, one thread (``--threads 1``, as C++ MiniMalloc's reference times are);
 * ``cold-alloc-C``: the same on C with an empty compile cache;
+* ``cold-alloc-C-workers``: the same with the default workers (one per core), the command as
+  issue 35 gives it: the portfolio's second worker adds its share of the search;
 * ``cold-run``: ``accelsim run resnet50 --hw pixel6`` with every cache empty (compiled code and
   trace), as the first run after an install.
 
@@ -77,6 +79,8 @@ def rows(only: str | None) -> list[tuple[str, list[str], bool]]:
                                           "1048576", "--method", "minimalloc", "--threads", "1"], False))
     table.append(("cold-alloc-C", [*ACCELSIM, "alloc", str(SUITE / "C.1048576.csv"), "--capacity", "1048576",
                                    "--method", "minimalloc", "--threads", "1"], True))
+    table.append(("cold-alloc-C-workers", [*ACCELSIM, "alloc", str(SUITE / "C.1048576.csv"), "--capacity",
+                                           "1048576", "--method", "minimalloc"], True))
     table.append(("cold-run", [*ACCELSIM, "run", "resnet50", "--hw", "pixel6", "--out", "{tmp}/run"], True))
     return [row for row in table if only is None or row[0].startswith(only)]
 
