@@ -238,6 +238,7 @@ class PreparedProblem:
             first_section=flat(self.first_sec), last_section=flat(self.last_sec), by_start=self.members,
             hash_key_a=self.key_a, hash_key_b=self.key_b,
             section_start=section_start, section_buffers=section_buffers, n_sections=int(self.n_sections),
+            sections_spanned=int((self.last_sec - self.first_sec).sum()),
         )
 
     def twin_before(self, rank: np.ndarray) -> np.ndarray:

@@ -154,6 +154,9 @@ class SearchInstance(NamedTuple):
     section_start: np.ndarray  #: int64 CSR row starts of ``section_buffers`` (staircase bound only)
     section_buffers: np.ndarray  #: int64 buffers live in each section, section by section
     n_sections: int  #: number of cross sections
+    #: the sum over the buffers of the number of sections each is live in (sizes the section
+    #: trail; decides whether a segment tree can ever pay, see :func:`scratch`)
+    sections_spanned: int
 
 
 class Preorder(NamedTuple):
@@ -326,9 +329,8 @@ def scratch(instance: SearchInstance, switches: SearchSwitches) -> tuple[np.ndar
     The answer is the same either way.
     """
     n = instance.sizes.shape[0]
-    span = int((instance.last_section - instance.first_section).sum())
     tree = (np.empty(2 * instance.n_sections + 2, np.int64)
-            if switches.section_trees and span >= TREE_MIN_SPAN else None)
+            if switches.section_trees and instance.sections_spanned >= TREE_MIN_SPAN else None)
     stairs = np.empty((2, n + 1), np.int64) if switches.staircase else None
     return np.zeros(instance.n_sections, np.int64), tree, stairs
 
@@ -1012,15 +1014,6 @@ def _unplaced_offsets(n):  # pragma: no cover - compiled
 
 
 @_helper
-def _total_span(buffers):  # pragma: no cover - compiled
-    """The sum over the buffers of the number of sections each is live in (bounds the section trail)."""
-    span_total = 0
-    for j in range(buffers.sizes.shape[0]):
-        span_total += buffers.last_section[j] - buffers.first_section[j]
-    return span_total
-
-
-@_helper
 def _stacks(by_start, span_total):  # pragma: no cover - compiled
     """The stacks of the search, sized for a start and grown (``_grow``, ``_grow_trail``) when a
     node needs more: ``(section_trail, position_trail, rank_trail, placed, members, bounds,
@@ -1195,12 +1188,12 @@ def search(instance, preorder, switches, capacity, node_limit, deadline, stop, t
     use_table = switches.table_bits > 0
     table_a = table[0]
     table_b = table[1]
-    span_total = _total_span(buffers)
     # the set-up walks every buffer's sections once: on a large instance that can outlast the deadline
     if deadline >= 0 and clock() > deadline:
         return TIME_LIMIT, offset, 0, 0, 0, 0
     work = 0  # units of work since the clock was last read
-    section_trail, position_trail, rank_trail, placed, members, bounds, frames = _stacks(instance.by_start, span_total)
+    section_trail, position_trail, rank_trail, placed, members, bounds, frames = _stacks(instance.by_start,
+                                                                                        instance.sections_spanned)
     # np.int64, not 0: a literal 0 would compile the helpers twice
     section_top, position_top, rank_top, placed_top, bounds_top = (np.int64(0), np.int64(0), np.int64(0),
                                                                    np.int64(0), np.int64(0))

@@ -118,14 +118,15 @@ def test_the_scratch_leaves_out_what_the_switches_and_the_instance_rule_out():
     # a None is a type to numba: the search is compiled without the tree or staircase code
     small = PreparedProblem(Problem([Buffer(f"b{i}", i, i + 3, 4) for i in range(20)]))
     instance = small.instance(False)
-    assert int((instance.last_section - instance.first_section).sum()) < kernel.TREE_MIN_SPAN
+    assert instance.sections_spanned == int((instance.last_section - instance.first_section).sum())
+    assert instance.sections_spanned < kernel.TREE_MIN_SPAN
     effective, tree, stairs = kernel.scratch(instance, DEFAULT)
     assert tree is None and stairs is None and effective.shape == (instance.n_sections,) and not effective.any()
     _, _, stairs = kernel.scratch(instance, DEFAULT._replace(staircase=True))
     assert stairs is not None and stairs.shape == (2, small.n + 1)
     long_lived = PreparedProblem(Problem([Buffer(f"b{i}", i, i + 400, 4) for i in range(400)]))
     wide = long_lived.instance(False)
-    assert int((wide.last_section - wide.first_section).sum()) >= kernel.TREE_MIN_SPAN
+    assert wide.sections_spanned == int((wide.last_section - wide.first_section).sum()) >= kernel.TREE_MIN_SPAN
     _, tree, _ = kernel.scratch(wide, DEFAULT)
     assert tree is not None and tree.shape == (2 * wide.n_sections + 2,)
     assert kernel.scratch(wide, DEFAULT._replace(section_trees=False))[1] is None
